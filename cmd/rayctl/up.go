@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+
+	"github.com/rayctl/rayctl/configs"
+	"github.com/rayctl/rayctl/pkg/apiserver"
+	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
+	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
+	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/datadir"
+)
+
+type upOptions struct {
+	*globalFlags
+	port   int
+	detach bool
+}
+
+func newUpCommand(g *globalFlags) *cobra.Command {
+	o := &upOptions{globalFlags: g}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the control plane in the foreground (Ctrl-C stops it), or in the background with --detach",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.detach {
+				return detach(cmd.OutOrStdout(), o)
+			}
+			return up(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1 (0 picks a free one and writes it into the kubeconfig)")
+	cmd.Flags().BoolVar(&o.detach, "detach", false, "start in the background and return once ready; `rayctl down` stops it")
+	return cmd
+}
+
+// component times one start-up step and prints its line.
+type component struct {
+	out   io.Writer
+	start time.Time
+	times map[string]int64
+}
+
+func (c *component) step(name string, f func() (string, error)) error {
+	t := time.Now()
+	detail, err := f()
+	ms := time.Since(t).Milliseconds()
+	if err != nil {
+		fmt.Fprintf(c.out, "  %-10s failed after %d ms\n", name, ms)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	c.times[name] = ms
+	fmt.Fprintf(c.out, "  %-10s %5d ms  %s\n", name, ms, detail)
+	return nil
+}
+
+// up runs the control plane until SIGINT or SIGTERM, then stops it in reverse order.
+func up(parent context.Context, out io.Writer, o *upOptions) error {
+	started := time.Now()
+	dir, err := datadir.Open(o.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := dir.Lock(); err != nil {
+		return err
+	}
+	defer dir.Unlock()
+
+	logFile, err := os.OpenFile(dir.Join("rayctl.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	logger := redirectLogs(logFile)
+
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Fprintf(out, "rayctl up (data dir %s)\n", dir.Path)
+	c := &component{out: out, start: started, times: map[string]int64{}}
+
+	var ca *pki.Authority
+	var serving, etcdServing, etcdClient, loopback, admin *pki.KeyPair
+	if err := c.step("pki", func() (string, error) {
+		var err error
+		if ca, err = pki.LoadOrCreate(dir.Join("pki")); err != nil {
+			return "", err
+		}
+		loop := []net.IP{net.IPv4(127, 0, 0, 1)}
+		if serving, err = ca.Serving("apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, loop); err != nil {
+			return "", err
+		}
+		if etcdServing, err = ca.Serving("etcd-server", []string{"localhost"}, loop); err != nil {
+			return "", err
+		}
+		if etcdClient, err = ca.Client("apiserver-etcd-client", "system:apiserver-etcd-client", nil); err != nil {
+			return "", err
+		}
+		if loopback, err = ca.Client("apiserver-loopback", "system:apiserver", []string{"system:masters"}); err != nil {
+			return "", err
+		}
+		if admin, err = ca.Client("admin", "rayctl-admin", []string{"system:masters"}); err != nil {
+			return "", err
+		}
+		return dir.Join("pki"), nil
+	}); err != nil {
+		return err
+	}
+
+	var store *etcd.Server
+	if err := c.step("etcd", func() (string, error) {
+		var err error
+		store, err = etcd.Start(ctx, etcd.Config{
+			Dir: dir.Join("etcd"), CAFile: ca.CertFile(), CertFile: etcdServing.CertFile, KeyFile: etcdServing.KeyFile,
+			Logger: logger.Named("etcd"),
+		})
+		if err != nil {
+			return "", err
+		}
+		return store.Endpoint, nil
+	}); err != nil {
+		return err
+	}
+	defer store.Close()
+
+	crds, err := readCRDs()
+	if err != nil {
+		return err
+	}
+	var server *apiserver.Server
+	serverDone := make(chan error, 1)
+	serverCtx, stopServer := context.WithCancel(context.Background())
+	defer func() {
+		stopServer()
+		if server != nil {
+			<-serverDone
+		}
+	}()
+	if err := c.step("apiserver", func() (string, error) {
+		var err error
+		server, err = apiserver.New(apiserver.Config{
+			Port: o.port, CA: ca, Serving: serving, Loopback: loopback,
+			EtcdEndpoint: store.Endpoint, EtcdClient: etcdClient, CRDs: crds,
+		})
+		if err != nil {
+			return "", err
+		}
+		go func() { serverDone <- server.Run(serverCtx) }()
+		readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- apiserver.WaitReady(readyCtx, server.LoopbackConfig) }()
+		select {
+		case err := <-errc:
+			if err != nil {
+				return "", fmt.Errorf("not ready: %w (see %s)", err, dir.Join("rayctl.log"))
+			}
+		case err := <-serverDone:
+			server = nil
+			return "", fmt.Errorf("stopped: %v (see %s)", err, dir.Join("rayctl.log"))
+		}
+		return "https://" + server.Addr + fmt.Sprintf(" (%d CRDs established)", len(crds)), nil
+	}); err != nil {
+		return err
+	}
+
+	serverURL := "https://" + server.Addr
+	if err := kubeconfig.Write(dir.Kubeconfig(), kubeconfig.Build(serverURL, ca.CertPEM(), admin)); err != nil {
+		return err
+	}
+	readyMs := time.Since(started).Milliseconds()
+	if err := dir.WriteState(datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: c.times}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ready in %d ms\n", readyMs)
+	fmt.Fprintf(out, "kubeconfig: %s\n", dir.Kubeconfig())
+	fmt.Fprintf(out, "next: rayctl kubectl get nodes,pods -A\n")
+	logger.Info("ready", zap.Int64("ms", readyMs), zap.String("server", serverURL))
+
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "stopping")
+	case err := <-serverDone:
+		server = nil
+		return fmt.Errorf("the API server stopped: %v", err)
+	case err := <-store.Err():
+		return fmt.Errorf("etcd failed: %v", err)
+	}
+	os.Remove(dir.Join("rayctl.state"))
+	stopServer()
+	<-serverDone
+	server = nil
+	store.Close()
+	fmt.Fprintln(out, "stopped")
+	return nil
+}
+
+// readCRDs returns the embedded CRD manifests.
+func readCRDs() ([][]byte, error) {
+	var out [][]byte
+	err := fs.WalkDir(configs.CRDs, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := configs.CRDs.ReadFile(path)
+		out = append(out, b)
+		return err
+	})
+	return out, err
+}
+
+// redirectLogs sends klog (the API server's logs) and a zap logger (etcd's) to w.
+func redirectLogs(w io.Writer) *zap.Logger {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(w)
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), zap.InfoLevel)
+	return zap.New(core)
+}
+
+// detach starts `rayctl up` again as a background process and waits until it is ready.
+func detach(out io.Writer, o *upOptions) error {
+	dir, err := datadir.Open(o.dataDir)
+	if err != nil {
+		return err
+	}
+	if st, err := dir.ReadState(); err == nil {
+		return fmt.Errorf("rayctl is already running in %s (pid %d, %s)", dir.Path, st.PID, st.Server)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath := dir.Join("rayctl.out")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	child := exec.Command(self, "up", "--data-dir", dir.Path, "--port", fmt.Sprint(o.port))
+	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(3 * time.Minute)
+	for {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logPath)
+			return fmt.Errorf("rayctl up exited (%v):\n%s", err, b)
+		case <-deadline:
+			return fmt.Errorf("rayctl up did not become ready within 3 minutes; see %s", logPath)
+		case <-time.After(20 * time.Millisecond):
+		}
+		st, err := dir.ReadState()
+		if errors.Is(err, datadir.ErrNotRunning) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.PID == child.Process.Pid {
+			b, _ := os.ReadFile(logPath)
+			out.Write(b)
+			fmt.Fprintf(out, "running in the background (pid %d); `rayctl down` stops it\n", st.PID)
+			return nil
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package apiserver
+
+import (
+	"fmt"
+	"net"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/registry"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/selfsubjectreview"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/accessreview"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/batch/job"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/coordination/lease"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/configmap"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/endpoints"
+	coreevent "github.com/rayctl/rayctl/pkg/apiserver/registry/core/event"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/namespace"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/node"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/pod"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/secret"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/service"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/serviceaccount"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/discovery/endpointslice"
+	eventsevent "github.com/rayctl/rayctl/pkg/apiserver/registry/events/event"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/rbac"
+	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
+)
+
+// DefaultServiceCIDR is the range ClusterIPs come from unless configured otherwise.
+const DefaultServiceCIDR = "10.96.0.0/16"
+
+// builtins holds the storage of every built-in group, by group version.
+type builtins map[schema.GroupVersion]registry.Storage
+
+// newBuiltins builds the storage of every built-in resource.
+func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, serviceCIDR *net.IPNet) (builtins, error) {
+	if serviceCIDR == nil {
+		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
+	}
+	b := builtins{}
+	add := func(gv schema.GroupVersion, s registry.Storage, err error) error {
+		if err != nil {
+			return err
+		}
+		if b[gv] == nil {
+			b[gv] = registry.Storage{}
+		}
+		for path, storage := range s {
+			b[gv][path] = storage
+		}
+		return nil
+	}
+	plain := func(r *registry.Resource) error {
+		s, _, err := registry.Build(scheme.Scheme, r, optsGetter)
+		return add(r.GroupVersion(), s, err)
+	}
+	s := scheme.Scheme
+	core := pod.Resource.GroupVersion()
+	pods, err := pod.NewStorage(s, optsGetter)
+	if err := add(core, pods, err); err != nil {
+		return nil, err
+	}
+	services, err := service.NewStorage(s, optsGetter, serviceCIDR)
+	if err := add(core, services, err); err != nil {
+		return nil, err
+	}
+	namespaces, err := namespace.NewStorage(s, optsGetter)
+	if err := add(core, namespaces, err); err != nil {
+		return nil, err
+	}
+	for _, r := range []*registry.Resource{
+		node.Resource, configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
+		coreevent.Resource, eventsevent.Resource, lease.Resource, endpointslice.Resource, job.Resource,
+		rbac.Roles, rbac.ClusterRoles, rbac.RoleBindings, rbac.ClusterRoleBindings,
+	} {
+		if err := plain(r); err != nil {
+			return nil, err
+		}
+	}
+	authzGV := schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}
+	if err := add(authzGV, registry.Storage{
+		"subjectaccessreviews":     &accessreview.SubjectREST{Authorizer: authz},
+		"selfsubjectaccessreviews": &accessreview.SelfREST{Authorizer: authz},
+	}, nil); err != nil {
+		return nil, err
+	}
+	authnGV := schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}
+	if err := add(authnGV, registry.Storage{"selfsubjectreviews": &selfsubjectreview.REST{}}, nil); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// install serves the core group under /api and the others under /apis.
+func (b builtins) install(server *genericapiserver.GenericAPIServer) error {
+	var groups []*genericapiserver.APIGroupInfo
+	for gv, storage := range b {
+		info := genericapiserver.NewDefaultAPIGroupInfo(gv.Group, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
+		info.VersionedResourcesStorageMap[gv.Version] = storage
+		if gv.Group == "" {
+			if err := server.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info); err != nil {
+				return fmt.Errorf("installing the core group: %w", err)
+			}
+			continue
+		}
+		groups = append(groups, &info)
+	}
+	if err := server.InstallAPIGroups(groups...); err != nil {
+		return fmt.Errorf("installing the built-in groups: %w", err)
+	}
+	return nil
+}

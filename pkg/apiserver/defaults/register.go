@@ -1,0 +1,69 @@
+package defaults
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// RegisterDefaults installs the defaulting functions of this package in
+// scheme for the kinds and their lists, so that scheme.Default (and the
+// API server's codecs, which call it on decode) applies them.
+func RegisterDefaults(scheme *runtime.Scheme) {
+	add := func(obj runtime.Object, fn func(any)) { scheme.AddTypeDefaultingFunc(obj, fn) }
+
+	add(&corev1.Pod{}, func(o any) { SetPodDefaults(o.(*corev1.Pod)) })
+	add(&corev1.PodList{}, func(o any) {
+		for i := range o.(*corev1.PodList).Items {
+			SetPodDefaults(&o.(*corev1.PodList).Items[i])
+		}
+	})
+	add(&corev1.PodTemplate{}, func(o any) { SetPodTemplateSpecDefaults(&o.(*corev1.PodTemplate).Template) })
+	add(&corev1.Service{}, func(o any) { SetServiceDefaults(o.(*corev1.Service)) })
+	add(&corev1.ServiceList{}, func(o any) {
+		for i := range o.(*corev1.ServiceList).Items {
+			SetServiceDefaults(&o.(*corev1.ServiceList).Items[i])
+		}
+	})
+	add(&corev1.Namespace{}, func(o any) { SetNamespaceDefaults(o.(*corev1.Namespace)) })
+	add(&corev1.NamespaceList{}, func(o any) {
+		for i := range o.(*corev1.NamespaceList).Items {
+			SetNamespaceDefaults(&o.(*corev1.NamespaceList).Items[i])
+		}
+	})
+	add(&corev1.Secret{}, func(o any) { SetSecretDefaults(o.(*corev1.Secret)) })
+	add(&corev1.SecretList{}, func(o any) {
+		for i := range o.(*corev1.SecretList).Items {
+			SetSecretDefaults(&o.(*corev1.SecretList).Items[i])
+		}
+	})
+	add(&corev1.Node{}, func(o any) { SetNodeDefaults(o.(*corev1.Node)) })
+	add(&corev1.NodeList{}, func(o any) {
+		for i := range o.(*corev1.NodeList).Items {
+			SetNodeDefaults(&o.(*corev1.NodeList).Items[i])
+		}
+	})
+	add(&corev1.Endpoints{}, func(o any) { SetEndpointsDefaults(o.(*corev1.Endpoints)) })
+	add(&corev1.EndpointsList{}, func(o any) {
+		for i := range o.(*corev1.EndpointsList).Items {
+			SetEndpointsDefaults(&o.(*corev1.EndpointsList).Items[i])
+		}
+	})
+	add(&batchv1.Job{}, func(o any) { SetJobDefaults(o.(*batchv1.Job)) })
+	add(&batchv1.JobList{}, func(o any) {
+		for i := range o.(*batchv1.JobList).Items {
+			SetJobDefaults(&o.(*batchv1.JobList).Items[i])
+		}
+	})
+	add(&discoveryv1.EndpointSlice{}, func(o any) { SetEndpointSliceDefaults(o.(*discoveryv1.EndpointSlice)) })
+	add(&discoveryv1.EndpointSliceList{}, func(o any) {
+		for i := range o.(*discoveryv1.EndpointSliceList).Items {
+			SetEndpointSliceDefaults(&o.(*discoveryv1.EndpointSliceList).Items[i])
+		}
+	})
+	for _, obj := range []runtime.Object{&rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}} {
+		add(obj, SetRBACDefaults)
+	}
+}

@@ -1,0 +1,251 @@
+// Package pki keeps rayctl's certificate authority and the certificates it signs: the API server's and
+// etcd's serving certificates and one client certificate per identity. Everything lives in one directory
+// readable by its owner only, is made once, and is reused on every later start.
+package pki
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 2 * 365 * 24 * time.Hour
+	// renewBefore is how close to expiry a leaf certificate is made anew at start-up.
+	renewBefore = 30 * 24 * time.Hour
+)
+
+// Authority is the certificate authority of one rayctl data dir.
+type Authority struct {
+	dir     string
+	cert    *x509.Certificate
+	key     crypto.Signer
+	certPEM []byte
+}
+
+// KeyPair is a PEM certificate and key, with the paths they are stored at.
+type KeyPair struct {
+	CertPEM, KeyPEM   []byte
+	CertFile, KeyFile string
+}
+
+// LoadOrCreate opens the authority in dir, creating dir (0700) and a new CA the first time.
+func LoadOrCreate(dir string) (*Authority, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	a := &Authority{dir: dir}
+	certPEM, keyPEM, err := readPair(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	switch {
+	case err == nil:
+		cert, key, perr := parsePair(certPEM, keyPEM)
+		if perr != nil {
+			return nil, fmt.Errorf("the CA in %s is unreadable (%v); move the pki directory away to make a new one", dir, perr)
+		}
+		a.cert, a.key, a.certPEM = cert, key, certPEM
+		return a, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "rayctl-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	cert, _ := x509.ParseCertificate(der)
+	a.cert, a.key = cert, key
+	a.certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := writePair(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"), a.certPEM, encodeKey(key)); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// CertPEM returns the CA certificate in PEM.
+func (a *Authority) CertPEM() []byte { return a.certPEM }
+
+// CertFile returns the path of the CA certificate.
+func (a *Authority) CertFile() string { return filepath.Join(a.dir, "ca.crt") }
+
+// Pool returns a pool holding only the CA certificate.
+func (a *Authority) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(a.cert)
+	return p
+}
+
+// Serving returns the serving certificate called name, valid for hosts and ips, making it if it is
+// missing, expiring soon, or does not cover them.
+func (a *Authority) Serving(name string, hosts []string, ips []net.IP) (*KeyPair, error) {
+	return a.ensure(name, func(c *x509.Certificate) bool {
+		for _, h := range hosts {
+			if !slices.Contains(c.DNSNames, h) {
+				return false
+			}
+		}
+		for _, ip := range ips {
+			if !slices.ContainsFunc(c.IPAddresses, ip.Equal) {
+				return false
+			}
+		}
+		return true
+	}, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		DNSNames:    hosts,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+}
+
+// Client returns the client certificate called name for user with groups (the subject's common name and
+// organizations, as Kubernetes reads them), making it if it is missing, expiring soon, or names another identity.
+func (a *Authority) Client(name, user string, groups []string) (*KeyPair, error) {
+	return a.ensure(name, func(c *x509.Certificate) bool {
+		return c.Subject.CommonName == user && slices.Equal(c.Subject.Organization, groups)
+	}, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+func (a *Authority) ensure(name string, fits func(*x509.Certificate) bool, tmpl *x509.Certificate) (*KeyPair, error) {
+	kp := &KeyPair{CertFile: filepath.Join(a.dir, name+".crt"), KeyFile: filepath.Join(a.dir, name+".key")}
+	if certPEM, keyPEM, err := readPair(kp.CertFile, kp.KeyFile); err == nil {
+		if cert, _, err := parsePair(certPEM, keyPEM); err == nil && fits(cert) &&
+			time.Until(cert.NotAfter) > renewBefore && cert.CheckSignatureFrom(a.cert) == nil {
+			kp.CertPEM, kp.KeyPEM = certPEM, keyPEM
+			return kp, nil
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = now.Add(-time.Hour)
+	tmpl.NotAfter = now.Add(leafValidity)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, key.Public(), a.key)
+	if err != nil {
+		return nil, err
+	}
+	kp.CertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	kp.KeyPEM = encodeKey(key)
+	if err := writePair(kp.CertFile, kp.KeyFile, kp.CertPEM, kp.KeyPEM); err != nil {
+		return nil, err
+	}
+	return kp, nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func encodeKey(key *ecdsa.PrivateKey) []byte {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+func readPair(certFile, keyFile string) ([]byte, []byte, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
+func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, errors.New("not PEM")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, nil, errors.New("key cannot sign")
+	}
+	return cert, signer, nil
+}
+
+// writePair writes both files with owner-only permissions, each through a rename so a crash never leaves
+// half a file behind.
+func writePair(certFile, keyFile string, certPEM, keyPEM []byte) error {
+	if err := WriteFileAtomic(keyFile, keyPEM); err != nil {
+		return err
+	}
+	return WriteFileAtomic(certFile, certPEM)
+}
+
+// WriteFileAtomic writes data to path with mode 0600 through a temporary file and a rename.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

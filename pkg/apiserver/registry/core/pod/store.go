@@ -1,0 +1,42 @@
+// Package pod is the registry of core/v1 pods: the store with its status and binding subresources.
+package pod
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/registry"
+	"github.com/rayctl/rayctl/pkg/apiserver/validation"
+)
+
+// Resource describes pods to the shared store.
+var Resource = &registry.Resource{
+	Resource:               corev1.Resource("pods"),
+	Singular:               "pod",
+	Version:                "v1",
+	Kind:                   "Pod",
+	New:                    func() runtime.Object { return &corev1.Pod{} },
+	NewList:                func() runtime.Object { return &corev1.PodList{} },
+	Namespaced:             true,
+	HasStatus:              true,
+	PrepareForCreate:       prepareForCreate,
+	PrepareForStatusUpdate: prepareForStatusUpdate,
+	Validate:               registry.Validator(validation.ValidatePod),
+	ValidateUpdate:         registry.UpdateValidator(validation.ValidatePodUpdate),
+	ValidateStatusUpdate:   registry.UpdateValidator(validation.ValidatePodStatusUpdate),
+	GracefulDelete:         checkGracefulDelete,
+	SelectableFields:       selectableFields,
+	ShortNames:             []string{"po"},
+	Categories:             []string{"all"},
+}
+
+// NewStorage returns the pods endpoints: pods, pods/status and pods/binding.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (registry.Storage, error) {
+	storage, main, err := registry.Build(scheme, Resource, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	storage["pods/binding"] = &BindingREST{store: main.Store}
+	return storage, nil
+}

@@ -1,0 +1,216 @@
+// Package apiserver is rayctl's Kubernetes API server: one k8s.io/apiserver GenericAPIServer, built as the
+// apiextensions-apiserver so that CustomResourceDefinitions and the built-in groups share one discovery
+// document and one OpenAPI spec, stored in etcd, served over TLS with client-certificate identities.
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	extensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	extensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/util/openapi"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/auth"
+	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
+	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
+)
+
+// Config is what the API server needs from the rest of rayctl.
+type Config struct {
+	// Listener, if set, is where the server serves; else it listens on BindAddress:Port.
+	Listener net.Listener
+	// BindAddress is the address to listen on; nil means 127.0.0.1.
+	BindAddress net.IP
+	// Port is the port to listen on; 0 picks a free one.
+	Port int
+	// CA signs every certificate; client certificates must chain to it.
+	CA *pki.Authority
+	// Serving is the server's certificate.
+	Serving *pki.KeyPair
+	// Loopback is the client certificate the server uses to call itself (a system:masters identity).
+	Loopback *pki.KeyPair
+	// EtcdEndpoint is etcd's client URL; EtcdClient the certificate to reach it with.
+	EtcdEndpoint string
+	EtcdClient   *pki.KeyPair
+	// CRDs are CustomResourceDefinition manifests (YAML or JSON) installed, and Established, before the
+	// server reports ready.
+	CRDs [][]byte
+	// ServiceCIDR is the range ClusterIPs are allocated from; nil means 10.96.0.0/16.
+	ServiceCIDR *net.IPNet
+}
+
+// Server is a configured API server, ready to run.
+type Server struct {
+	// Addr is the host:port the server listens on.
+	Addr string
+	// LoopbackConfig is a client config with the loopback identity.
+	LoopbackConfig *rest.Config
+	prepared       interface{ RunWithContext(context.Context) error }
+}
+
+// New builds the server: it opens the listener, connects storage and installs every API group.
+func New(c Config) (*Server, error) {
+	ln := c.Listener
+	if ln == nil {
+		bind := c.BindAddress
+		if bind == nil {
+			bind = net.IPv4(127, 0, 0, 1)
+		}
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(bind.String(), strconv.Itoa(c.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("listening for the API server: %w", err)
+		}
+	}
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	host := "https://" + net.JoinHostPort("127.0.0.1", port)
+
+	generic := genericapiserver.NewRecommendedConfig(extensionsapiserver.Codecs)
+	generic.EffectiveVersion = newEffectiveVersion()
+	generic.ExternalAddress = addr
+	generic.PublicAddress = net.IPv4(127, 0, 0, 1)
+	generic.MaxRequestBodyBytes = 8 << 20
+
+	servingCert, err := dynamiccertificates.NewStaticCertKeyContent("apiserver", c.Serving.CertPEM, c.Serving.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	clientCA, err := dynamiccertificates.NewStaticCAContent("client-ca", c.CA.CertPEM())
+	if err != nil {
+		return nil, err
+	}
+	generic.SecureServing = &genericapiserver.SecureServingInfo{
+		Listener:      ln,
+		Cert:          servingCert,
+		ClientCA:      clientCA,
+		MinTLSVersion: tls.VersionTLS12,
+	}
+	generic.LoopbackClientConfig = &rest.Config{
+		Host: host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   c.CA.CertPEM(),
+			CertData: c.Loopback.CertPEM,
+			KeyData:  c.Loopback.KeyPEM,
+		},
+		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
+		QPS:           -1,
+	}
+	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool())
+	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(); err != nil {
+		return nil, err
+	}
+
+	namer := openapinamer.NewDefinitionNamer(clientgoscheme.Scheme, extensionsapiserver.Scheme)
+	defs := openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(rayopenapi.GetOpenAPIDefinitions)
+	generic.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
+	generic.OpenAPIConfig.Info.Title = "Kubernetes"
+	generic.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
+	generic.OpenAPIV3Config.Info.Title = "Kubernetes"
+
+	// Storage: built-in kinds in protobuf, custom resources as apiextensions stores them.
+	etcdOptions := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
+	etcdOptions.StorageConfig.Transport = storagebackend.TransportConfig{
+		ServerList:    []string{c.EtcdEndpoint},
+		CertFile:      c.EtcdClient.CertFile,
+		KeyFile:       c.EtcdClient.KeyFile,
+		TrustedCAFile: c.CA.CertFile(),
+	}
+	etcdOptions.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
+	etcdOptions.EnableWatchCache = true
+	resources := serverstorage.NewResourceConfig()
+	resources.EnableVersions(scheme.GroupVersions...)
+	for gv := range extensionsapiserver.DefaultAPIResourceConfigSource().GroupVersionConfigs {
+		resources.EnableVersions(gv)
+	}
+	generic.MergedResourceConfig = resources
+	storageFactory := serverstorage.NewDefaultStorageFactory(
+		etcdOptions.StorageConfig,
+		etcdOptions.DefaultStorageMediaType,
+		scheme.Codecs,
+		serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, generic.EffectiveVersion),
+		resources,
+		nil,
+	)
+	if err := etcdOptions.ApplyWithStorageFactoryTo(storageFactory, &generic.Config); err != nil {
+		return nil, err
+	}
+
+	extensionsConfig := &extensionsapiserver.Config{
+		GenericConfig: generic,
+		ExtraConfig: extensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker),
+			MasterCount:          1,
+		},
+	}
+	completed := extensionsConfig.Complete()
+	// apiextensions expects to be a delegate behind kube-apiserver and turns discovery off; here it is
+	// the only server, so discovery (legacy and aggregated) is ours to serve.
+	completed.GenericConfig.EnableDiscovery = true
+	extensions, err := completed.New(genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	server := extensions.GenericAPIServer
+
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, c.ServiceCIDR)
+	if err != nil {
+		return nil, err
+	}
+	if err := builtins.install(server); err != nil {
+		return nil, err
+	}
+
+	crds := c.CRDs
+	server.AddPostStartHookOrDie("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
+		return bootstrap(ctx, ctx.LoopbackClientConfig, crds)
+	})
+
+	return &Server{
+		Addr:           addr,
+		LoopbackConfig: rest.CopyConfig(generic.LoopbackClientConfig),
+		prepared:       server.PrepareRun(),
+	}, nil
+}
+
+// Run serves until ctx ends, then shuts down in order.
+func (s *Server) Run(ctx context.Context) error {
+	return s.prepared.RunWithContext(ctx)
+}
+
+// WaitReady returns when /readyz answers ok, or with ctx's error.
+func WaitReady(ctx context.Context, cfg *rest.Config) error {
+	client, err := rest.UnversionedRESTClientFor(withNegotiation(cfg))
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		res := client.Get().AbsPath("/readyz").Do(ctx)
+		var code int
+		res.StatusCode(&code)
+		return code == 200, nil
+	})
+}
+
+func withNegotiation(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{}
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return c
+}

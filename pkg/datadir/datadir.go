@@ -1,0 +1,133 @@
+// Package datadir owns rayctl's data directory: where it is, who may read it, which process holds it,
+// and the small state file through which commands such as `rayctl status` and `rayctl down` find the
+// running instance.
+package datadir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+)
+
+// Default returns $RAYCTL_HOME, else ~/.rayctl.
+func Default() string {
+	if d := os.Getenv("RAYCTL_HOME"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".rayctl"
+	}
+	return filepath.Join(home, ".rayctl")
+}
+
+// Dir is one data directory.
+type Dir struct {
+	// Path is the directory's absolute path.
+	Path string
+	lock *os.File
+}
+
+// Open makes path absolute and creates it readable by its owner only.
+func Open(path string) (*Dir, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(abs, 0o700); err != nil {
+		return nil, err
+	}
+	return &Dir{Path: abs}, nil
+}
+
+// Join returns a path inside the directory.
+func (d *Dir) Join(elem ...string) string { return filepath.Join(append([]string{d.Path}, elem...)...) }
+
+// Kubeconfig is the admin kubeconfig's path.
+func (d *Dir) Kubeconfig() string { return d.Join("kubeconfig") }
+
+// Lock takes the directory for this process. It fails at once, naming the holder, when another rayctl
+// holds it. The lock is the kernel's, so it goes with the process however the process ends.
+func (d *Dir) Lock() error {
+	f, err := os.OpenFile(d.Join("rayctl.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		holder := "another process"
+		if st, err := d.ReadState(); err == nil && st.PID > 0 {
+			holder = "rayctl (pid " + strconv.Itoa(st.PID) + ")"
+		} else if b, err := os.ReadFile(d.Join("rayctl.pid")); err == nil {
+			holder = "rayctl (pid " + strings.TrimSpace(string(b)) + ")"
+		}
+		return fmt.Errorf("data dir %s is in use by %s; stop it with `rayctl down --data-dir %s` or pick another --data-dir", d.Path, holder, d.Path)
+	}
+	d.lock = f
+	return pki.WriteFileAtomic(d.Join("rayctl.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"))
+}
+
+// Unlock releases the directory and removes the pid and state files.
+func (d *Dir) Unlock() {
+	os.Remove(d.Join("rayctl.pid"))
+	os.Remove(d.Join("rayctl.state"))
+	if d.lock != nil {
+		d.lock.Close()
+		d.lock = nil
+	}
+}
+
+// State describes a running, ready instance.
+type State struct {
+	// PID is the process id of `rayctl up`.
+	PID int `json:"pid"`
+	// Server is the API server's URL.
+	Server string `json:"server"`
+	// Runtime names the container runtime in use.
+	Runtime string `json:"runtime,omitempty"`
+	// ReadyMillis is how long start-up took.
+	ReadyMillis int64 `json:"readyMillis"`
+	// Components maps each component to its start-up time in milliseconds.
+	Components map[string]int64 `json:"components,omitempty"`
+}
+
+// WriteState records that the instance is ready.
+func (d *Dir) WriteState(s State) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return pki.WriteFileAtomic(d.Join("rayctl.state"), b)
+}
+
+// ErrNotRunning means no instance has recorded itself ready in this directory.
+var ErrNotRunning = errors.New("rayctl is not running")
+
+// ReadState returns the running instance's state, or ErrNotRunning.
+func (d *Dir) ReadState() (*State, error) {
+	b, err := os.ReadFile(d.Join("rayctl.state"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNotRunning
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &State{}
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, err
+	}
+	if s.PID <= 0 || syscall.Kill(s.PID, 0) != nil {
+		return nil, ErrNotRunning
+	}
+	return s, nil
+}
