@@ -1,0 +1,226 @@
+// Package framework starts `rayctl up` as a separate process for end-to-end tests and hands tests the
+// clients to reach it: client-go, a REST config, and the real kubectl built into rayctl.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// Binary returns the rayctl binary under test: $RAYCTL_BIN (as `make test` sets it), else one built once
+// into a temporary directory.
+func Binary() (string, error) {
+	buildOnce.Do(func() {
+		if b := os.Getenv("RAYCTL_BIN"); b != "" {
+			binary, buildErr = filepath.Abs(b)
+			return
+		}
+		dir, err := os.MkdirTemp("", "rayctl-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		binary = filepath.Join(dir, "rayctl")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/rayctl")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building rayctl: %v\n%s", err, out)
+		}
+	})
+	return binary, buildErr
+}
+
+// Instance is one running `rayctl up` process.
+type Instance struct {
+	// DataDir is the instance's data dir.
+	DataDir string
+	// Kubeconfig is the admin kubeconfig's path.
+	Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+	// Client is an admin client-go clientset.
+	Client kubernetes.Interface
+	// Output holds what `rayctl up` printed.
+	Output *SyncBuffer
+	// Cmd is the running process.
+	Cmd *exec.Cmd
+	// ExtraArgs are passed to `rayctl up` on every (re)start.
+	ExtraArgs []string
+	exited    chan struct{}
+}
+
+// SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Start runs `rayctl up --port 0` on dataDir (a new temporary one when empty) and waits until it is ready.
+func Start(dataDir string, extraArgs ...string) (*Instance, error) {
+	if dataDir == "" {
+		d, err := os.MkdirTemp("", "rayctl-e2e-")
+		if err != nil {
+			return nil, err
+		}
+		dataDir = d
+	}
+	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: extraArgs}
+	return in, in.Restart()
+}
+
+// Restart starts the process again on the same data dir (after Stop or Kill) and waits until ready.
+func (in *Instance) Restart() error {
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	os.Remove(filepath.Join(in.DataDir, "rayctl.state"))
+	in.Output = &SyncBuffer{}
+	args := append([]string{"up", "--data-dir", in.DataDir, "--port", "0"}, in.ExtraArgs...)
+	in.Cmd = exec.Command(bin, args...)
+	in.Cmd.Stdout, in.Cmd.Stderr = in.Output, in.Output
+	in.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := in.Cmd.Start(); err != nil {
+		return err
+	}
+	in.exited = make(chan struct{})
+	go func() { in.Cmd.Wait(); close(in.exited) }()
+	deadline := time.After(3 * time.Minute)
+	for !strings.Contains(in.Output.String(), "ready in ") {
+		select {
+		case <-in.exited:
+			return fmt.Errorf("rayctl up exited before ready:\n%s", in.Output.String())
+		case <-deadline:
+			in.Kill()
+			return fmt.Errorf("rayctl up not ready after 3m:\n%s", in.Output.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	in.Config = cfg
+	in.Client, err = kubernetes.NewForConfig(cfg)
+	return err
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (in *Instance) Stop() error {
+	if in.Cmd == nil || in.Cmd.Process == nil {
+		return nil
+	}
+	_ = in.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-in.exited:
+		return nil
+	case <-time.After(time.Minute):
+		in.Kill()
+		return fmt.Errorf("rayctl up did not stop within 1m")
+	}
+}
+
+// Kill ends the process with SIGKILL, as a crash would, and waits for it to be gone.
+func (in *Instance) Kill() {
+	if in.Cmd == nil || in.Cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-in.Cmd.Process.Pid, syscall.SIGKILL)
+	<-in.exited
+}
+
+// Exited reports whether the process has ended.
+func (in *Instance) Exited() <-chan struct{} { return in.exited }
+
+// Kubectl runs `rayctl kubectl args...` against the instance and returns stdout, stderr and the error.
+func (in *Instance) Kubectl(ctx context.Context, stdin string, args ...string) (string, string, error) {
+	bin, err := Binary()
+	if err != nil {
+		return "", "", err
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"kubectl", "--kubeconfig", in.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err = cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// Rayctl runs `rayctl args...` with the instance's data dir and returns combined output and the error.
+func (in *Instance) Rayctl(ctx context.Context, args ...string) (string, error) {
+	bin, err := Binary()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, "--data-dir", in.DataDir)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Cleanup stops the instance and removes its data dir; for t.Cleanup.
+func (in *Instance) Cleanup(t testing.TB) {
+	if err := in.Stop(); err != nil {
+		t.Log(err)
+	}
+	if t.Failed() {
+		if b, err := os.ReadFile(filepath.Join(in.DataDir, "rayctl.log")); err == nil && len(b) > 0 {
+			tail := b
+			if len(tail) > 8000 {
+				tail = tail[len(tail)-8000:]
+			}
+			t.Logf("rayctl.log tail:\n%s", tail)
+		}
+	}
+	os.RemoveAll(in.DataDir)
+}
+
+// State reads the instance's rayctl.state.
+func (in *Instance) State() (map[string]any, error) {
+	b, err := os.ReadFile(filepath.Join(in.DataDir, "rayctl.state"))
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(b, &m)
+}
