@@ -102,10 +102,10 @@ func SetJobSelector(job *batchv1.Job) {
 		job.Spec.Template.Labels = tl
 	}
 	for k, v := range map[string]string{
-		LegacyJobNameLabel:       job.Name,
-		batchv1.JobNameLabel:             job.Name,
-		LegacyControllerUidLabel: uid,
-		batchv1.ControllerUidLabel:       uid,
+		LegacyJobNameLabel:         job.Name,
+		batchv1.JobNameLabel:       job.Name,
+		LegacyControllerUidLabel:   uid,
+		batchv1.ControllerUidLabel: uid,
 	} {
 		if _, found := tl[k]; !found {
 			tl[k] = v

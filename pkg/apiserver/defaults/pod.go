@@ -21,25 +21,57 @@ const (
 	DefaultVolumeMode int32 = 0644
 )
 
-// SetPodDefaults defaults a Pod: its spec (see SetPodSpecDefaults),
-// enableServiceLinks, and, per container, requests copied from limits where
-// only the limit is given.
+// SetPodDefaults defaults a Pod: its spec (see SetPodSpecDefaults), plus
+// what only pods get: enableServiceLinks true, serviceAccountName "default"
+// (in a real cluster the ServiceAccount admission plugin's doing) and, per
+// container, requests copied from limits for resources that only have a
+// limit.
 func SetPodDefaults(pod *corev1.Pod) {
-	SetPodSpecDefaults(&pod.Spec)
+	spec := &pod.Spec
+	if spec.EnableServiceLinks == nil {
+		t := corev1.DefaultEnableServiceLinks
+		spec.EnableServiceLinks = &t
+	}
+	if spec.ServiceAccountName == "" && spec.DeprecatedServiceAccount == "" {
+		spec.ServiceAccountName = DefaultServiceAccountName
+	}
+	SetPodSpecDefaults(spec)
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			requestsFromLimits(&cs[i].Resources)
+		}
+	}
 }
 
-// SetPodTemplateSpecDefaults defaults the spec of a pod template exactly like
-// a pod's.
+// requestsFromLimits sets the request of every resource that has a limit but
+// no request to the limit.
+func requestsFromLimits(r *corev1.ResourceRequirements) {
+	if len(r.Limits) == 0 {
+		return
+	}
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	for name, q := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			r.Requests[name] = q.DeepCopy()
+		}
+	}
+}
+
+// SetPodTemplateSpecDefaults defaults the spec of a pod template (see
+// SetPodSpecDefaults). As in Kubernetes, the pod-only defaults of
+// SetPodDefaults are left to the pods made from the template.
 func SetPodTemplateSpecDefaults(t *corev1.PodTemplateSpec) {
 	SetPodSpecDefaults(&t.Spec)
 }
 
 // SetPodSpecDefaults defaults a pod spec: restartPolicy Always, dnsPolicy
 // ClusterFirst, terminationGracePeriodSeconds 30, schedulerName
-// default-scheduler, serviceAccountName "default" (mirrored to the deprecated
-// serviceAccount), an empty securityContext, enableServiceLinks true; the
-// containers (SetContainerDefaults), volumes (SetVolumeDefaults), and host
-// ports equal to container ports on the host network.
+// default-scheduler, serviceAccountName and the deprecated serviceAccount
+// mirroring each other, an empty securityContext; the containers
+// (SetContainerDefaults), volumes (SetVolumeDefaults), and host ports equal
+// to container ports on the host network.
 func SetPodSpecDefaults(spec *corev1.PodSpec) {
 	if spec.RestartPolicy == "" {
 		spec.RestartPolicy = corev1.RestartPolicyAlways
@@ -57,18 +89,11 @@ func SetPodSpecDefaults(spec *corev1.PodSpec) {
 	if spec.ServiceAccountName == "" {
 		spec.ServiceAccountName = spec.DeprecatedServiceAccount
 	}
-	if spec.ServiceAccountName == "" {
-		spec.ServiceAccountName = DefaultServiceAccountName
-	}
 	if spec.DeprecatedServiceAccount == "" {
 		spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	}
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	if spec.EnableServiceLinks == nil {
-		t := corev1.DefaultEnableServiceLinks
-		spec.EnableServiceLinks = &t
 	}
 	for i := range spec.InitContainers {
 		SetContainerDefaults(&spec.InitContainers[i])
@@ -100,8 +125,8 @@ func SetPodSpecDefaults(spec *corev1.PodSpec) {
 // SetContainerDefaults defaults a container: terminationMessagePath
 // /dev/termination-log, terminationMessagePolicy File, imagePullPolicy
 // (Always for a ":latest" or untagged image, else IfNotPresent), port
-// protocol TCP, probe and lifecycle handler defaults, env fieldRef apiVersion
-// v1, and requests equal to limits for resources that only have a limit.
+// protocol TCP, probe and lifecycle handler defaults, and env fieldRef
+// apiVersion v1.
 func SetContainerDefaults(c *corev1.Container) {
 	defaultContainerFields(&c.TerminationMessagePath, &c.TerminationMessagePolicy, &c.ImagePullPolicy, c.Image)
 	for i := range c.Ports {
@@ -120,16 +145,6 @@ func SetContainerDefaults(c *corev1.Container) {
 		}
 	}
 	setEnvDefaults(c.Env)
-	if len(c.Resources.Limits) > 0 {
-		if c.Resources.Requests == nil {
-			c.Resources.Requests = corev1.ResourceList{}
-		}
-		for name, q := range c.Resources.Limits {
-			if _, ok := c.Resources.Requests[name]; !ok {
-				c.Resources.Requests[name] = q.DeepCopy()
-			}
-		}
-	}
 }
 
 func defaultContainerFields(msgPath *string, msgPolicy *corev1.TerminationMessagePolicy, pull *corev1.PullPolicy, image string) {

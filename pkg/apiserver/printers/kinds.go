@@ -514,4 +514,3 @@ func NewClusterRoleBindingTableConvertor() *Convertor[*rbacv1.ClusterRoleBinding
 		return bindingRow(rb.Name, rb.CreationTimestamp, rb.RoleRef, rb.Subjects)
 	})
 }
-

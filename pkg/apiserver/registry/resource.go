@@ -58,7 +58,8 @@ type Resource struct {
 	// SelectableFields lists the field selector keys the kind supports beyond metadata.name and
 	// metadata.namespace, each with the function that reads it from an object.
 	SelectableFields map[string]func(obj runtime.Object) string
-	// Table prints the kind for `kubectl get`; nil uses the default NAME/CREATED AT table.
+	// Table prints the kind for `kubectl get`; nil uses the printers package's table for the kind, else
+	// the default NAME/CREATED AT table.
 	Table rest.TableConvertor
 	// ShortNames are the kind's short names for kubectl, e.g. "po".
 	ShortNames []string

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/printers"
 )
 
 // REST is a Resource's main endpoint: the generic store plus the kind's short names and categories.
@@ -84,6 +86,9 @@ func NewStore(scheme *runtime.Scheme, r *Resource, optsGetter generic.RESTOption
 	}
 	if r.GracefulDelete != nil {
 		store.DeleteStrategy = gracefulStrategy{s}
+	}
+	if store.TableConvertor == nil {
+		store.TableConvertor = printers.ForKind(schema.GroupKind{Group: r.Resource.Group, Kind: r.Kind})
 	}
 	if store.TableConvertor == nil {
 		store.TableConvertor = rest.NewDefaultTableConvertor(r.Resource)
