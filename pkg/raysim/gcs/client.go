@@ -1,0 +1,123 @@
+package gcs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client talks raysim's GCS protocol to one GCS address ("host:port").
+type Client struct {
+	// Address is the GCS address, host:port.
+	Address string
+	// HTTP is the client used; nil means one with a 5 s timeout.
+	HTTP *http.Client
+}
+
+// NewClient returns a client for the GCS at address (host:port).
+func NewClient(address string) *Client {
+	return &Client{Address: address, HTTP: &http.Client{Timeout: 5 * time.Second}}
+}
+
+// StatusError is returned when the GCS answers with an unexpected HTTP status.
+type StatusError struct {
+	Code int
+	Body string
+}
+
+// Error shows the status code and the body.
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("GCS answered %d: %s", e.Code, strings.TrimSpace(e.Body))
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.Address+PathPrefix+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 5 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return &StatusError{Code: resp.StatusCode, Body: string(data)}
+	}
+	if out == nil {
+		return nil
+	}
+	if s, ok := out.(*string); ok {
+		*s = string(data)
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// Health returns nil when the GCS answers its health check.
+func (c *Client) Health(ctx context.Context) error {
+	var s string
+	if err := c.do(ctx, http.MethodGet, "/health", nil, &s); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) != "success" {
+		return fmt.Errorf("GCS health check answered %q", s)
+	}
+	return nil
+}
+
+// Info returns the cluster description.
+func (c *Client) Info(ctx context.Context) (ClusterInfo, error) {
+	var info ClusterInfo
+	err := c.do(ctx, http.MethodGet, "/info", nil, &info)
+	return info, err
+}
+
+// Nodes lists the cluster's nodes.
+func (c *Client) Nodes(ctx context.Context) ([]NodeInfo, error) {
+	var nodes []NodeInfo
+	err := c.do(ctx, http.MethodGet, "/nodes", nil, &nodes)
+	return nodes, err
+}
+
+// Register registers a worker node.
+func (c *Client) Register(ctx context.Context, n NodeInfo) (RegisterResponse, error) {
+	var r RegisterResponse
+	err := c.do(ctx, http.MethodPost, "/nodes", n, &r)
+	return r, err
+}
+
+// Heartbeat tells the GCS the node is alive. A *StatusError with Code 404
+// means the GCS no longer knows the node (it restarted or declared it dead).
+func (c *Client) Heartbeat(ctx context.Context, nodeID string) error {
+	return c.do(ctx, http.MethodPost, "/nodes/"+url.PathEscape(nodeID)+"/heartbeat", nil, nil)
+}
+
+// Leave deregisters the node.
+func (c *Client) Leave(ctx context.Context, nodeID, reason string) error {
+	return c.do(ctx, http.MethodDelete, "/nodes/"+url.PathEscape(nodeID)+"?reason="+url.QueryEscape(reason), nil, nil)
+}
