@@ -1,12 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/rayctl/rayctl/pkg/raysim"
 )
 
 // runRay runs raysim, the offline stand-in for Ray's processes.
 func runRay(args []string) int {
-	fmt.Fprintln(os.Stderr, "raysim is not wired yet")
-	return 1
+	raysim.Version = Version
+	return raysim.Main(args, os.Stdout, os.Stderr)
 }

@@ -26,6 +26,7 @@ func newRootCommand() *cobra.Command {
 		newStatusCommand(g),
 		newVersionCommand(),
 		newKubeconfigCommand(g),
+		newImageCommand(),
 		&cobra.Command{Use: "kubectl [args...]", Short: "Run kubectl against rayctl's API server", DisableFlagParsing: true},
 		&cobra.Command{Use: "ray [args...]", Short: "Run raysim, the offline Ray stand-in", DisableFlagParsing: true},
 	)

@@ -1,0 +1,177 @@
+// Command bench measures rayctl's start-up and memory and writes a readable table to bench/results/.
+//
+//	go run ./bench -rayctl _output/bin/rayctl -out bench/results
+//
+// Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
+// Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
+// /proc 3 s after ready.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
+	out := flag.String("out", "bench/results", "where to write results")
+	runs := flag.Int("runs", 5, "runs per measurement")
+	flag.Parse()
+	if err := run(*rayctl, *out, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct {
+	wall     time.Duration // exec → ready line
+	reported time.Duration // what rayctl printed
+	rssMB    float64       // 3 s after ready
+}
+
+func run(rayctl, out string, runs int) error {
+	var cold, warm []sample
+	for i := 0; i < runs; i++ {
+		dir, err := os.MkdirTemp("", "rayctl-bench-")
+		if err != nil {
+			return err
+		}
+		s, err := startOnce(rayctl, dir, i == 0)
+		if err != nil {
+			return fmt.Errorf("cold start: %w", err)
+		}
+		cold = append(cold, s)
+		s, err = startOnce(rayctl, dir, true)
+		if err != nil {
+			return fmt.Errorf("warm restart: %w", err)
+		}
+		warm = append(warm, s)
+		os.RemoveAll(dir)
+		fmt.Fprintf(os.Stderr, "run %d: cold %v, warm %v\n", i+1, cold[i].wall.Round(time.Millisecond), warm[i].wall.Round(time.Millisecond))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# rayctl start-up (`make bench`)\n\n")
+	fmt.Fprintf(&b, "Measured %s on %d runs each; median shown, min–max in brackets. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
+	fmt.Fprintf(&b, "| measurement | wall (exec → ready) | reported by rayctl | RSS 3 s after ready | goal |\n|---|---|---|---|---|\n")
+	row := func(name string, s []sample, goal string) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, durStats(s, func(x sample) time.Duration { return x.wall }),
+			durStats(s, func(x sample) time.Duration { return x.reported }), rssStats(s), goal)
+	}
+	row("cold start (new data dir)", cold, "≤ 1.0 s, RSS ≤ 150 MB")
+	row("warm restart (same data dir)", warm, "≤ 0.5 s")
+	fmt.Fprintf(&b, "\nBoth include installing the three ray.io/v1 CRDs and waiting until they are Established.\n")
+	path := filepath.Join(out, "startup.md")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	return nil
+}
+
+// startOnce runs `rayctl up` on dir, waits for ready, samples RSS when asked, and stops it.
+func startOnce(rayctl, dir string, measureRSS bool) (sample, error) {
+	cmd := exec.Command(rayctl, "up", "--data-dir", dir, "--port", "0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	cmd.Stderr = cmd.Stdout
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	sc := bufio.NewScanner(stdout)
+	var s sample
+	var lines []string
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if rest, ok := strings.CutPrefix(line, "ready in "); ok {
+			s.wall = time.Since(t0)
+			ms, _ := strconv.Atoi(strings.TrimSuffix(rest, " ms"))
+			s.reported = time.Duration(ms) * time.Millisecond
+			break
+		}
+	}
+	if s.wall == 0 {
+		return s, fmt.Errorf("no ready line:\n%s", strings.Join(lines, "\n"))
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if measureRSS {
+		time.Sleep(3 * time.Second)
+		s.rssMB = rss(cmd.Process.Pid)
+	}
+	return s, nil
+}
+
+func rss(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+func durStats(s []sample, get func(sample) time.Duration) string {
+	var v []time.Duration
+	for _, x := range s {
+		v = append(v, get(x))
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return fmt.Sprintf("%d ms [%d–%d]", v[len(v)/2].Milliseconds(), v[0].Milliseconds(), v[len(v)-1].Milliseconds())
+}
+
+func rssStats(s []sample) string {
+	var v []float64
+	for _, x := range s {
+		if x.rssMB > 0 {
+			v = append(v, x.rssMB)
+		}
+	}
+	if len(v) == 0 {
+		return "–"
+	}
+	sort.Float64s(v)
+	return fmt.Sprintf("%.0f MB [%.0f–%.0f]", v[len(v)/2], v[0], v[len(v)-1])
+}
+
+func machine() string {
+	cores := 0
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		cores = strings.Count(string(b), "processor\t:")
+	}
+	return fmt.Sprintf("%d cores", cores)
+}
