@@ -1,0 +1,236 @@
+// Package runtime is the seam between rayctl's kubelet and whatever runs containers. The kubelet speaks
+// only this interface; its implementations sit in sibling folders and are chosen by name
+// (`rayctl up --runtime=containerd|process|fake`):
+//
+//   - containerd: real containers through the containerd v2 client (a netns per pod);
+//   - process: each container a host process (laptops without containerd);
+//   - fake: no processes, containers just report running (scale benchmarks only).
+//
+// The shape follows the Container Runtime Interface, cut down to what the kubelet uses: a pod sandbox
+// (network namespace, IP, hostname, DNS files), images, and containers with logs and exec.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Runtime runs pods' containers on this node.
+type Runtime interface {
+	// Name names the implementation ("containerd", "process", "fake").
+	Name() string
+	// Version describes the runtime, e.g. "containerd://1.6.20", for the Node's nodeInfo.
+	Version(ctx context.Context) (string, error)
+
+	// RunSandbox makes (or, for the same pod UID, returns the existing) sandbox of a pod: its network
+	// namespace with an IP, its hostname, and its /etc/hosts and /etc/resolv.conf.
+	RunSandbox(ctx context.Context, cfg SandboxConfig) (*Sandbox, error)
+	// RemoveSandbox releases everything RunSandbox made for the pod (netns, IP, files). Containers must
+	// have been removed first. Removing a missing sandbox is not an error.
+	RemoveSandbox(ctx context.Context, podUID string) error
+	// ListSandboxes returns the sandboxes that exist, for re-adoption after a restart.
+	ListSandboxes(ctx context.Context) ([]*Sandbox, error)
+
+	// EnsureImage makes image available per policy, reporting progress lines, and returns it.
+	EnsureImage(ctx context.Context, image string, policy PullPolicy, progress func(string)) (*Image, error)
+	// ImportImage loads an OCI or docker image tarball and returns the image names it holds.
+	ImportImage(ctx context.Context, tarball io.Reader) ([]string, error)
+	// ListImages lists the images present.
+	ListImages(ctx context.Context) ([]*Image, error)
+
+	// CreateContainer creates (but does not start) a container in a sandbox.
+	CreateContainer(ctx context.Context, sandbox *Sandbox, cfg ContainerConfig) (string, error)
+	// StartContainer starts a created container.
+	StartContainer(ctx context.Context, id string) error
+	// StopContainer sends SIGTERM (or the image's stop signal), waits up to grace, then SIGKILL.
+	// Stopping a stopped container is not an error.
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	// RemoveContainer removes a stopped container and its writable layer.
+	RemoveContainer(ctx context.Context, id string) error
+	// ContainerStatus reports one container.
+	ContainerStatus(ctx context.Context, id string) (*ContainerStatus, error)
+	// ListContainers reports every container the runtime holds for rayctl (running or not).
+	ListContainers(ctx context.Context) ([]*ContainerStatus, error)
+	// Exec runs cmd inside a running container and returns its exit code.
+	Exec(ctx context.Context, id string, cmd []string, stdio ExecIO) (int, error)
+
+	// Close releases the runtime's connections (containers keep running).
+	Close() error
+}
+
+// ErrNotFound is returned (wrapped) for a sandbox, container or image that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// PullPolicy is a container's imagePullPolicy.
+type PullPolicy string
+
+// Pull policies, as in the Pod API.
+const (
+	PullAlways       PullPolicy = "Always"
+	PullIfNotPresent PullPolicy = "IfNotPresent"
+	PullNever        PullPolicy = "Never"
+)
+
+// ErrImageNeverPull says the image is absent and the policy forbids pulling it.
+var ErrImageNeverPull = errors.New("image is not present and pull policy is Never")
+
+// Image is an image present in the runtime.
+type Image struct {
+	// Ref is the name it was asked for or imported as, e.g. "rayctl.local/raysim:1.0".
+	Ref string
+	// ID is the image's digest, as the Pod status' imageID shows it.
+	ID string
+	// Size is the unpacked size in bytes, when known.
+	Size int64
+	// Entrypoint and Cmd are the image config's defaults; WorkingDir, Env and User likewise.
+	Entrypoint, Cmd, Env []string
+	WorkingDir, User     string
+}
+
+// SandboxConfig describes a pod's sandbox.
+type SandboxConfig struct {
+	// PodUID, Namespace and Name identify the pod.
+	PodUID, Namespace, Name string
+	// Hostname is the pod's hostname (spec.hostname or the pod name); Subdomain its spec.subdomain.
+	Hostname, Subdomain string
+	// HostNetwork puts the pod in the host's network namespace.
+	HostNetwork bool
+	// DNS holds the resolv.conf contents to give the pod (nameservers, searches, options).
+	DNS DNSConfig
+	// HostAliases are extra /etc/hosts lines.
+	HostAliases []HostAlias
+	// Dir is a directory of the pod's own (logs, volumes) the runtime may write sandbox files into.
+	Dir string
+	// Labels are recorded with the sandbox and returned by ListSandboxes.
+	Labels map[string]string
+}
+
+// DNSConfig is a pod's resolv.conf.
+type DNSConfig struct {
+	Nameservers, Searches, Options []string
+}
+
+// HostAlias is one extra /etc/hosts entry.
+type HostAlias struct {
+	IP        string
+	Hostnames []string
+}
+
+// Sandbox is a pod's running sandbox.
+type Sandbox struct {
+	// PodUID identifies the pod.
+	PodUID string
+	// IP is the pod's IP (the host's for host-network pods).
+	IP string
+	// NetNSPath is the network namespace's path, empty for the host's.
+	NetNSPath string
+	// HostsPath, ResolvConfPath and HostnamePath are files to mount at /etc/hosts, /etc/resolv.conf
+	// and /etc/hostname.
+	HostsPath, ResolvConfPath, HostnamePath string
+	// Labels are those given at creation.
+	Labels map[string]string
+	// Config is the configuration the sandbox was made with.
+	Config SandboxConfig
+}
+
+// ContainerConfig describes one container.
+type ContainerConfig struct {
+	// Name is the container's name in the pod; Attempt counts restarts (0 first).
+	Name    string
+	Attempt int
+	// Image is the image reference (as ensured by EnsureImage).
+	Image string
+	// Command and Args are already expanded ($(VAR) resolved); empty means the image's defaults.
+	Command, Args []string
+	// Env is the final environment, in order.
+	Env []EnvVar
+	// WorkingDir is the working directory; empty means the image's.
+	WorkingDir string
+	// Mounts are bind mounts from host paths (volumes, the sandbox's DNS files).
+	Mounts []Mount
+	// LogPath is the file the container's stdout and stderr go to, in the CRI log format
+	// ("<RFC3339Nano> stdout|stderr F <line>").
+	LogPath string
+	// Resources are the container's limits.
+	Resources Resources
+	// TTY and Stdin ask for a terminal and an open stdin.
+	TTY, Stdin bool
+	// Labels are recorded with the container and returned by ContainerStatus (the kubelet stores the
+	// pod UID, container name and attempt there to re-adopt after a restart).
+	Labels map[string]string
+	// RunAsUser and RunAsGroup, when set, run the process as that user and group.
+	RunAsUser, RunAsGroup *int64
+	// Privileged runs without confinement.
+	Privileged bool
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name, Value string
+}
+
+// Mount is a bind mount of HostPath at ContainerPath.
+type Mount struct {
+	HostPath, ContainerPath string
+	ReadOnly                bool
+}
+
+// Resources are a container's limits: CPU in millicores, memory in bytes; zero means unlimited.
+// CPUShares come from the request.
+type Resources struct {
+	CPUMillis   int64
+	MemoryBytes int64
+	CPUShares   int64
+}
+
+// ContainerState is where a container is in its life.
+type ContainerState string
+
+// Container states.
+const (
+	StateCreated ContainerState = "created"
+	StateRunning ContainerState = "running"
+	StateExited  ContainerState = "exited"
+	StateUnknown ContainerState = "unknown"
+)
+
+// ContainerStatus is what the runtime knows of a container.
+type ContainerStatus struct {
+	// ID is the runtime's container id; the Pod status shows it as "<runtime>://<id>".
+	ID string
+	// PodUID and Name come from the labels; Attempt too.
+	PodUID, Name string
+	Attempt      int
+	// Image is the reference the container was made from; ImageID its digest.
+	Image, ImageID string
+	// State is the container's state.
+	State ContainerState
+	// CreatedAt, StartedAt and FinishedAt are zero when not reached.
+	CreatedAt, StartedAt, FinishedAt time.Time
+	// ExitCode is meaningful once exited.
+	ExitCode int
+	// Reason is "OOMKilled" when the memory limit killed it, "Error" or "Completed" otherwise, once exited.
+	Reason string
+	// Message gives details, e.g. why it could not start.
+	Message string
+	// Labels are those given at creation.
+	Labels map[string]string
+	// LogPath is the container's log file.
+	LogPath string
+}
+
+// ExecIO connects an exec'd process.
+type ExecIO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            bool
+	// Resize, when set with TTY, delivers terminal size changes.
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's width and height in characters.
+type TerminalSize struct {
+	Width, Height uint16
+}
