@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -194,6 +195,12 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	fmt.Fprintf(out, "kubeconfig: %s\n", dir.Kubeconfig())
 	fmt.Fprintf(out, "next: rayctl kubectl get nodes,pods -A\n")
 	logger.Info("ready", zap.Int64("ms", readyMs), zap.String("server", serverURL))
+	// Start-up builds large transient structures (CRD schemas, OpenAPI specs); hand their memory back
+	// to the system now rather than whenever the scavenger gets to it.
+	go func() {
+		time.Sleep(time.Second)
+		debug.FreeOSMemory()
+	}()
 
 	select {
 	case <-ctx.Done():
@@ -234,6 +241,7 @@ func redirectLogs(w io.Writer) *zap.Logger {
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
+	_ = fs.Set("v", os.Getenv("RAYCTL_V"))
 	klog.SetOutput(w)
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder

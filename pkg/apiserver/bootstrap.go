@@ -2,17 +2,23 @@ package apiserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -26,19 +32,25 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range SystemNamespaces {
-		err := retry(ctx, func() error {
-			_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return nil
+	errs := make([]error, len(SystemNamespaces)+1)
+	var wg sync.WaitGroup
+	for i, name := range SystemNamespaces {
+		wg.Go(func() {
+			errs[i] = retry(ctx, func() error {
+				_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+				if apierrors.IsAlreadyExists(err) {
+					return nil
+				}
+				return err
+			})
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("creating namespace %s: %w", name, errs[i])
 			}
-			return err
 		})
-		if err != nil {
-			return fmt.Errorf("creating namespace %s: %w", name, err)
-		}
 	}
-	return InstallCRDs(ctx, cfg, crds)
+	wg.Go(func() { errs[len(SystemNamespaces)] = InstallCRDs(ctx, cfg, crds) })
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // InstallCRDs creates or updates each CRD manifest and waits until all are Established.
@@ -48,48 +60,87 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 		return err
 	}
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	var names []string
-	for _, m := range manifests {
+	names := make([]string, len(manifests))
+	errs := make([]error, len(manifests))
+	ready := make([]bool, len(manifests))
+	var wg sync.WaitGroup
+	for i, m := range manifests {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(m, crd); err != nil {
 			return fmt.Errorf("reading a CRD manifest: %w", err)
 		}
-		names = append(names, crd.Name)
-		err := retry(ctx, func() error {
-			existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				_, err = crds.Create(ctx, crd, metav1.CreateOptions{})
-				return err
-			}
-			if err != nil {
-				return err
-			}
-			crd.ResourceVersion = existing.ResourceVersion
-			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+		sum := sha256.Sum256(m)
+		if crd.Annotations == nil {
+			crd.Annotations = map[string]string{}
 		}
+		crd.Annotations[ManifestHashAnnotation] = hex.EncodeToString(sum[:])
+		names[i] = crd.Name
+		wg.Add(1)
+		// Validating a large CRD costs CPU; the three are written side by side.
+		go func() {
+			defer wg.Done()
+			errs[i] = retry(ctx, func() error {
+				var err error
+				ready[i], err = applyCRD(ctx, crds, crd)
+				return err
+			})
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("installing CRD %s: %w", crd.Name, errs[i])
+			}
+		}()
 	}
-	for _, name := range names {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	klog.InfoS("CRDs written", "count", len(names))
+	for i, name := range names {
+		if ready[i] {
+			continue
+		}
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
+			return err == nil && established(crd), nil
 		})
 		if err != nil {
 			return fmt.Errorf("CRD %s did not become Established: %w", name, err)
 		}
 	}
+	klog.InfoS("CRDs established", "count", len(names))
 	return nil
+}
+
+// ManifestHashAnnotation records the hash of the manifest a CRD was installed from, so a restart with
+// the same manifests writes nothing.
+const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
+
+// applyCRD creates crd, or updates it when the stored one came from another manifest.
+// It reports whether the CRD is already Established (so there is nothing to wait for).
+func applyCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = crds.Create(ctx, crd, metav1.CreateOptions{})
+		return false, err
+	}
+	if err != nil {
+		return false, err
+	}
+	if existing.Annotations[ManifestHashAnnotation] == crd.Annotations[ManifestHashAnnotation] {
+		return established(existing), nil
+	}
+	update := crd.DeepCopy()
+	update.ResourceVersion = existing.ResourceVersion
+	_, err = crds.Update(ctx, update, metav1.UpdateOptions{})
+	return false, err
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // retry runs f until it succeeds, ends with an error that is not worth retrying, or ctx ends. The server's
@@ -103,6 +154,7 @@ func retry(ctx context.Context, f func() error) error {
 			return true, nil
 		case apierrors.IsServiceUnavailable(last), apierrors.IsTooManyRequests(last), apierrors.IsServerTimeout(last),
 			apierrors.IsConflict(last), apierrors.IsInternalError(last):
+			klog.V(2).InfoS("retrying during start-up", "err", last)
 			return false, nil
 		default:
 			return false, last
