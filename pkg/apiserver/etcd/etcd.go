@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -32,7 +33,8 @@ type Config struct {
 
 // Server is a running embedded etcd.
 type Server struct {
-	etcd *embed.Etcd
+	etcd      *embed.Etcd
+	closeOnce sync.Once
 	// Endpoint is the client URL, e.g. https://127.0.0.1:40123.
 	Endpoint string
 }
@@ -100,5 +102,5 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 // Err reports a fatal error of the running server.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
-// Close stops etcd, flushing what it holds.
-func (s *Server) Close() { s.etcd.Close() }
+// Close stops etcd, flushing what it holds. Calling it again does nothing.
+func (s *Server) Close() { s.closeOnce.Do(s.etcd.Close) }

@@ -68,6 +68,7 @@ func init() {
 	// CustomResourceDefinitions are stored through the same storage factory as the built-in kinds.
 	apiextensionsinstall.Install(Scheme)
 	defaults.RegisterDefaults(Scheme)
+	utilruntime.Must(addEventConversions(Scheme))
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 	Scheme.AddUnversionedTypes(schema.GroupVersion{Version: "v1"},
 		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})

@@ -29,7 +29,7 @@ var (
 )
 
 // Binary returns the rayctl binary under test: $RAYCTL_BIN (as `make test` sets it), else one built once
-// into a temporary directory.
+// with `make build` into a temporary directory.
 func Binary() (string, error) {
 	buildOnce.Do(func() {
 		if b := os.Getenv("RAYCTL_BIN"); b != "" {
@@ -44,9 +44,9 @@ func Binary() (string, error) {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 		binary = filepath.Join(dir, "rayctl")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/rayctl")
+		// The Makefile's build stamps the Kubernetes version in, as users' binaries have it.
+		cmd := exec.Command("make", "-s", "build", "RAYCTL="+binary)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building rayctl: %v\n%s", err, out)
 		}
@@ -173,11 +173,20 @@ func (in *Instance) Exited() <-chan struct{} { return in.exited }
 
 // Kubectl runs `rayctl kubectl args...` against the instance and returns stdout, stderr and the error.
 func (in *Instance) Kubectl(ctx context.Context, stdin string, args ...string) (string, string, error) {
+	return in.KubectlEnv(ctx, nil, stdin, args...)
+}
+
+// KubectlEnv is Kubectl with extra environment variables ("KEY=value", e.g. KUBE_EDITOR for `kubectl edit`)
+// added to the test process's own.
+func (in *Instance) KubectlEnv(ctx context.Context, env []string, stdin string, args ...string) (string, string, error) {
 	bin, err := Binary()
 	if err != nil {
 		return "", "", err
 	}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"kubectl", "--kubeconfig", in.Kubeconfig}, args...)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if stdin != "" {

@@ -1,0 +1,38 @@
+package apiserver
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// newAdmission builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
+// not exist or are being deleted, as every real cluster does. Its namespace informer starts with the
+// server, through the loopback client.
+func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
+	client, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return nil, nil, err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nsLifecycle, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	if err != nil {
+		return nil, nil, err
+	}
+	nsLifecycle.SetExternalKubeInformerFactory(factory)
+	nsLifecycle.SetExternalKubeClientSet(client)
+	if err := nsLifecycle.ValidateInitialization(); err != nil {
+		return nil, nil, err
+	}
+	start := func(ctx genericapiserver.PostStartHookContext) error {
+		factory.Start(ctx.Done())
+		factory.WaitForCacheSync(ctx.Done())
+		return nil
+	}
+	return admission.NewChainHandler(nsLifecycle), start, nil
+}
