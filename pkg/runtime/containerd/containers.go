@@ -1,0 +1,538 @@
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	ctrd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/process/crilog"
+)
+
+// Labels rayctl keeps on each container, besides the caller's own. They let
+// a later Runtime report the container without any other state.
+const (
+	labelPrefix     = "rayctl.runtime/"
+	labelPodUID     = labelPrefix + "pod-uid"
+	labelName       = labelPrefix + "name"
+	labelAttempt    = labelPrefix + "attempt"
+	labelLogPath    = labelPrefix + "log-path"
+	labelImage      = labelPrefix + "image"
+	labelImageID    = labelPrefix + "image-id"
+	labelTTY        = labelPrefix + "tty"
+	labelStopSignal = labelPrefix + "stop-signal"
+	labelStartedAt  = labelPrefix + "started-at"
+	labelFinishedAt = labelPrefix + "finished-at"
+	labelExitCode   = labelPrefix + "exit-code"
+	labelOOM        = labelPrefix + "oom-killed"
+	labelMessage    = labelPrefix + "message"
+)
+
+var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+// containerID is unique per creation (containerd 1.6 keeps runc state by id
+// under /run/containerd/runc/<ns>, so an id is never reused):
+// <pod UID prefix>-<name>-<attempt>-<random>.
+func containerID(podUID, name string, attempt int) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	uid := unsafeIDChars.ReplaceAllString(podUID, "")
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	name = unsafeIDChars.ReplaceAllString(name, "_")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return fmt.Sprintf("%s-%s-%d-%s", uid, name, attempt, hex.EncodeToString(b))
+}
+
+func (r *Runtime) load(ctx context.Context, id string) (ctrd.Container, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	return c, err
+}
+
+// CreateContainer makes the container (its snapshot and OCI spec) in the
+// sandbox; StartContainer runs it.
+func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg runtime.ContainerConfig) (string, error) {
+	ctx = r.ctx(ctx)
+	if sb == nil {
+		return "", errors.New("create container: no sandbox")
+	}
+	if cfg.LogPath == "" {
+		return "", errors.New("create container: no log path")
+	}
+	img, err := r.getImage(ctx, cfg.Image)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	desc, err := describe(ctx, img, cfg.Image)
+	if err != nil {
+		return "", err
+	}
+	spec, err := r.specOpts(sb, cfg, desc)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	id := containerID(sb.PodUID, cfg.Name, cfg.Attempt)
+	spec = append(spec, withCgroupPath("/"+r.ns+"/"+id))
+	labels := map[string]string{}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	labels[labelPodUID] = sb.PodUID
+	labels[labelName] = cfg.Name
+	labels[labelAttempt] = strconv.Itoa(cfg.Attempt)
+	labels[labelLogPath] = cfg.LogPath
+	labels[labelImage] = cfg.Image
+	labels[labelImageID] = desc.ID
+	labels[labelTTY] = strconv.FormatBool(cfg.TTY)
+	if stop, _ := stopSignal(ctx, img); stop != "" {
+		labels[labelStopSignal] = stop
+	}
+	_, err = r.client.NewContainer(ctx, id,
+		ctrd.WithImage(img),
+		ctrd.WithSnapshotter(r.snap),
+		ctrd.WithNewSnapshot(id, img),
+		ctrd.WithNewSpec(spec...),
+		ctrd.WithContainerLabels(labels),
+	)
+	if err != nil {
+		// A half-made container would keep its snapshot.
+		if c, lerr := r.client.LoadContainer(ctx, id); lerr == nil {
+			_ = c.Delete(ctx, ctrd.WithSnapshotCleanup)
+		}
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	return id, nil
+}
+
+func stopSignal(ctx context.Context, img ctrd.Image) (string, error) {
+	spec, err := img.Spec(ctx)
+	if err != nil {
+		return "", err
+	}
+	return spec.Config.StopSignal, nil
+}
+
+// StartContainer starts the container's task with its output going to the
+// log file.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return err
+	}
+	if labels[labelStartedAt] != "" {
+		return fmt.Errorf("container %s was started already", id)
+	}
+	a, err := r.newAttachment(labels)
+	if err != nil {
+		return err
+	}
+	opts := []cio.Opt{cio.WithStreams(nil, a.out, a.err), cio.WithFIFODir(r.fifoDir)}
+	if labels[labelTTY] == "true" {
+		opts = append(opts, cio.WithTerminal)
+	}
+	task, err := c.NewTask(ctx, cio.NewCreator(opts...))
+	if err != nil {
+		a.closeLog()
+		_, _ = c.SetLabels(ctx, map[string]string{labelMessage: err.Error()})
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	a.io = task.IO()
+	exitC, cancel, err := r.waitTask(task)
+	if err != nil {
+		a.closeLog()
+		_, _ = task.Delete(ctx, ctrd.WithProcessKill)
+		return err
+	}
+	a.cancelWait = cancel
+	if err := task.Start(ctx); err != nil {
+		cancel()
+		a.closeLog()
+		_, _ = task.Delete(ctx, ctrd.WithProcessKill)
+		_, _ = c.SetLabels(ctx, map[string]string{labelMessage: err.Error()})
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+		return err
+	}
+	r.track(id, a, exitC)
+	return nil
+}
+
+func (r *Runtime) newAttachment(labels map[string]string) (*attachment, error) {
+	logPath := labels[labelLogPath]
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	log, err := crilog.Open(logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &attachment{log: log, out: log.Stream("stdout"), err: log.Stream("stderr"), done: make(chan struct{})}, nil
+}
+
+func (a *attachment) closeLog() {
+	a.out.Close()
+	a.err.Close()
+	a.log.Close()
+}
+
+// waitTask waits for the task's exit in the background; cancel ends the wait.
+func (r *Runtime) waitTask(task ctrd.Task) (<-chan ctrd.ExitStatus, context.CancelFunc, error) {
+	wctx, cancel := context.WithCancel(r.ctx(context.Background()))
+	exitC, err := task.Wait(wctx)
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("waiting for task %s: %w", task.ID(), err)
+	}
+	return exitC, cancel, nil
+}
+
+// track copies output until the task exits (then records how it ended) or
+// the runtime detaches.
+func (r *Runtime) track(id string, a *attachment, exitC <-chan ctrd.ExitStatus) {
+	r.mu.Lock()
+	r.attached[id] = a
+	r.mu.Unlock()
+	go func() {
+		defer close(a.done)
+		st := <-exitC
+		if st.Error() != nil {
+			a.io.Cancel()
+		}
+		a.io.Wait()
+		a.closeLog()
+		if st.Error() == nil {
+			r.recordExit(id, int(st.ExitCode()), st.ExitTime())
+		}
+	}()
+}
+
+// recordExit stores how the container ended in its labels, so the status
+// outlives the task.
+func (r *Runtime) recordExit(id string, code int, at time.Time) {
+	ctx, cancel := context.WithTimeout(r.ctx(context.Background()), 10*time.Second)
+	defer cancel()
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	_, _ = c.SetLabels(ctx, map[string]string{
+		labelExitCode:   strconv.Itoa(code),
+		labelFinishedAt: at.UTC().Format(time.RFC3339Nano),
+		labelOOM:        strconv.FormatBool(oomKilled(r.ns, id)),
+	})
+}
+
+// oomKilled reads the container's memory cgroup (v1 memory.oom_control or
+// v2 memory.events) for the kernel's OOM-kill count. The cgroup lasts until
+// the task is deleted.
+func oomKilled(ns, id string) bool {
+	for _, p := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", ns, id, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup", ns, id, "memory.events"),
+	} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// readopt attaches to the output of running containers a previous Runtime
+// started.
+func (r *Runtime) readopt(ctx context.Context) error {
+	ctx = r.ctx(ctx)
+	cs, err := r.client.Containers(ctx)
+	if err != nil {
+		return fmt.Errorf("listing containers: %w", err)
+	}
+	for _, c := range cs {
+		labels, err := c.Labels(ctx)
+		if err != nil || labels[labelPodUID] == "" || labels[labelExitCode] != "" {
+			continue
+		}
+		a, err := r.newAttachment(labels)
+		if err != nil {
+			continue
+		}
+		attach := cio.NewAttach(cio.WithStreams(nil, a.out, a.err))
+		task, err := c.Task(ctx, attach)
+		if err != nil {
+			a.closeLog()
+			continue
+		}
+		a.io = task.IO()
+		exitC, cancel, err := r.waitTask(task)
+		if err != nil {
+			a.io.Cancel()
+			a.closeLog()
+			continue
+		}
+		a.cancelWait = cancel
+		r.track(c.ID(), a, exitC)
+	}
+	return nil
+}
+
+// StopContainer sends the stop signal (SIGTERM unless the image names
+// another), waits up to grace, then SIGKILLs and waits for the exit.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, err := task.Status(ctx)
+	if err != nil || st.Status == ctrd.Stopped {
+		return err
+	}
+	exitC, cancel, err := r.waitTask(task)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	sig := syscall.SIGTERM
+	if labels, err := c.Labels(ctx); err == nil && labels[labelStopSignal] != "" {
+		if s, ok := parseSignal(labels[labelStopSignal]); ok {
+			sig = s
+		}
+	}
+	if grace > 0 {
+		if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("stop container %s: %w", id, err)
+		}
+		select {
+		case <-exitC:
+			return r.awaitRecorded(ctx, id)
+		case <-time.After(grace):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL, ctrd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("kill container %s: %w", id, err)
+	}
+	select {
+	case <-exitC:
+		return r.awaitRecorded(ctx, id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// awaitRecorded waits for the tracker of a container that just exited to
+// finish its log and record the exit, so a status read next sees it.
+func (r *Runtime) awaitRecorded(ctx context.Context, id string) error {
+	r.mu.Lock()
+	a := r.attached[id]
+	r.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func parseSignal(s string) (syscall.Signal, bool) {
+	names := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGQUIT": syscall.SIGQUIT,
+		"SIGKILL": syscall.SIGKILL, "SIGHUP": syscall.SIGHUP, "SIGUSR1": syscall.SIGUSR1, "SIGUSR2": syscall.SIGUSR2, "SIGWINCH": syscall.SIGWINCH}
+	s = strings.ToUpper(s)
+	if !strings.HasPrefix(s, "SIG") {
+		s = "SIG" + s
+	}
+	if sig, ok := names[s]; ok {
+		return sig, true
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(s, "SIG")); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), true
+	}
+	return 0, false
+}
+
+// RemoveContainer deletes the container's task (killing it if it still
+// runs), the container and its snapshot. Removing a missing container is
+// not an error.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if task, err := c.Task(ctx, cio.Load); err == nil {
+		if st, err := task.Status(ctx); err == nil && st.Status != ctrd.Stopped && st.Status != ctrd.Created {
+			if err := r.StopContainer(ctx, id, 0); err != nil {
+				return err
+			}
+		}
+		if err := r.awaitRecorded(ctx, id); err != nil {
+			return err
+		}
+		if _, err := task.Delete(ctx, ctrd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove container %s: deleting its task: %w", id, err)
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return err
+	}
+	r.mu.Lock()
+	a := r.attached[id]
+	delete(r.attached, id)
+	r.mu.Unlock()
+	if a != nil {
+		a.cancelWait()
+		<-a.done
+	}
+	if err := c.Delete(ctx, ctrd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}
+
+// ContainerStatus reports the container from its labels and task.
+func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtime.ContainerStatus, error) {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.status(ctx, c)
+}
+
+func (r *Runtime) status(ctx context.Context, c ctrd.Container) (*runtime.ContainerStatus, error) {
+	info, err := c.Info(ctx)
+	if errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("container %s: %w", c.ID(), runtime.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := info.Labels
+	s := &runtime.ContainerStatus{ID: c.ID(), PodUID: l[labelPodUID], Name: l[labelName], Image: l[labelImage],
+		ImageID: l[labelImageID], CreatedAt: info.CreatedAt, LogPath: l[labelLogPath], Message: l[labelMessage],
+		State: runtime.StateCreated, Labels: map[string]string{}}
+	s.Attempt, _ = strconv.Atoi(l[labelAttempt])
+	for k, v := range l {
+		if !strings.HasPrefix(k, labelPrefix) {
+			s.Labels[k] = v
+		}
+	}
+	s.StartedAt, _ = time.Parse(time.RFC3339Nano, l[labelStartedAt])
+	if l[labelExitCode] != "" {
+		s.State = runtime.StateExited
+		s.ExitCode, _ = strconv.Atoi(l[labelExitCode])
+		s.FinishedAt, _ = time.Parse(time.RFC3339Nano, l[labelFinishedAt])
+		s.Reason = exitReason(s.ExitCode, l[labelOOM] == "true")
+		return s, nil
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		if !s.StartedAt.IsZero() {
+			// Started, yet neither a task nor a recorded exit: containerd lost it.
+			s.State, s.ExitCode, s.Reason = runtime.StateExited, 255, "Error"
+			s.Message = "the container's task is gone and its exit was not recorded"
+		}
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		s.State = runtime.StateUnknown
+		s.Message = err.Error()
+		return s, nil
+	}
+	switch st.Status {
+	case ctrd.Running, ctrd.Paused, ctrd.Pausing:
+		s.State = runtime.StateRunning
+	case ctrd.Created:
+		s.State = runtime.StateCreated
+	case ctrd.Stopped:
+		// Exited while nobody tracked it: record it now (the cgroup still
+		// tells of an OOM kill until the task is deleted).
+		r.recordExit(c.ID(), int(st.ExitStatus), st.ExitTime)
+		s.State, s.ExitCode, s.FinishedAt = runtime.StateExited, int(st.ExitStatus), st.ExitTime
+		s.Reason = exitReason(s.ExitCode, oomKilled(r.ns, c.ID()))
+	default:
+		s.State = runtime.StateUnknown
+	}
+	return s, nil
+}
+
+func exitReason(code int, oom bool) string {
+	switch {
+	case oom:
+		return "OOMKilled"
+	case code == 0:
+		return "Completed"
+	}
+	return "Error"
+}
+
+// ListContainers reports every container rayctl made in the namespace.
+func (r *Runtime) ListContainers(ctx context.Context) ([]*runtime.ContainerStatus, error) {
+	ctx = r.ctx(ctx)
+	cs, err := r.client.Containers(ctx, fmt.Sprintf("labels.%q", labelPodUID))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*runtime.ContainerStatus, 0, len(cs))
+	for _, c := range cs {
+		s, err := r.status(ctx, c)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"path"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// cpuPeriod is the CFS period CPU limits are expressed in (100 ms, as the kubelet uses).
+const cpuPeriod = 100000
+
+// Argv is the process a container runs, by the Pod API's rules: Command
+// replaces the image's Entrypoint (and drops its Cmd), Args replaces Cmd.
+func Argv(img *runtime.Image, command, args []string) []string {
+	entry, cmd := img.Entrypoint, img.Cmd
+	if len(command) > 0 {
+		entry, cmd = command, nil
+	}
+	if len(args) > 0 {
+		cmd = args
+	}
+	return append(append([]string{}, entry...), cmd...)
+}
+
+// specOpts builds the OCI spec of a container: process, environment,
+// working dir, user, hostname, network namespace, mounts (the sandbox's DNS
+// files unless the config mounts those paths itself) and cgroup limits.
+func (r *Runtime) specOpts(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img *runtime.Image) ([]oci.SpecOpts, error) {
+	argv := Argv(img, cfg.Command, cfg.Args)
+	if len(argv) == 0 {
+		return nil, errors.New("no command: neither the container nor its image gives one")
+	}
+	env := make([]string, 0, len(cfg.Env))
+	for _, e := range cfg.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	cwd := cfg.WorkingDir
+	if cwd == "" {
+		cwd = img.WorkingDir
+	}
+	if cwd == "" {
+		cwd = "/"
+	}
+	opts := []oci.SpecOpts{
+		oci.WithProcessArgs(argv...),
+		oci.WithEnv(img.Env),
+		oci.WithEnv(env),
+		oci.WithProcessCwd(cwd),
+	}
+	switch {
+	case cfg.RunAsUser != nil && cfg.RunAsGroup != nil:
+		opts = append(opts, oci.WithUIDGID(uint32(*cfg.RunAsUser), uint32(*cfg.RunAsGroup)))
+	case cfg.RunAsUser != nil:
+		opts = append(opts, oci.WithUserID(uint32(*cfg.RunAsUser)))
+	case img.User != "":
+		opts = append(opts, oci.WithUser(img.User))
+	}
+	if sb.Config.HostNetwork || sb.NetNSPath == "" {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		hostname := sb.Config.Hostname
+		if hostname == "" {
+			hostname = sb.Config.Name
+		}
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}),
+			oci.WithHostname(hostname))
+	}
+	opts = append(opts, oci.WithMounts(mounts(sb, cfg.Mounts)))
+	if cfg.TTY {
+		opts = append(opts, oci.WithTTY)
+	}
+	if cfg.Privileged {
+		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
+	}
+	if cfg.Resources.MemoryBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(cfg.Resources.MemoryBytes)))
+	}
+	if cfg.Resources.CPUMillis > 0 {
+		opts = append(opts, oci.WithCPUCFS(cfg.Resources.CPUMillis*cpuPeriod/1000, cpuPeriod))
+	}
+	if cfg.Resources.CPUShares > 0 {
+		opts = append(opts, oci.WithCPUShares(uint64(cfg.Resources.CPUShares)))
+	}
+	return opts, nil
+}
+
+// mounts are the config's bind mounts plus the sandbox's hosts, resolv.conf
+// and hostname files at the /etc paths the config leaves free.
+func mounts(sb *runtime.Sandbox, ms []runtime.Mount) []specs.Mount {
+	var out []specs.Mount
+	taken := map[string]bool{}
+	for _, m := range ms {
+		opt := "rw"
+		if m.ReadOnly {
+			opt = "ro"
+		}
+		out = append(out, specs.Mount{Destination: m.ContainerPath, Type: "bind", Source: m.HostPath, Options: []string{"rbind", "rprivate", opt}})
+		taken[path.Clean(m.ContainerPath)] = true
+	}
+	for _, f := range []struct{ dest, src string }{{"/etc/hosts", sb.HostsPath}, {"/etc/resolv.conf", sb.ResolvConfPath}, {"/etc/hostname", sb.HostnamePath}} {
+		if f.src != "" && !taken[f.dest] {
+			out = append(out, specs.Mount{Destination: f.dest, Type: "bind", Source: f.src, Options: []string{"rbind", "rprivate", "rw"}})
+		}
+	}
+	return out
+}
+
+// withCgroupPath puts the container in a known cgroup, where its OOM kills are read.
+func withCgroupPath(p string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		s.Linux.CgroupsPath = p
+		return nil
+	}
+}

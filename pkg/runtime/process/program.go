@@ -1,0 +1,98 @@
+package process
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// isSimImage reports whether ref is raysim's image.
+func isSimImage(ref string) bool { return strings.Contains(ref, "raysim") }
+
+// isRayImage reports whether ref is one of Ray's own images (rayproject/ray,
+// rayproject/ray-ml, …).
+func isRayImage(ref string) bool { return strings.Contains(ref, "rayproject/ray") }
+
+// programNote says what an image runs as here.
+func programNote(ref string) string {
+	switch {
+	case isSimImage(ref):
+		return "its `ray` is raysim (this rayctl)"
+	case isRayImage(ref):
+		if p := hostRay(); p != "" {
+			return "its `ray` is the host's " + p
+		}
+		return "no `ray` on this host's PATH, so raysim (this rayctl) stands in for Ray"
+	}
+	return "its commands run with the host's programs"
+}
+
+// hostRay is a real `ray` on PATH, or "".
+func hostRay() string {
+	p, err := exec.LookPath("ray")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// Argv is the process a container runs, by the Pod API's rules: Command
+// replaces the image's Entrypoint (and drops its Cmd), Args replaces Cmd.
+func Argv(img *runtime.Image, command, args []string) []string {
+	entry, cmd := img.Entrypoint, img.Cmd
+	if len(command) > 0 {
+		entry, cmd = command, nil
+	}
+	if len(args) > 0 {
+		cmd = args
+	}
+	return append(append([]string{}, entry...), cmd...)
+}
+
+// program is what a container runs on the host.
+type program struct {
+	// Path is the executable; Args its argv (Args[0] may differ from Path:
+	// raysim is this binary run as "ray").
+	Path string
+	Args []string
+	// SimOnPath says `ray` inside shell commands must be raysim, so the
+	// runtime's bin dir (with a `ray` link to raysim) goes first in PATH.
+	SimOnPath bool
+	// Warning tells the user about a stand-in (shown as the container's message).
+	Warning string
+}
+
+// resolve maps a container's argv onto host programs: `ray` becomes raysim
+// for raysim's image (and for Ray's images when the host has no ray), a
+// path absent on the host is looked up by its base name in PATH.
+func (r *Runtime) resolve(ref string, argv []string) (*program, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("no command: neither the container nor its image (%s) gives one", ref)
+	}
+	useSim := isSimImage(ref) || hostRay() == ""
+	p := &program{Args: append([]string{}, argv...), SimOnPath: useSim}
+	if isRayImage(ref) && hostRay() == "" {
+		p.Warning = "image " + ref + ": no `ray` on this host's PATH, so raysim (rayctl's offline stand-in for Ray) runs instead"
+	}
+	base := filepath.Base(argv[0])
+	if base == "ray" && useSim {
+		p.Path, p.Args[0] = r.rayBinary, "ray"
+		return p, nil
+	}
+	if strings.Contains(argv[0], "/") {
+		if _, err := os.Stat(argv[0]); err == nil {
+			p.Path = argv[0]
+			return p, nil
+		}
+	}
+	found, err := exec.LookPath(base)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not found on this host (the process runtime runs host programs): %w", argv[0], err)
+	}
+	p.Path = found
+	return p, nil
+}

@@ -1,0 +1,264 @@
+// Package process is the runtime for machines without containerd: each
+// container is a host process (its own session and process group) whose
+// stdout and stderr go to its log file in the CRI format.
+//
+// As root on Linux each container also gets a private mount namespace, where
+// its mounts are bind-mounted at their container paths (and the sandbox's
+// hosts, resolv.conf and hostname files over /etc's), a UTS namespace with
+// the pod's hostname, and the pod's network namespace from the network
+// package, so every pod has its own IP. Elsewhere (not root, not Linux) pods
+// share the host's network and hostname, and a mount's ContainerPath is not
+// honoured: only its HostPath exists, so programs must be given host paths.
+// Missing mount targets are created on the host's filesystem (empty dirs or
+// files) because a private mount namespace still shares the host's files.
+//
+// The image decides only which program runs: `ray` is raysim (this rayctl
+// run as "ray") for raysim's image, and for rayproject/ray images when the
+// host has no `ray`; everything else runs the host's programs by name.
+// Resource limits and TTYs are not applied.
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
+)
+
+// Options configures the process runtime.
+type Options struct {
+	// StateDir keeps container records, output FIFOs, the image list and a
+	// bin dir with `ray`. Required.
+	StateDir string
+	// Network gives pods their sandboxes. Required; a HostOnly manager makes
+	// every pod share the host's network.
+	Network *network.Manager
+	// RayBinary is raysim's executable, run with argv[0] "ray" (this rayctl,
+	// os.Executable(), when empty).
+	RayBinary string
+}
+
+// Runtime runs containers as host processes.
+type Runtime struct {
+	dir       string
+	binDir    string
+	net       *network.Manager
+	rayBinary string
+	// isolated: containers get their own mount, UTS and network namespaces.
+	isolated bool
+	images   *imageStore
+
+	mu   sync.Mutex
+	live map[string]*watch // containers this Runtime watches
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// watch follows one running container.
+type watch struct {
+	exited chan struct{}
+	logs   sync.WaitGroup
+	stop   chan struct{} // closed by Close: stop watching, leave the process
+}
+
+// Isolated reports whether containers get their own namespaces (root on Linux).
+func (r *Runtime) Isolated() bool { return r.isolated }
+
+// New prepares the state dir and re-adopts containers a previous Runtime
+// started that still run (matched by pid and start time, so a reused pid is
+// not mistaken for them).
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.StateDir == "" || opts.Network == nil {
+		return nil, errors.New("process runtime: StateDir and Network are required")
+	}
+	if opts.RayBinary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opts.RayBinary = self
+	}
+	dir, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary,
+		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
+		images:   newImageStore(dir), live: map[string]*watch{}}
+	for _, d := range []string{r.binDir, filepath.Join(dir, "containers")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// `ray` in shell commands is raysim: a link in the bin dir put first in PATH.
+	link := filepath.Join(r.binDir, "ray")
+	if cur, err := os.Readlink(link); err != nil || cur != r.rayBinary {
+		_ = os.Remove(link)
+		if err := os.Symlink(r.rayBinary, link); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.readopt(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Name is "process".
+func (r *Runtime) Name() string { return "process" }
+
+// Version says what the runtime is.
+func (r *Runtime) Version(context.Context) (string, error) {
+	mode := "host-network"
+	if r.isolated {
+		mode = "netns"
+	}
+	return "process://" + goruntime.GOOS + "-" + mode, nil
+}
+
+// RunSandbox sets the pod's network and DNS files up (see network.Manager).
+func (r *Runtime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (*runtime.Sandbox, error) {
+	return r.net.RunSandbox(cfg)
+}
+
+// RemoveSandbox tears the pod's network down.
+func (r *Runtime) RemoveSandbox(_ context.Context, podUID string) error {
+	return r.net.RemoveSandbox(podUID)
+}
+
+// ListSandboxes lists the recorded sandboxes.
+func (r *Runtime) ListSandboxes(context.Context) ([]*runtime.Sandbox, error) {
+	return r.net.ListSandboxes()
+}
+
+// Close stops watching containers; they keep running for the next Runtime.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	all := r.live
+	r.live = map[string]*watch{}
+	r.mu.Unlock()
+	for _, w := range all {
+		close(w.stop)
+	}
+	return nil
+}
+
+// record is what the runtime keeps of a container, in
+// <state dir>/containers/<id>.json.
+type record struct {
+	runtime.ContainerStatus
+	// Program and Argv are what runs; Env and Dir its environment.
+	Program   string
+	Argv, Env []string
+	Dir       string
+	// Namespaces: the pod's netns (empty for the host's), hostname, mounts.
+	NetNSPath, Hostname string
+	Mounts              []runtime.Mount
+	UID, GID            *int64
+	// Pid and StartTicks (from /proc/<pid>/stat) identify the process.
+	Pid        int
+	StartTicks uint64
+}
+
+func (r *Runtime) recordPath(id string) string {
+	return filepath.Join(r.dir, "containers", id+".json")
+}
+
+func (r *Runtime) fifoDir(id string) string {
+	return filepath.Join(r.dir, "containers", id)
+}
+
+func (r *Runtime) load(id string) (*record, error) {
+	b, err := os.ReadFile(r.recordPath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := &record{}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return nil, fmt.Errorf("container %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func (r *Runtime) save(rec *record) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := r.recordPath(rec.ID)
+	if err := os.WriteFile(p+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+// update applies fn to the stored record under the lock.
+func (r *Runtime) update(id string, fn func(*record)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, err := r.load(id)
+	if err != nil {
+		return err
+	}
+	fn(rec)
+	return r.save(rec)
+}
+
+// ContainerStatus reports one container.
+func (r *Runtime) ContainerStatus(_ context.Context, id string) (*runtime.ContainerStatus, error) {
+	r.mu.Lock()
+	rec, err := r.load(id)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s := rec.ContainerStatus
+	return &s, nil
+}
+
+// ListContainers reports every container, sorted by creation.
+func (r *Runtime) ListContainers(ctx context.Context) ([]*runtime.ContainerStatus, error) {
+	entries, err := os.ReadDir(filepath.Join(r.dir, "containers"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*runtime.ContainerStatus
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		s, err := r.ContainerStatus(ctx, id)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+func exitReason(code int) string {
+	if code == 0 {
+		return "Completed"
+	}
+	return "Error"
+}
+
+func now() time.Time { return time.Now().UTC() }

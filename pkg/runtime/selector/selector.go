@@ -1,0 +1,204 @@
+// Package selector picks the container runtime `rayctl up --runtime=…`
+// names: containerd, process, fake, or auto, which takes a containerd socket
+// that answers, else a private containerd when the binary is installed (and
+// rayctl is root), else the process runtime. It sits apart from package
+// runtime because it imports the implementations, which import runtime.
+package selector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"time"
+
+	ctrd "github.com/containerd/containerd/v2/client"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/containerd"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/process"
+)
+
+// Runtime names accepted by Select.
+const (
+	Auto       = "auto"
+	Containerd = "containerd"
+	Process    = "process"
+	Fake       = "fake"
+)
+
+// DefaultSystemSocket is where a system containerd listens.
+const DefaultSystemSocket = "/run/containerd/containerd.sock"
+
+// Options says where the runtimes keep their state.
+type Options struct {
+	// DataDir is rayctl's data dir: a private containerd lives in
+	// <DataDir>/containerd, the pod network's state in <DataDir>/network, the
+	// process runtime's in <DataDir>/process. Required.
+	DataDir string
+	// SystemSocket is an existing containerd's socket to try first
+	// (DefaultSystemSocket when empty; "-" skips it).
+	SystemSocket string
+	// Network sets the bridge and pod CIDR (its StateDir defaults to
+	// <DataDir>/network; HostOnly is decided here).
+	Network network.Config
+	// RayBinary is raysim's executable for the process runtime (this rayctl
+	// when empty).
+	RayBinary string
+	// NewFake makes the fake runtime (rayctl passes fake.New), so this
+	// package does not depend on it.
+	NewFake func() (runtime.Runtime, error)
+}
+
+// Choice is the runtime picked and why.
+type Choice struct {
+	// Runtime is ready to use.
+	Runtime runtime.Runtime
+	// Name is "containerd", "process" or "fake".
+	Name string
+	// Reason says which and why, e.g. "containerd 1.6.20 (private, started in 140 ms)".
+	Reason string
+	// Network is the pod network manager (nil for fake), for
+	// `rayctl down --purge` (Cleanup, RemoveBridge).
+	Network *network.Manager
+	// Close closes the runtime and stops a private containerd. Containers
+	// keep running in their shims and are re-adopted by the next start.
+	Close func() error
+}
+
+// Select makes the runtime name asks for.
+func Select(ctx context.Context, name string, opts Options) (*Choice, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("runtime: a data dir is required")
+	}
+	if opts.SystemSocket == "" {
+		opts.SystemSocket = DefaultSystemSocket
+	}
+	if opts.Network.StateDir == "" {
+		opts.Network.StateDir = filepath.Join(opts.DataDir, "network")
+	}
+	switch name {
+	case Fake:
+		if opts.NewFake == nil {
+			return nil, errors.New("runtime fake: no constructor given")
+		}
+		r, err := opts.NewFake()
+		if err != nil {
+			return nil, err
+		}
+		return &Choice{Runtime: r, Name: Fake, Reason: "fake (no processes; pods only report running)", Close: r.Close}, nil
+	case Process:
+		return selectProcess(ctx, opts, "asked for")
+	case Containerd:
+		if c, err := useSocket(ctx, opts); err == nil {
+			return c, nil
+		}
+		return startPrivate(ctx, opts)
+	case Auto, "":
+		if c, err := useSocket(ctx, opts); err == nil {
+			return c, nil
+		}
+		switch {
+		case !containerd.Available():
+			return selectProcess(ctx, opts, "no containerd binary on PATH")
+		case os.Geteuid() != 0:
+			return selectProcess(ctx, opts, "containerd needs root")
+		}
+		c, err := startPrivate(ctx, opts)
+		if err != nil {
+			return selectProcess(ctx, opts, "the private containerd failed: "+firstLine(err.Error()))
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("unknown runtime %q (want auto, containerd, process or fake)", name)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// useSocket connects to an existing containerd if its socket answers.
+func useSocket(ctx context.Context, opts Options) (*Choice, error) {
+	if opts.SystemSocket == "-" {
+		return nil, errors.New("no system socket")
+	}
+	if _, err := os.Stat(opts.SystemSocket); err != nil {
+		return nil, err
+	}
+	version, err := ping(ctx, opts.SystemSocket)
+	if err != nil {
+		return nil, err
+	}
+	nm, err := network.New(opts.Network)
+	if err != nil {
+		return nil, err
+	}
+	r, err := containerd.New(ctx, containerd.Options{Address: opts.SystemSocket, FIFODir: filepath.Join(opts.DataDir, "containerd-fifo"), Network: nm})
+	if err != nil {
+		return nil, err
+	}
+	return &Choice{Runtime: r, Name: Containerd, Network: nm, Close: r.Close,
+		Reason: fmt.Sprintf("containerd %s (existing socket %s, namespace %s)", version, opts.SystemSocket, containerd.Namespace)}, nil
+}
+
+func ping(ctx context.Context, address string) (string, error) {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := ctrd.New(address, ctrd.WithTimeout(2*time.Second))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	v, err := c.Version(pctx)
+	return v.Version, err
+}
+
+// startPrivate starts containerd under <DataDir>/containerd.
+func startPrivate(ctx context.Context, opts Options) (*Choice, error) {
+	start := time.Now()
+	d, err := containerd.StartPrivate(ctx, filepath.Join(opts.DataDir, "containerd"))
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(start)
+	nm, err := network.New(opts.Network)
+	if err != nil {
+		_ = d.Stop()
+		return nil, err
+	}
+	r, err := containerd.New(ctx, containerd.Options{Address: d.Address, FIFODir: d.FIFODir, Network: nm})
+	if err != nil {
+		_ = d.Stop()
+		return nil, err
+	}
+	version, _ := r.Version(ctx)
+	return &Choice{Runtime: r, Name: Containerd, Network: nm,
+		Reason: fmt.Sprintf("containerd %s (private, started in %d ms)", strings.TrimPrefix(version, "containerd://"), took.Milliseconds()),
+		Close: func() error {
+			return errors.Join(r.Close(), d.Stop())
+		}}, nil
+}
+
+func selectProcess(ctx context.Context, opts Options, why string) (*Choice, error) {
+	netCfg := opts.Network
+	netCfg.HostOnly = netCfg.HostOnly || goruntime.GOOS != "linux" || os.Geteuid() != 0
+	nm, err := network.New(netCfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := process.New(ctx, process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary})
+	if err != nil {
+		return nil, err
+	}
+	mode := "pods share the host network"
+	if r.Isolated() {
+		mode = "a network namespace per pod"
+	}
+	return &Choice{Runtime: r, Name: Process, Network: nm, Close: r.Close,
+		Reason: fmt.Sprintf("process (%s; %s)", why, mode)}, nil
+}

@@ -1,0 +1,133 @@
+package selector
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/containerd"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
+)
+
+func testOpts(t *testing.T) Options {
+	dir := t.TempDir()
+	return Options{DataDir: dir, SystemSocket: filepath.Join(dir, "no-such.sock"),
+		Network: network.Config{Bridge: "rs" + randHex(5), CIDR: "10.250.7.0/24"}}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func closeChoice(t *testing.T, c *Choice) {
+	t.Cleanup(func() {
+		if c.Network != nil {
+			_ = c.Network.RemoveBridge()
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestAutoStartsAPrivateContainerdWhenInstalled(t *testing.T) {
+	if !containerd.Available() || os.Geteuid() != 0 {
+		t.Skip("needs containerd and root")
+	}
+	opts := testOpts(t)
+	c, err := Select(ctx(t), Auto, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeChoice(t, c)
+	if c.Name != "containerd" || !strings.Contains(c.Reason, "private, started in") || c.Runtime.Name() != "containerd" {
+		t.Fatalf("auto chose %s: %s", c.Name, c.Reason)
+	}
+	t.Logf("auto: %s", c.Reason)
+	if _, err := os.Stat(filepath.Join(opts.DataDir, "containerd", "config.toml")); err != nil {
+		t.Errorf("private containerd not under the data dir: %v", err)
+	}
+}
+
+func TestAutoPrefersAnAnsweringSocket(t *testing.T) {
+	if !containerd.Available() || os.Geteuid() != 0 {
+		t.Skip("needs containerd and root")
+	}
+	d, err := containerd.StartPrivate(ctx(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	opts := testOpts(t)
+	opts.SystemSocket = d.Address
+	c, err := Select(ctx(t), Auto, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeChoice(t, c)
+	if c.Name != "containerd" || !strings.Contains(c.Reason, "existing socket "+d.Address) {
+		t.Fatalf("auto chose %s: %s", c.Name, c.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(opts.DataDir, "containerd")); !os.IsNotExist(err) {
+		t.Errorf("a private containerd was started anyway")
+	}
+}
+
+func TestAutoFallsBackToProcessWithoutContainerd(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	c, err := Select(ctx(t), Auto, testOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeChoice(t, c)
+	if c.Name != "process" || !strings.Contains(c.Reason, "no containerd binary on PATH") {
+		t.Fatalf("auto chose %s: %s", c.Name, c.Reason)
+	}
+	t.Logf("auto: %s", c.Reason)
+	if _, err := Select(ctx(t), Containerd, testOpts(t)); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("containerd asked for without one: %v", err)
+	}
+}
+
+type fakeRuntime struct{ runtime.Runtime }
+
+func (fakeRuntime) Close() error { return nil }
+
+func TestFakeAndUnknownNames(t *testing.T) {
+	opts := testOpts(t)
+	if _, err := Select(ctx(t), Fake, opts); err == nil {
+		t.Error("fake without a constructor was accepted")
+	}
+	opts.NewFake = func() (runtime.Runtime, error) { return fakeRuntime{}, nil }
+	c, err := Select(ctx(t), Fake, opts)
+	if err != nil || c.Name != "fake" {
+		t.Fatalf("fake: %+v %v", c, err)
+	}
+	opts.NewFake = func() (runtime.Runtime, error) { return nil, errors.New("boom") }
+	if _, err := Select(ctx(t), Fake, opts); err == nil {
+		t.Error("a failing constructor's error was lost")
+	}
+	if _, err := Select(ctx(t), "docker", opts); err == nil || !strings.Contains(err.Error(), "unknown runtime") {
+		t.Errorf("unknown name: %v", err)
+	}
+	c, err = Select(ctx(t), Process, testOpts(t))
+	if err != nil || c.Name != "process" || !strings.Contains(c.Reason, "asked for") {
+		t.Fatalf("process: %+v %v", c, err)
+	}
+	closeChoice(t, c)
+}
