@@ -19,7 +19,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
-	"github.com/rayctl/rayctl/pkg/runtime/process/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 // Labels rayctl keeps on each container, besides the caller's own. They let

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
-	"github.com/rayctl/rayctl/pkg/runtime/process/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 // Options says which containerd to use and how.

@@ -21,7 +21,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
-	"github.com/rayctl/rayctl/pkg/runtime/process/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 // env is one private containerd, network and test image shared by the

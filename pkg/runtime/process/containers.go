@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
-	"github.com/rayctl/rayctl/pkg/runtime/process/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 // CreateContainer records the container: its program (see the package doc),

@@ -19,7 +19,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
-	"github.com/rayctl/rayctl/pkg/runtime/process/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 func randHex(n int) string {
