@@ -27,12 +27,17 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/runtime/preload"
+	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
 
 type upOptions struct {
 	*globalFlags
-	port   int
-	detach bool
+	port    int
+	detach  bool
+	runtime string
+	podCIDR string
+	bridge  string
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -50,6 +55,9 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1 (0 picks a free one and writes it into the kubeconfig)")
 	cmd.Flags().BoolVar(&o.detach, "detach", false, "start in the background and return once ready; `rayctl down` stops it")
+	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (containerd if present, else process), containerd, process, or fake (benchmarks only)")
+	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
+	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
 	return cmd
 }
 
@@ -183,6 +191,21 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return err
 	}
 
+	var rt *selector.Choice
+	var images *preload.Runtime
+	if err := c.step("runtime", func() (string, error) {
+		var err error
+		rt, images, err = startRuntime(ctx, dir, o)
+		if err != nil {
+			return "", err
+		}
+		return rt.Reason, nil
+	}); err != nil {
+		return err
+	}
+	defer rt.Close()
+	_ = images
+
 	serverURL := "https://" + server.Addr
 	if err := kubeconfig.Write(dir.Kubeconfig(), kubeconfig.Build(serverURL, ca.CertPEM(), admin)); err != nil {
 		return err
@@ -268,7 +291,8 @@ func detach(out io.Writer, o *upOptions) error {
 		return err
 	}
 	defer logFile.Close()
-	child := exec.Command(self, "up", "--data-dir", dir.Path, "--port", fmt.Sprint(o.port))
+	child := exec.Command(self, "up", "--data-dir", dir.Path, "--port", fmt.Sprint(o.port),
+		"--runtime", o.runtime, "--pod-cidr", o.podCIDR, "--bridge", o.bridge)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
-	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 // Options says which containerd to use and how.

@@ -19,9 +19,9 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
-	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 // env is one private containerd, network and test image shared by the

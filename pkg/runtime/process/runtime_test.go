@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
-	"github.com/rayctl/rayctl/pkg/runtime/crilog"
 )
 
 func randHex(n int) string {
