@@ -1,0 +1,258 @@
+// Package manager builds the one controller-runtime manager that runs rayctl's controllers (raycluster,
+// rayjob, job, gc, …) inside `rayctl up`, configured the way KubeRay's operator configures its own:
+// a shared informer cache (optionally limited to some namespaces), leader election on a Lease, one
+// event recorder per controller, and a registry from which --controllers picks what runs.
+//
+// Controllers plug in by name:
+//
+//	manager.Register("raycluster", raycluster.Setup)
+//	m, err := manager.New(cfg, opts) // adds the controllers opts.Controllers selects
+//	err = m.Start(ctx)
+package manager
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/go-logr/logr"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+)
+
+// Identity is the user name the controllers authenticate as in production (their client certificate's CN).
+const Identity = "rayctl:controllers"
+
+// Label selectors for narrowing the shared cache, as KubeRay's operator narrows its own. See Options.PodSelector.
+const (
+	// RayPodSelector selects the Pods the Ray controllers create (KubeRay's managercache selector).
+	RayPodSelector = "ray.io/node-type in (head,worker,redis-cleanup)"
+	// KubeRayJobSelector selects the batch Jobs the RayJob controller creates (KubeRay's Job selector).
+	KubeRayJobSelector = "app.kubernetes.io/created-by=kuberay-operator"
+)
+
+// Options configures the manager. Start from DefaultOptions.
+type Options struct {
+	// Controllers selects the controllers to run (see Registry.Select): "all" (the default), "none",
+	// names, and "-name" to leave one out. `--controllers=none` leaves the field to an external operator.
+	Controllers []string
+	// Registry holds the controllers to choose from; nil means Default.
+	Registry *Registry
+	// WatchNamespaces limits the cache (and so every controller) to these namespaces; empty means all.
+	WatchNamespaces []string
+	// ReconcileConcurrency is each controller's MaxConcurrentReconciles (KubeRay's default: 1).
+	ReconcileConcurrency int
+	// LeaderElection makes the manager hold a Lease before running controllers, so that two
+	// `rayctl up` processes on one data dir (or an external KubeRay using the same Lease) never both act.
+	LeaderElection bool
+	// LeaderElectionNamespace and LeaderElectionID name the Lease (kube-system/rayctl-controllers).
+	LeaderElectionNamespace, LeaderElectionID string
+	// MetricsAddr and HealthAddr are the bind addresses of the metrics and health-probe servers;
+	// "0" (or "") disables them. They are off by default: on a laptop :8080 is Ray's metrics port.
+	MetricsAddr, HealthAddr string
+	// RequeueAfter is the short requeue after a change (KubeRay: 2 s).
+	RequeueAfter time.Duration
+	// ResyncPeriod is the long unconditional requeue (KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS: 300 s).
+	ResyncPeriod time.Duration
+	// QPS and Burst limit the manager's client (KubeRay's defaults: 100 and 200).
+	QPS   float32
+	Burst int
+	// PodSelector, when set, limits the Pods the shared cache holds (label selector syntax).
+	//
+	// Empty by default, on purpose. KubeRay's operator may narrow Pods to RayPodSelector because it
+	// only ever reads Ray pods, but rayctl's batch Job controller runs in the same manager and must see
+	// the Pods of every Job (selected by `job-name`). A cache selector is one label selector per kind,
+	// and selectors only AND their requirements, so "ray.io/node-type in (head,worker) OR job-name
+	// exists" cannot be expressed. Rather than giving the Job controller a second cache (a second
+	// Pod watch on the API server, and two views of one Pod that can disagree), the shared cache holds
+	// all Pods. Set RayPodSelector when the Job controller is not selected.
+	PodSelector string
+	// JobSelector, when set, limits the batch Jobs the shared cache holds. Empty by default for the
+	// same reason: the Job controller reconciles every Job, not only those KubeRay creates
+	// (KubeRayJobSelector).
+	JobSelector string
+	// CacheByObject adds per-kind cache settings (selectors, field selectors) for other kinds.
+	CacheByObject map[client.Object]cache.ByObject
+	// Observer sees every controller's trigger chain; nil means chainhooks.Nop.
+	Observer chainhooks.Observer
+	// Logger is the manager's logger; the zero value discards.
+	Logger logr.Logger
+}
+
+// DefaultOptions returns the defaults described on Options.
+func DefaultOptions() Options {
+	return Options{
+		Controllers:             []string{"all"},
+		ReconcileConcurrency:    1,
+		LeaderElection:          true,
+		LeaderElectionNamespace: "kube-system",
+		LeaderElectionID:        "rayctl-controllers",
+		MetricsAddr:             "0",
+		HealthAddr:              "0",
+		RequeueAfter:            2 * time.Second,
+		ResyncPeriod:            300 * time.Second,
+		QPS:                     100,
+		Burst:                   200,
+	}
+}
+
+// Scheme returns a scheme with the client-go kinds and ray.io/v1.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(rayv1.AddToScheme(s))
+	return s
+}
+
+// Manager is the controller-runtime manager with the controllers that were selected.
+type Manager struct {
+	ctrl.Manager
+	// Controllers are the names of the controllers added, sorted.
+	Controllers []string
+}
+
+// New builds the manager on cfg (which it copies) and adds the controllers opts selects. Nothing runs
+// until Start.
+func New(cfg *rest.Config, opts Options) (*Manager, error) {
+	def := DefaultOptions()
+	if opts.ReconcileConcurrency <= 0 {
+		opts.ReconcileConcurrency = def.ReconcileConcurrency
+	}
+	if opts.RequeueAfter <= 0 {
+		opts.RequeueAfter = def.RequeueAfter
+	}
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = def.ResyncPeriod
+	}
+	if opts.LeaderElectionNamespace == "" {
+		opts.LeaderElectionNamespace = def.LeaderElectionNamespace
+	}
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = def.LeaderElectionID
+	}
+	if opts.Registry == nil {
+		opts.Registry = Default
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	names, err := opts.Registry.Select(opts.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts, err := cacheOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "rayctl-controllers"
+	if opts.QPS > 0 {
+		cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	}
+	// controller-runtime complains (with a stack trace, after 30 s) if its global logger is never set;
+	// give it ours.
+	ctrllog.SetLogger(opts.Logger)
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: addr(opts.MetricsAddr)},
+		HealthProbeBindAddress:        addr(opts.HealthAddr),
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true, // rayctl exits right after the manager stops
+		Logger:                        opts.Logger,
+		// Several managers may live in one process (tests, a restart in place); controller names are
+		// unique within a manager by construction (the registry).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if addr(opts.HealthAddr) != "0" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range names {
+		env := Env{
+			Name:                 name,
+			ReconcileConcurrency: opts.ReconcileConcurrency,
+			RequeueAfter:         opts.RequeueAfter,
+			ResyncPeriod:         opts.ResyncPeriod,
+			// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
+			Recorder: mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
+			Hooks:    chainhooks.New(name, opts.Observer),
+		}
+		if err := opts.Registry.setup(name)(mgr, env); err != nil {
+			return nil, fmt.Errorf("controller %s: %w", name, err)
+		}
+	}
+	return &Manager{Manager: mgr, Controllers: names}, nil
+}
+
+func addr(a string) string {
+	if a == "" {
+		return "0"
+	}
+	return a
+}
+
+func cacheOptions(opts Options) (cache.Options, error) {
+	co := cache.Options{}
+	if len(opts.WatchNamespaces) > 0 {
+		co.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			co.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	// Keyed by Go type: controller-runtime keys ByObject by object pointer, so two entries for one kind
+	// would both apply; CacheByObject wins over the selector options.
+	byType := map[reflect.Type]cacheEntry{}
+	for obj, sel := range map[client.Object]string{&corev1.Pod{}: opts.PodSelector, &batchv1.Job{}: opts.JobSelector} {
+		if sel == "" {
+			continue
+		}
+		s, err := labels.Parse(sel)
+		if err != nil {
+			return co, fmt.Errorf("cache selector %q: %w", sel, err)
+		}
+		byType[reflect.TypeOf(obj)] = cacheEntry{obj, cache.ByObject{Label: s}}
+	}
+	for obj, b := range opts.CacheByObject {
+		byType[reflect.TypeOf(obj)] = cacheEntry{obj, b}
+	}
+	if len(byType) > 0 {
+		co.ByObject = map[client.Object]cache.ByObject{}
+		for _, e := range byType {
+			co.ByObject[e.obj] = e.by
+		}
+	}
+	return co, nil
+}
+
+type cacheEntry struct {
+	obj client.Object
+	by  cache.ByObject
+}

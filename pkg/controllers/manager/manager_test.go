@@ -1,0 +1,108 @@
+package manager
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func registry(names ...string) *Registry {
+	r := &Registry{}
+	for _, n := range names {
+		r.Register(n, Plain(func(ctrl.Manager) error { return nil }))
+	}
+	return r
+}
+
+func TestSelect(t *testing.T) {
+	r := registry("raycluster", "rayjob", "job", "gc")
+	for spec, want := range map[string]string{
+		"":                      "gc,job,raycluster,rayjob",
+		"all":                   "gc,job,raycluster,rayjob",
+		"*,-job":                "gc,raycluster,rayjob",
+		"none":                  "",
+		"raycluster,rayjob":     "raycluster,rayjob",
+		"none,raycluster":       "raycluster",
+		"all,-gc,-job,-rayjob":  "raycluster",
+		" raycluster , rayjob ": "raycluster,rayjob",
+	} {
+		var s []string
+		if spec != "" {
+			s = strings.Split(spec, ",")
+		}
+		got, err := r.Select(s)
+		if err != nil {
+			t.Errorf("%q: %v", spec, err)
+			continue
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%q: got %v want %s", spec, got, want)
+		}
+	}
+	for _, bad := range []string{"nope", "all,-nope"} {
+		if _, err := r.Select(strings.Split(bad, ",")); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestRegisterRejectsDuplicatesAndReservedNames(t *testing.T) {
+	for _, name := range []string{"raycluster", "all", "none", "-x", ""} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%q) did not panic", name)
+				}
+			}()
+			registry("raycluster").Register(name, Plain(func(ctrl.Manager) error { return nil }))
+		}()
+	}
+}
+
+func TestCacheOptions(t *testing.T) {
+	co, err := cacheOptions(Options{WatchNamespaces: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(co.DefaultNamespaces) != 2 || co.ByObject != nil {
+		t.Errorf("defaults: %+v", co)
+	}
+
+	co, err = cacheOptions(Options{PodSelector: RayPodSelector, JobSelector: KubeRayJobSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := func(kind client.Object) labels.Selector {
+		for obj, b := range co.ByObject {
+			if reflect.TypeOf(obj) == reflect.TypeOf(kind) {
+				return b.Label
+			}
+		}
+		return nil
+	}
+	if s := sel(&corev1.Pod{}); s == nil || !s.Matches(labels.Set{"ray.io/node-type": "worker"}) || s.Matches(labels.Set{"job-name": "x"}) {
+		t.Errorf("pod selector %v", s)
+	}
+	if s := sel(&batchv1.Job{}); s == nil || !s.Matches(labels.Set{"app.kubernetes.io/created-by": "kuberay-operator"}) {
+		t.Errorf("job selector %v", s)
+	}
+
+	// An explicit CacheByObject entry replaces the selector option for its kind.
+	co, err = cacheOptions(Options{PodSelector: RayPodSelector, CacheByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.Everything()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(co.ByObject) != 1 {
+		t.Errorf("two entries for Pods: %v", co.ByObject)
+	}
+	if _, err := cacheOptions(Options{PodSelector: "in ("}); err == nil {
+		t.Error("a bad selector was accepted")
+	}
+}

@@ -1,0 +1,131 @@
+package manager
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+)
+
+// Env is what a controller's setup function gets besides the manager: its name, its share of the
+// manager's Options, an event recorder and the chain hooks, all made for this controller.
+type Env struct {
+	// Name is the name the controller was registered under; use it as the controller's name.
+	Name string
+	// ReconcileConcurrency is the number of concurrent reconciles (MaxConcurrentReconciles).
+	ReconcileConcurrency int
+	// RequeueAfter is the short requeue after a change or an error (KubeRay: 2 s for RayCluster).
+	RequeueAfter time.Duration
+	// ResyncPeriod is the long unconditional requeue when nothing changed (KubeRay: 300 s).
+	ResyncPeriod time.Duration
+	// Recorder records core/v1 Events as this controller (the source component is Name + "-controller").
+	Recorder record.EventRecorder
+	// Hooks reports the controller's trigger chain to the manager's Observer.
+	Hooks *chainhooks.Hooks
+}
+
+// SetupFunc adds one controller to mgr.
+type SetupFunc func(mgr ctrl.Manager, env Env) error
+
+// Plain adapts a setup function that needs nothing from Env (such as `func Setup(mgr) error`):
+//
+//	manager.Register("gc", manager.Plain(gc.Setup))
+func Plain(setup func(mgr ctrl.Manager) error) SetupFunc {
+	return func(mgr ctrl.Manager, _ Env) error { return setup(mgr) }
+}
+
+// Registry maps controller names to their setup functions.
+type Registry struct {
+	mu     sync.Mutex
+	setups map[string]SetupFunc
+}
+
+// Default is the registry Register adds to and New reads unless Options.Registry is set.
+var Default = &Registry{}
+
+// Register adds a controller to the Default registry. It panics if name is taken or reserved.
+func Register(name string, setup SetupFunc) { Default.Register(name, setup) }
+
+// Register adds a controller under name. It panics if name is empty, reserved ("all", "none", "*"),
+// starts with "-", or is already registered: registration is a programming step, not user input.
+func (r *Registry) Register(name string, setup SetupFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if name == "" || name == "all" || name == "none" || name == "*" || strings.HasPrefix(name, "-") {
+		panic(fmt.Sprintf("controllers: invalid controller name %q", name))
+	}
+	if setup == nil {
+		panic(fmt.Sprintf("controllers: nil setup for %q", name))
+	}
+	if r.setups == nil {
+		r.setups = map[string]SetupFunc{}
+	}
+	if _, ok := r.setups[name]; ok {
+		panic(fmt.Sprintf("controllers: %q registered twice", name))
+	}
+	r.setups[name] = setup
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.setups))
+	for n := range r.setups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (r *Registry) setup(name string) SetupFunc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.setups[name]
+}
+
+// Select resolves a --controllers value against the registry, the way kube-controller-manager reads
+// its flag: "all" (or "*") is every registered controller, "none" is none, "name" adds one, "-name"
+// removes one ("all,-job"). An empty spec means "all". Unknown names are an error. The result is sorted.
+func (r *Registry) Select(spec []string) ([]string, error) {
+	known := r.Names()
+	if len(spec) == 0 {
+		return known, nil
+	}
+	on := map[string]bool{}
+	for _, s := range spec {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+		case s == "all" || s == "*":
+			for _, n := range known {
+				on[n] = true
+			}
+		case s == "none":
+			clear(on)
+		case strings.HasPrefix(s, "-"):
+			if !slices.Contains(known, s[1:]) {
+				return nil, fmt.Errorf("unknown controller %q (known: %s)", s[1:], strings.Join(known, ", "))
+			}
+			delete(on, s[1:])
+		default:
+			if !slices.Contains(known, s) {
+				return nil, fmt.Errorf("unknown controller %q (known: %s)", s, strings.Join(known, ", "))
+			}
+			on[s] = true
+		}
+	}
+	out := make([]string, 0, len(on))
+	for n := range on {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}

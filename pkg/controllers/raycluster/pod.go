@@ -1,0 +1,460 @@
+package raycluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Ports and names KubeRay uses by default.
+const (
+	DefaultGCSPort            = 6379
+	DefaultDashboardPort      = 8265
+	DefaultClientPort         = 10001
+	DefaultMetricsPort        = 8080
+	DefaultServePort          = 8000
+	DefaultDashboardAgentPort = 52365
+
+	// KubeRayVersion is the KubeRay release whose behaviour this controller follows.
+	KubeRayVersion = "v1.5.0"
+
+	sharedMemoryVolume = "shared-mem"
+	sharedMemoryPath   = "/dev/shm"
+	metricsPortName    = "metrics"
+	initContainerName  = "wait-gcs-ready"
+)
+
+// Probe timings. KubeRay injects the same exec probes; only the readiness probe's timing differs.
+// KubeRay waits 10 s before the first readiness check and then checks every 5 s, so no cluster can be
+// ready sooner than ~10 s — made for Ray's own start-up on a cloud node. On a laptop (and with raysim,
+// which is serving within a second) that wait is most of the time to a ready cluster, so the first check
+// comes after 1 s and then every 2 s. The failure threshold grows to 25 so that a Pod still has to fail
+// for the same ~50 s as under KubeRay before it counts as not ready. Liveness keeps KubeRay's timing:
+// with 120 failures allowed, an earlier first check would change nothing.
+const (
+	readinessInitialDelay = 1
+	readinessPeriod       = 2
+	readinessFailures     = 25
+	readinessTimeout      = 2 // head: 5, as KubeRay (it queries two endpoints)
+	livenessInitialDelay  = 30
+	livenessPeriod        = 5
+	livenessFailures      = 120
+	livenessTimeout       = 2 // head: 5
+	headProbeTimeout      = 5
+	// gcsWaitInterval is how often the workers' wait-gcs-ready init container retries (KubeRay: 5 s).
+	// One second gets a worker going almost as soon as the head answers.
+	gcsWaitInterval = 1
+)
+
+// BuildOptions are the cluster-wide knobs KubeRay reads from its own environment.
+type BuildOptions struct {
+	// ClusterDomain is the DNS domain of Services (KubeRay's CLUSTER_DOMAIN); "" means cluster.local.
+	ClusterDomain string
+	// NoInitContainer leaves out the workers' wait-gcs-ready init container (ENABLE_INIT_CONTAINER_INJECTION=false).
+	NoInitContainer bool
+	// NoProbes leaves out the injected liveness and readiness probes (ENABLE_PROBES_INJECTION=false).
+	NoProbes bool
+}
+
+func (o BuildOptions) domain() string {
+	if o.ClusterDomain == "" {
+		return "cluster.local"
+	}
+	return o.ClusterDomain
+}
+
+// HeadFQDN is the fully qualified name workers reach the head at: `<head-svc>.<ns>.svc.<domain>`.
+func HeadFQDN(c *rayv1.RayCluster, o BuildOptions) string {
+	return fmt.Sprintf("%s.%s.svc.%s", HeadServiceName(c), c.Namespace, o.domain())
+}
+
+// headPort is the GCS port workers connect to: rayStartParams.port, else 6379.
+func headPort(c *rayv1.RayCluster) string {
+	if p, ok := c.Spec.HeadGroupSpec.RayStartParams["port"]; ok {
+		return p
+	}
+	return strconv.Itoa(DefaultGCSPort)
+}
+
+// HeadPod returns the head Pod KubeRay would create for c (named by generateName `<cluster>-head-`).
+// It does not modify c.
+func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
+	g := c.Spec.HeadGroupSpec
+	tmpl := g.Template.DeepCopy()
+	tmpl.Name = ""
+	tmpl.GenerateName = podGenerateName(c.Name, rayv1.HeadNode)
+	tmpl.Namespace = c.Namespace
+	params := maps.Clone(g.RayStartParams)
+	if params == nil {
+		params = map[string]string{}
+	}
+	applyGroupResources(params, g.Resources)
+	applyGroupLabels(params, g.Labels)
+	tmpl.Labels = podLabels(rayv1.HeadNode, c.Name, HeadGroup, merged(g.Template.Labels, g.Labels))
+	if _, ok := params["dashboard-host"]; !ok {
+		params["dashboard-host"] = "0.0.0.0"
+	}
+	setCommonParams(params)
+	annotate(c, tmpl)
+	tmpl.Annotations[AnnotationFTEnabled] = "false"
+	addMetricsPort(&tmpl.Spec.Containers[0])
+	return buildPod(c, tmpl, rayv1.HeadNode, params, o)
+}
+
+// WorkerPod returns a worker Pod of group g KubeRay would create for c (generateName
+// `<cluster>-<group>-worker-`). It does not modify c.
+func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *corev1.Pod {
+	tmpl := g.Template.DeepCopy()
+	tmpl.Name = ""
+	tmpl.GenerateName = podGenerateName(c.Name+"-"+g.GroupName, rayv1.WorkerNode)
+	tmpl.Namespace = c.Namespace
+	fqdn, port := HeadFQDN(c, o), headPort(c)
+	if !o.NoInitContainer {
+		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, waitGCSContainer(&tmpl.Spec.Containers[0], fqdn, port))
+	}
+	params := maps.Clone(g.RayStartParams)
+	if params == nil {
+		params = map[string]string{}
+	}
+	applyGroupResources(params, g.Resources)
+	applyGroupLabels(params, g.Labels)
+	tmpl.Labels = podLabels(rayv1.WorkerNode, c.Name, g.GroupName, merged(g.Template.Labels, g.Labels))
+	if _, ok := params["address"]; !ok {
+		params["address"] = fqdn + ":" + port
+	}
+	setCommonParams(params)
+	annotate(c, tmpl)
+	addMetricsPort(&tmpl.Spec.Containers[0])
+	return buildPod(c, tmpl, rayv1.WorkerNode, params, o)
+}
+
+// waitGCSContainer is the init container that holds a worker back until the head's GCS answers.
+func waitGCSContainer(ray *corev1.Container, fqdn, port string) corev1.Container {
+	script := fmt.Sprintf(`
+SECONDS=0
+while true; do
+	if (( SECONDS <= 120 )); then
+		if ray health-check --address %[1]s:%[2]s > /dev/null 2>&1; then
+			echo "GCS is ready."
+			break
+		fi
+		echo "$SECONDS seconds elapsed: Waiting for GCS to be ready."
+	else
+		if ray health-check --address %[1]s:%[2]s; then
+			echo "GCS is ready. Any error messages above can be safely ignored."
+			break
+		fi
+		echo "$SECONDS seconds elapsed: Still waiting for GCS to be ready. For troubleshooting, refer to the FAQ at https://docs.ray.io/en/master/cluster/kubernetes/troubleshooting.html."
+	fi
+	sleep %[3]d
+done
+`, fqdn, port, gcsWaitInterval)
+	fixed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	return corev1.Container{
+		Name:            initContainerName,
+		Image:           ray.Image,
+		ImagePullPolicy: ray.ImagePullPolicy,
+		Command:         shellCommand(),
+		Args:            []string{script},
+		SecurityContext: ray.SecurityContext.DeepCopy(),
+		// TLS settings of the Ray container may live in env and volumes; the health check needs them too.
+		Env:          slices.Clone(ray.Env),
+		VolumeMounts: slices.Clone(ray.VolumeMounts),
+		Resources:    corev1.ResourceRequirements{Limits: fixed, Requests: fixed.DeepCopy()},
+	}
+}
+
+func shellCommand() []string { return []string{"/bin/bash", "-c", "--"} }
+
+func merged(a, b map[string]string) map[string]string {
+	m := map[string]string{}
+	maps.Copy(m, a)
+	maps.Copy(m, b)
+	return m
+}
+
+// setCommonParams adds what KubeRay adds to every node's `ray start`.
+func setCommonParams(params map[string]string) {
+	if _, ok := params["metrics-export-port"]; !ok {
+		params["metrics-export-port"] = strconv.Itoa(DefaultMetricsPort)
+	}
+	params["block"] = "true"
+	if _, ok := params["dashboard-agent-listen-port"]; !ok {
+		params["dashboard-agent-listen-port"] = strconv.Itoa(DefaultDashboardAgentPort)
+	}
+}
+
+func annotate(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec) {
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	if overwriteCmd(c) {
+		tmpl.Annotations[AnnotationOverwriteCmd] = "true"
+	}
+}
+
+func overwriteCmd(c *rayv1.RayCluster) bool {
+	return strings.EqualFold(c.Annotations[AnnotationOverwriteCmd], "true")
+}
+
+func addMetricsPort(ray *corev1.Container) {
+	for _, p := range ray.Ports {
+		if p.Name == metricsPortName {
+			return
+		}
+	}
+	ray.Ports = append(ray.Ports, corev1.ContainerPort{Name: metricsPortName, ContainerPort: DefaultMetricsPort})
+}
+
+// buildPod finishes a head or worker Pod as KubeRay's BuildPod does: shared memory, the `ray start`
+// command, environment, probes and the controller reference.
+func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNodeType, params map[string]string, o BuildOptions) *corev1.Pod {
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: tmpl.ObjectMeta,
+		Spec:       tmpl.Spec,
+	}
+	ray := &pod.Spec.Containers[0]
+	addSharedMemory(pod, ray)
+
+	var userCmd string
+	for _, s := range append(slices.Clone(ray.Command), ray.Args...) {
+		userCmd += " " + s + " "
+	}
+	startCmd := rayStartCommand(t, params, ray.Resources)
+	if !overwriteCmd(c) && !strings.Contains(userCmd, "ray start") {
+		generated := "ulimit -n 65536; " + startCmd
+		ray.Command = shellCommand()
+		if userCmd != "" {
+			// `ray start --block` never returns, so the user's command goes first.
+			ray.Args = []string{userCmd + " && " + generated}
+		} else {
+			ray.Args = []string{generated}
+		}
+	}
+	fqdn, port := HeadFQDN(c, o), headPort(c)
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].Env = append(pod.Spec.InitContainers[i].Env,
+			corev1.EnvVar{Name: "FQ_RAY_IP", Value: fqdn},
+			corev1.EnvVar{Name: "RAY_IP", Value: strings.Split(fqdn, ".")[0]})
+	}
+	setEnv(c, ray, t, fqdn, port, startCmd)
+	if !o.NoProbes {
+		setProbes(ray, t)
+	}
+	pod.OwnerReferences = []metav1.OwnerReference{ownerRef(c)}
+	return pod
+}
+
+// ownerRef is the controller reference every Pod and Service of c carries, so that Owns() maps their
+// events back to c and the garbage collector deletes them with it.
+func ownerRef(c *rayv1.RayCluster) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         rayv1.GroupVersion.String(),
+		Kind:               "RayCluster",
+		Name:               c.Name,
+		UID:                c.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// addSharedMemory mounts a memory-backed emptyDir at /dev/shm for Ray's object store (sized to the
+// container's memory limit, else its request), unless something is mounted there already.
+func addSharedMemory(pod *corev1.Pod, ray *corev1.Container) {
+	for _, m := range ray.VolumeMounts {
+		if m.MountPath == sharedMemoryPath {
+			return
+		}
+	}
+	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == sharedMemoryVolume }) {
+		var size *resource.Quantity
+		if q, ok := ray.Resources.Limits[corev1.ResourceMemory]; ok {
+			size = &q
+		} else if q, ok := ray.Resources.Requests[corev1.ResourceMemory]; ok {
+			size = &q
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+			Name:         sharedMemoryVolume,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size}},
+		})
+	}
+	ray.VolumeMounts = append(ray.VolumeMounts, corev1.VolumeMount{Name: sharedMemoryVolume, MountPath: sharedMemoryPath})
+}
+
+// rayStartCommand is KubeRay's generated `ray start`: CPUs, memory and GPUs from the container's
+// resources unless rayStartParams say otherwise, then every param as --key=value (sorted; "true" is a
+// bare flag and "false" omits it, except for the tri-state log-color and include-dashboard).
+func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.ResourceRequirements) string {
+	if _, ok := params["num-cpus"]; !ok {
+		if cpu := res.Limits[corev1.ResourceCPU]; !cpu.IsZero() {
+			params["num-cpus"] = strconv.FormatInt(cpu.Value(), 10)
+		} else if cpu := res.Requests[corev1.ResourceCPU]; !cpu.IsZero() {
+			params["num-cpus"] = strconv.FormatInt(cpu.Value(), 10)
+		}
+	}
+	if _, ok := params["memory"]; !ok {
+		if mem := res.Limits[corev1.ResourceMemory]; !mem.IsZero() {
+			params["memory"] = strconv.FormatInt(mem.Value(), 10)
+		}
+	}
+	if _, ok := params["num-gpus"]; !ok {
+		keys := make([]string, 0, len(res.Limits))
+		for k := range res.Limits {
+			keys = append(keys, string(k))
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if q := res.Limits[corev1.ResourceName(k)]; isGPU(k) && !q.IsZero() {
+				params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
+				break
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(params))
+	var b strings.Builder
+	for _, k := range keys {
+		v := params[k]
+		if lv := strings.ToLower(v); (lv == "true" || lv == "false") && k != "log-color" && k != "include-dashboard" {
+			if lv == "true" {
+				fmt.Fprintf(&b, " --%s ", k)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, " --%s=%s ", k, v)
+	}
+	if t == rayv1.HeadNode {
+		return "ray start --head " + b.String()
+	}
+	return "ray start " + b.String()
+}
+
+var migGPU = regexp.MustCompile(`nvidia\.com/mig-\d+g\.\d+gb$`)
+
+// isGPU tells GPU resource names ("nvidia.com/gpu", MIG slices) from others.
+func isGPU(name string) bool {
+	return strings.HasSuffix(name, "gpu") || migGPU.MatchString(name)
+}
+
+// applyGroupResources turns a group's top-level `resources` into rayStartParams.
+func applyGroupResources(params map[string]string, res map[string]string) {
+	if len(res) == 0 {
+		return
+	}
+	custom := map[string]float64{}
+	for name, v := range res {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			continue
+		}
+		switch n := strings.ToLower(name); {
+		case n == "cpu":
+			params["num-cpus"] = strconv.FormatInt(q.Value(), 10)
+		case n == "memory":
+			params["memory"] = strconv.FormatInt(q.Value(), 10)
+		case isGPU(n):
+			params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
+		default:
+			custom[name] = q.AsApproximateFloat64()
+		}
+	}
+	if len(custom) > 0 {
+		b, _ := json.Marshal(custom)
+		params["resources"] = "'" + string(b) + "'"
+	}
+}
+
+// applyGroupLabels turns a group's top-level `labels` into `--labels k=v,…`.
+func applyGroupLabels(params map[string]string, labels map[string]string) {
+	if len(labels) == 0 {
+		return
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		kv = append(kv, k+"="+labels[k])
+	}
+	params["labels"] = strings.Join(kv, ",")
+}
+
+func hasEnv(env []corev1.EnvVar, name string) bool {
+	return slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == name })
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+// setEnv adds KubeRay's environment to the Ray container.
+func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqdn, port, startCmd string) {
+	ip := "127.0.0.1"
+	if t == rayv1.WorkerNode {
+		ip = fqdn
+		ray.Env = append(ray.Env,
+			corev1.EnvVar{Name: "FQ_RAY_IP", Value: fqdn},
+			corev1.EnvVar{Name: "RAY_IP", Value: strings.Split(fqdn, ".")[0]})
+	}
+	ray.Env = append(ray.Env,
+		fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", LabelCluster)),
+		fieldEnv("RAY_CLOUD_INSTANCE_ID", "metadata.name"),
+		fieldEnv("RAY_NODE_TYPE_NAME", fmt.Sprintf("metadata.labels['%s']", LabelGroup)),
+		corev1.EnvVar{Name: "KUBERAY_GEN_RAY_START_CMD", Value: startCmd},
+	)
+	add := func(name, value string) {
+		if !hasEnv(ray.Env, name) {
+			ray.Env = append(ray.Env, corev1.EnvVar{Name: name, Value: value})
+		}
+	}
+	add("RAY_PORT", port)
+	add("RAY_ADDRESS", ip+":"+port)
+	add("RAY_USAGE_STATS_KUBERAY_IN_USE", "1")
+	if t == rayv1.HeadNode {
+		crd := c.Labels[LabelOriginatedCRD]
+		if crd == "" {
+			crd = "RayCluster"
+		}
+		ray.Env = append(ray.Env, corev1.EnvVar{Name: "RAY_USAGE_STATS_EXTRA_TAGS",
+			Value: fmt.Sprintf("kuberay_version=%s;kuberay_crd=%s", KubeRayVersion, crd)})
+	}
+	add("RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1")
+}
+
+// setProbes gives the Ray container KubeRay's exec probes, where the user set none: the head checks
+// the raylet (through the dashboard agent) and the GCS (through the dashboard); a worker the raylet.
+func setProbes(ray *corev1.Container, t rayv1.RayNodeType) {
+	wget := "wget --tries 1 -T %d -q -O- http://localhost:%d/%s | grep success"
+	cmds := []string{fmt.Sprintf(wget, readinessTimeout, DefaultDashboardAgentPort, "api/local_raylet_healthz")}
+	if t == rayv1.HeadNode {
+		// KubeRay passes its readiness failure threshold (10) as this wget's timeout; kept as is.
+		cmds = append(cmds, fmt.Sprintf(wget, 10, DefaultDashboardPort, "api/gcs_healthz"))
+	}
+	exec := &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(cmds, " && ")}}
+	live, ready := int32(livenessTimeout), int32(readinessTimeout)
+	if t == rayv1.HeadNode {
+		live, ready = headProbeTimeout, headProbeTimeout
+	}
+	if ray.LivenessProbe == nil {
+		ray.LivenessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{Exec: exec.DeepCopy()},
+			InitialDelaySeconds: livenessInitialDelay, TimeoutSeconds: live, PeriodSeconds: livenessPeriod,
+			SuccessThreshold: 1, FailureThreshold: livenessFailures,
+		}
+	}
+	if ray.ReadinessProbe == nil {
+		ray.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{Exec: exec.DeepCopy()},
+			InitialDelaySeconds: readinessInitialDelay, TimeoutSeconds: ready, PeriodSeconds: readinessPeriod,
+			SuccessThreshold: 1, FailureThreshold: readinessFailures,
+		}
+	}
+}
