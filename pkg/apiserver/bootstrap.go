@@ -15,27 +15,32 @@ import (
 	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
+	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
 )
 
 // SystemNamespaces exist from the first start, as on a real cluster.
 var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// bootstrap creates the system namespaces and installs the CRDs, waiting until each is Established.
-// It runs as a post-start hook, so /readyz fails until it is done.
-func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte) error {
+// bootstrap creates the system namespaces, installs the CRDs, waiting until each is Established, and
+// applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
+// fails until it is done.
+func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	errs := make([]error, len(SystemNamespaces)+1)
-	var wg sync.WaitGroup
+	errs := make([]error, len(SystemNamespaces)+2)
+	var wg, namespaces sync.WaitGroup
 	for i, name := range SystemNamespaces {
-		wg.Go(func() {
+		namespaces.Go(func() {
 			errs[i] = retry(ctx, func() error {
 				_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 				if apierrors.IsAlreadyExists(err) {
@@ -49,8 +54,31 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte) error {
 		})
 	}
 	wg.Go(func() { errs[len(SystemNamespaces)] = InstallCRDs(ctx, cfg, crds) })
+	// The policy holds Roles in system namespaces, so it follows them.
+	namespaces.Wait()
+	errs[len(SystemNamespaces)+1] = applyRBAC(ctx, client, rbacPolicy, authz)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// applyRBAC creates or updates the policy's roles and bindings and waits until authz enforces them.
+func applyRBAC(ctx context.Context, client kubernetes.Interface, objs []runtime.Object, authz *rbac.Authorizer) error {
+	var stored []runtime.Object
+	err := retry(ctx, func() error {
+		var err error
+		stored, err = policy.Apply(ctx, client, objs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("applying the RBAC policy: %w", err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := authz.WaitFor(waitCtx, stored...); err != nil {
+		return fmt.Errorf("RBAC policy not in force: %w", err)
+	}
+	klog.InfoS("RBAC policy applied", "objects", len(stored))
+	return nil
 }
 
 // InstallCRDs creates or updates each CRD manifest and waits until all are Established.

@@ -12,6 +12,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/accessreview"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/rulesreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/batch/job"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/coordination/lease"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/configmap"
@@ -36,7 +37,7 @@ const DefaultServiceCIDR = "10.96.0.0/16"
 type builtins map[schema.GroupVersion]registry.Storage
 
 // newBuiltins builds the storage of every built-in resource.
-func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, serviceCIDR *net.IPNet) (builtins, error) {
+func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet) (builtins, error) {
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
 	}
@@ -84,6 +85,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	if err := add(authzGV, registry.Storage{
 		"subjectaccessreviews":     &accessreview.SubjectREST{Authorizer: authz},
 		"selfsubjectaccessreviews": &accessreview.SelfREST{Authorizer: authz},
+		"selfsubjectrulesreviews":  &rulesreview.REST{Resolver: rules},
 	}, nil); err != nil {
 		return nil, err
 	}

@@ -11,10 +11,14 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	extensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	extensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -25,7 +29,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth"
+	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
+	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
@@ -53,6 +60,9 @@ type Config struct {
 	CRDs [][]byte
 	// ServiceCIDR is the range ClusterIPs are allocated from; nil means 10.96.0.0/16.
 	ServiceCIDR *net.IPNet
+	// RBAC are RBAC manifests (YAML) applied, and in force, before the server reports ready; nil means
+	// rayctl's bootstrap policy (configs/rbac).
+	RBAC [][]byte
 }
 
 // Server is a configured API server, ready to run.
@@ -113,9 +123,20 @@ func New(c Config) (*Server, error) {
 		QPS:           -1,
 	}
 	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool())
-	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(); err != nil {
+	rbacPolicy, err := readRBAC(c.RBAC)
+	if err != nil {
 		return nil, err
 	}
+	rbacAuthz := rbac.New()
+	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz}); err != nil {
+		return nil, err
+	}
+
+	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	generic.AdmissionControl = admit
 
 	namer := openapinamer.NewDefinitionNamer(clientgoscheme.Scheme, extensionsapiserver.Scheme)
 	defs := openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(rayopenapi.GetOpenAPIDefinitions)
@@ -140,14 +161,19 @@ func New(c Config) (*Server, error) {
 		resources.EnableVersions(gv)
 	}
 	generic.MergedResourceConfig = resources
+	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, generic.EffectiveVersion)
+	// events.k8s.io events live with core events, stored as core/v1, as on a real cluster.
+	encoding.SetResourceEncoding(eventsv1.Resource("events"), corev1.SchemeGroupVersion, scheme.InternalVersion(eventsv1.SchemeGroupVersion))
+	encoding.SetResourceEncoding(corev1.Resource("events"), corev1.SchemeGroupVersion, scheme.InternalVersion(corev1.SchemeGroupVersion))
 	storageFactory := serverstorage.NewDefaultStorageFactory(
 		etcdOptions.StorageConfig,
 		etcdOptions.DefaultStorageMediaType,
 		scheme.Codecs,
-		serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, generic.EffectiveVersion),
+		encoding,
 		resources,
 		nil,
 	)
+	storageFactory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
 	if err := etcdOptions.ApplyWithStorageFactoryTo(storageFactory, &generic.Config); err != nil {
 		return nil, err
 	}
@@ -169,7 +195,7 @@ func New(c Config) (*Server, error) {
 	}
 	server := extensions.GenericAPIServer
 
-	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, c.ServiceCIDR)
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, rbacAuthz, c.ServiceCIDR)
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +203,15 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
+	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)
 	crds := c.CRDs
+	// RBAC answers once its informers have synced; until then only system:masters gets through, and
+	// this hook keeps /readyz failing.
+	server.AddPostStartHookOrDie("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
+		return rbacAuthz.Start(ctx, ctx.LoopbackClientConfig)
+	})
 	server.AddPostStartHookOrDie("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
-		return bootstrap(ctx, ctx.LoopbackClientConfig, crds)
+		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, rbacPolicy, rbacAuthz)
 	})
 
 	return &Server{
@@ -187,6 +219,21 @@ func New(c Config) (*Server, error) {
 		LoopbackConfig: rest.CopyConfig(generic.LoopbackClientConfig),
 		prepared:       server.PrepareRun(),
 	}, nil
+}
+
+// readRBAC parses the RBAC manifests, rayctl's own when manifests is nil.
+func readRBAC(manifests [][]byte) ([]runtime.Object, error) {
+	if manifests == nil {
+		var err error
+		if manifests, err = policy.ReadFS(configs.RBAC); err != nil {
+			return nil, fmt.Errorf("reading the bootstrap RBAC policy: %w", err)
+		}
+	}
+	objs, err := policy.Parse(manifests...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the bootstrap RBAC policy: %w", err)
+	}
+	return objs, nil
 }
 
 // Run serves until ctx ends, then shuts down in order.

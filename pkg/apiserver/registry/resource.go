@@ -65,6 +65,9 @@ type Resource struct {
 	ShortNames []string
 	// Categories are the kind's categories, e.g. "all".
 	Categories []string
+	// ShouldDeleteDuringUpdate, when set, decides whether an update of an object marked for deletion
+	// removes it (the generic rule: no finalizers left and a zero grace period).
+	ShouldDeleteDuringUpdate func(ctx context.Context, key string, obj, existing runtime.Object) bool
 	// TTL, when set, gives objects a time to live in seconds (events expire this way).
 	TTL uint64
 }

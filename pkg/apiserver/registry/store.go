@@ -84,6 +84,9 @@ func NewStore(scheme *runtime.Scheme, r *Resource, optsGetter generic.RESTOption
 		ResetFieldsStrategy:       s,
 		TableConvertor:            r.Table,
 	}
+	if r.ShouldDeleteDuringUpdate != nil {
+		store.ShouldDeleteDuringUpdate = r.ShouldDeleteDuringUpdate
+	}
 	if r.GracefulDelete != nil {
 		store.DeleteStrategy = gracefulStrategy{s}
 	}

@@ -37,7 +37,8 @@ var Resource = &registry.Resource{
 	SelectableFields: map[string]func(runtime.Object) string{
 		"status.phase": func(o runtime.Object) string { return string(o.(*corev1.Namespace).Status.Phase) },
 	},
-	ShortNames: []string{"ns"},
+	ShortNames:               []string{"ns"},
+	ShouldDeleteDuringUpdate: shouldDeleteDuringUpdate,
 }
 
 // Immortal namespaces cannot be deleted, as on a real cluster.

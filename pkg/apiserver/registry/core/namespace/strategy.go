@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 )
 
 // prepareForCreate makes a namespace Active, held by the "kubernetes" finalizer until it is emptied.
@@ -26,4 +27,11 @@ func prepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 		ns.Labels = map[string]string{}
 	}
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
+}
+
+// shouldDeleteDuringUpdate keeps a Terminating namespace while spec.finalizers still holds it: only
+// once the namespace controller has emptied it and removed "kubernetes" may an update remove it.
+func shouldDeleteDuringUpdate(ctx context.Context, key string, obj, existing runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && len(ns.Spec.Finalizers) == 0 && genericregistry.ShouldDeleteDuringUpdate(ctx, key, obj, existing)
 }
