@@ -1,0 +1,193 @@
+// Package rayjob is the RayJob controller: for each ray.io/v1 RayJob it
+// creates (or selects) a RayCluster, waits until the cluster is ready, has the
+// Ray job submitted to the cluster's dashboard (by a submitter batch Job, a
+// head-Pod sidecar, or its own HTTP request), follows the job to its end and
+// cleans up, walking the jobDeploymentStatus states KubeRay 1.5 uses:
+//
+//	New → Initializing → Running → Complete | Failed
+//	              ↘ Waiting (InteractiveMode) ↗
+//	Initializing/Running → Suspending → Suspended → New   (spec.suspend)
+//	Failed → Retrying → New                                (spec.backoffLimit)
+//	ValidationFailed                                       (a spec it cannot run)
+//
+// The submission id is written to status.jobId before anything is submitted,
+// and a dashboard's "submission_id already used" answer counts as submitted,
+// so repeated reconciles and controller restarts never run a job twice.
+package rayjob
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/rayjob/dashboard"
+)
+
+// JobsAPI is the part of the Ray Jobs API the controller calls;
+// *dashboard.Client implements it.
+type JobsAPI interface {
+	// SubmitJob submits; an error for which dashboard.IsAlreadySubmitted holds means it was submitted before.
+	SubmitJob(ctx context.Context, req dashboard.SubmitRequest) (string, error)
+	// GetJobInfo reads a job; dashboard.IsNotFound(err) when the dashboard does not know it.
+	GetJobInfo(ctx context.Context, submissionID string) (*dashboard.JobInfo, error)
+	// StopJob stops a job; an ended or unknown job is not an error.
+	StopJob(ctx context.Context, submissionID string) error
+}
+
+// Options configures the controller. The zero value works for a controller
+// that reaches head Pod IPs directly.
+type Options struct {
+	// ClusterDNS says that Service names (<svc>.<ns>.svc.<domain>) resolve from
+	// this process; the default Resolver then uses the head Service instead of
+	// the head Pod IP.
+	ClusterDNS bool
+	// ClusterDomain is the Services' DNS domain; empty means cluster.local.
+	ClusterDomain string
+	// Resolver finds the dashboard of a RayCluster; nil means
+	// DefaultResolver(ClusterDNS, ClusterDomain). Tests point it at an
+	// in-process head.
+	Resolver Resolver
+	// NewJobsAPI returns the client for a dashboard base URL; nil means dashboard.New.
+	NewJobsAPI func(baseURL string) JobsAPI
+	// Recorder records the RayJob's events; Setup fills it from the manager.
+	Recorder record.EventRecorder
+	// RequeueAfter is the polling period of a RayJob in progress; 0 means DefaultRequeue.
+	RequeueAfter time.Duration
+	// MaxConcurrentReconciles is the number of workers; 0 means 1, as KubeRay.
+	MaxConcurrentReconciles int
+	// DeleteRayJobAfterJobFinishes makes shutdownAfterJobFinishes delete the
+	// RayJob itself rather than its RayCluster (KubeRay's
+	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
+	DeleteRayJobAfterJobFinishes bool
+	// Hooks reports the controller's trigger chain (events, maps, enqueues,
+	// reconciles, status writes) to the chain recorder; nil means a Nop observer.
+	Hooks *chainhooks.Hooks
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Resolver == nil {
+		o.Resolver = DefaultResolver(o.ClusterDNS, o.ClusterDomain)
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = DefaultClusterDomain
+	}
+	if o.NewJobsAPI == nil {
+		o.NewJobsAPI = func(u string) JobsAPI { return dashboard.New(u) }
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	if o.RequeueAfter <= 0 {
+		o.RequeueAfter = DefaultRequeue
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Hooks == nil {
+		o.Hooks = chainhooks.New(Name, nil)
+	}
+	return o
+}
+
+// Reconciler reconciles RayJobs.
+type Reconciler struct {
+	client client.Client
+	opts   Options
+}
+
+// NewReconciler returns a reconciler that reads and writes through c.
+func NewReconciler(c client.Client, opts Options) *Reconciler {
+	return &Reconciler{client: c, opts: opts.withDefaults()}
+}
+
+// Setup registers the RayJob controller with mgr. The manager's scheme must
+// know ray.io/v1, core/v1 and batch/v1.
+func Setup(mgr manager.Manager, opts Options) error {
+	for _, kind := range []string{"RayJob", "RayCluster"} {
+		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
+			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)
+		}
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
+	}
+	return NewReconciler(mgr.GetClient(), opts).SetupWithManager(mgr)
+}
+
+// SetupFunc adapts Setup to the controller manager's registry:
+//
+//	ctrlmanager.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{}))
+//
+// The registry's Env supplies the event recorder, the chain hooks and the
+// reconcile concurrency; the requeue period stays the RayJob's own (3 s).
+func SetupFunc(opts Options) ctrlmanager.SetupFunc {
+	return func(mgr manager.Manager, env ctrlmanager.Env) error {
+		o := opts
+		o.Recorder = env.Recorder
+		o.Hooks = env.Hooks
+		if env.ReconcileConcurrency > 0 {
+			o.MaxConcurrentReconciles = env.ReconcileConcurrency
+		}
+		return Setup(mgr, o)
+	}
+}
+
+// SetupWithManager watches every change of RayJobs (no predicates, as KubeRay)
+// and of the RayClusters, Services and batch Jobs they control — For RayJob,
+// Owns RayCluster, Service and Job, each handler observed by the chain hooks.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	h := r.opts.Hooks
+	owner := func() handler.EventHandler { return h.EnqueueController(mgr, &rayv1.RayJob{}) }
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(h.Controller()).
+		Watches(&rayv1.RayJob{}, h.EnqueueObject(), h.Filter()).
+		Watches(&rayv1.RayCluster{}, owner(), h.Filter()).
+		Watches(&corev1.Service{}, owner(), h.Filter()).
+		Watches(&batchv1.Job{}, owner(), h.Filter()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		Complete(h.Reconciler(r))
+}
+
+// Reconcile moves one RayJob one step along its states.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	job := &rayv1.RayJob{}
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if m := job.Spec.ManagedBy; m != nil && *m != KubeRayManagedBy {
+		log.V(1).Info("skipping a RayJob managed by another controller", "managedBy", *m)
+		return reconcile.Result{}, nil
+	}
+	p := &pass{r: r, log: log, job: job, orig: job.DeepCopy(), now: r.opts.Now()}
+	res, err := p.run(ctx)
+	if isConflict(err) {
+		// Someone wrote the RayJob since our read; the watch brings the new version.
+		log.V(1).Info("RayJob changed during reconcile; retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+// isConflict reports a write refused because the object changed since it was read.
+func isConflict(err error) bool { return apierrors.IsConflict(err) }

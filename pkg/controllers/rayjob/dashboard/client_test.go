@@ -1,0 +1,103 @@
+package dashboard_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/rayctl/rayctl/pkg/controllers/rayjob/dashboard"
+	"github.com/rayctl/rayctl/pkg/raysim/node"
+)
+
+func startHead(t *testing.T) string {
+	t.Helper()
+	h, err := node.StartHead(node.HeadConfig{BindHost: "127.0.0.1", NodeIP: "127.0.0.1", TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h.DashboardURL()
+}
+
+// Against raysim's dashboard, which speaks Ray's Jobs API.
+func TestClientAgainstRaysim(t *testing.T) {
+	c := dashboard.New(startHead(t))
+	ctx := context.Background()
+
+	if _, err := c.GetJobInfo(ctx, "nope"); !dashboard.IsNotFound(err) {
+		t.Fatalf("GetJobInfo(unknown) = %v, want not found", err)
+	}
+	id, err := c.SubmitJob(ctx, dashboard.SubmitRequest{Entrypoint: "echo hi && exit 3", SubmissionID: "job-1"})
+	if err != nil || id != "job-1" {
+		t.Fatalf("SubmitJob = %q, %v", id, err)
+	}
+	_, err = c.SubmitJob(ctx, dashboard.SubmitRequest{Entrypoint: "true", SubmissionID: "job-1"})
+	if !dashboard.IsAlreadySubmitted(err) {
+		t.Fatalf("second SubmitJob = %v, want already submitted", err)
+	}
+	var info *dashboard.JobInfo
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if info, err = c.GetJobInfo(ctx, "job-1"); err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == dashboard.StatusFailed {
+			break
+		}
+	}
+	if info.Status != dashboard.StatusFailed || info.Text() == "" || info.EndTime == nil {
+		t.Fatalf("job info %+v (message %q)", info, info.Text())
+	}
+	if err := c.StopJob(ctx, "job-1"); err != nil {
+		t.Errorf("StopJob(ended job) = %v, want nil", err)
+	}
+	if err := c.StopJob(ctx, "unknown"); err != nil {
+		t.Errorf("StopJob(unknown job) = %v, want nil", err)
+	}
+}
+
+// Real Ray answers a reused submission_id with HTTP 500 (raysim with 400); both count.
+func TestAlreadySubmittedOn500(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Job with submission_id x already exists. Please use a different submission_id.", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	_, err := dashboard.New(srv.URL).SubmitJob(context.Background(), dashboard.SubmitRequest{Entrypoint: "true", SubmissionID: "x"})
+	if !dashboard.IsAlreadySubmitted(err) || dashboard.IsNotFound(err) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A dashboard that accepts the connection but never answers costs at most RequestTimeout.
+func TestRequestTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	start := time.Now()
+	_, err = dashboard.New("http://"+l.Addr().String()).GetJobInfo(context.Background(), "x")
+	if err == nil {
+		t.Fatal("no error from a silent dashboard")
+	}
+	if took := time.Since(start); took < dashboard.RequestTimeout-time.Second || took > dashboard.RequestTimeout+2*time.Second {
+		t.Errorf("gave up after %v, want about %v", took, dashboard.RequestTimeout)
+	}
+}
+
+func TestBaseURLGetsAScheme(t *testing.T) {
+	if got := dashboard.New("demo-head-svc.default.svc.cluster.local:8265/").BaseURL(); got != "http://demo-head-svc.default.svc.cluster.local:8265" {
+		t.Errorf("BaseURL = %q", got)
+	}
+}
