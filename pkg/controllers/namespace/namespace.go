@@ -1,0 +1,211 @@
+// Package namespace empties namespaces that are being deleted, as kube-controller-manager's namespace
+// controller does. Deleting a namespace only marks it Terminating while its spec.finalizers holds
+// "kubernetes"; this controller deletes every namespaced object in it (built-in kinds and custom
+// resources alike, found through discovery), waits until nothing is left, reports progress in the
+// namespace's status conditions, then removes the finalizer through namespaces/finalize and deletes the
+// namespace again so that the API server removes it.
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Name is the controller's name, in logs and metrics.
+const Name = "namespace"
+
+// Reconciler empties and finally removes one terminating namespace.
+type Reconciler struct {
+	// Client reads namespaces through the manager's cache and writes them to the API server.
+	Client client.Client
+	// Metadata lists and deletes the namespace's content, whatever its kind.
+	Metadata metadata.Interface
+	// Discovery finds the namespaced resources.
+	Discovery discovery.DiscoveryInterface
+	// ReportConditions writes the Namespace*Failure / *Remaining conditions to the namespace's status on
+	// every pass. Off by default: rayctl's namespace store lets the generic store delete a namespace
+	// on any update once its deletionTimestamp is set and metadata.finalizers is empty, whatever
+	// spec.finalizers says, so a status write would remove a namespace that still has content.
+	ReportConditions bool
+	// RecheckAfter is how long to wait before looking again at content that is still going away
+	// (pods terminating gracefully, objects held by finalizers); zero means one second.
+	RecheckAfter time.Duration
+}
+
+// Setup registers the controller with mgr: it watches namespaces that carry a deletionTimestamp.
+func Setup(mgr ctrl.Manager) error {
+	r, err := newReconciler(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	terminating := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Namespace{}, builder.WithPredicates(terminating)).
+		Complete(r)
+}
+
+// Run runs the controller alone, with a manager of its own, until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 100, 200
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	if err := Setup(mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconciler, error) {
+	md, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconciler{Client: c, Metadata: md, Discovery: disc, ReportConditions: true}, nil
+}
+
+// Reconcile moves the namespace req names one step further towards its removal.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if ns.DeletionTimestamp == nil {
+		return reconcile.Result{}, nil
+	}
+	if !hasFinalizer(ns, corev1.FinalizerKubernetes) {
+		if len(ns.Spec.Finalizers) == 0 {
+			return reconcile.Result{}, r.deleteNamespace(ctx, ns)
+		}
+		// Another party's finalizer holds the namespace; its removal brings us back here.
+		return reconcile.Result{}, nil
+	}
+
+	content, err := r.deleteContent(ctx, ns.Name)
+	if r.ReportConditions {
+		if serr := r.writeConditions(ctx, ns, content.conditions()); serr != nil && !apierrors.IsNotFound(serr) {
+			err = errors.Join(err, serr)
+		}
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if content.remaining() {
+		after := r.RecheckAfter
+		if after <= 0 {
+			after = time.Second
+		}
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+
+	// Empty: give up our finalizer, then delete again so that the API server removes the namespace.
+	var kept []corev1.FinalizerName
+	for _, f := range ns.Spec.Finalizers {
+		if f != corev1.FinalizerKubernetes {
+			kept = append(kept, f)
+		}
+	}
+	ns.Spec.Finalizers = kept
+	if err := r.Client.SubResource("finalize").Update(ctx, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("finalizing namespace %s: %w", ns.Name, err)
+	}
+	if len(kept) > 0 {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, r.deleteNamespace(ctx, ns)
+}
+
+// deleteNamespace deletes ns once more, the step that removes it once its spec.finalizers are empty.
+func (r *Reconciler) deleteNamespace(ctx context.Context, ns *corev1.Namespace) error {
+	uid := ns.UID
+	err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &uid})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Conflict: the namespace was recreated under the same name (new UID), or a finalizer came back;
+		// either way the next event decides.
+		return nil
+	}
+	return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+}
+
+func hasFinalizer(ns *corev1.Namespace, f corev1.FinalizerName) bool {
+	for _, x := range ns.Spec.Finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// writeConditions sets conds on the namespace's status, writing only when something changed.
+func (r *Reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, conds []corev1.NamespaceCondition) error {
+	updated := ns.DeepCopy()
+	now := metav1.Now()
+	changed := false
+	for _, c := range conds {
+		i := conditionIndex(updated.Status.Conditions, c.Type)
+		if i < 0 {
+			c.LastTransitionTime = now
+			updated.Status.Conditions = append(updated.Status.Conditions, c)
+			changed = true
+			continue
+		}
+		old := &updated.Status.Conditions[i]
+		if old.Status != c.Status {
+			old.LastTransitionTime = now
+		}
+		if old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
+			old.Status, old.Reason, old.Message = c.Status, c.Reason, c.Message
+			changed = true
+		}
+	}
+	if updated.Status.Phase != corev1.NamespaceTerminating {
+		updated.Status.Phase = corev1.NamespaceTerminating
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Client.Status().Update(ctx, updated); err != nil {
+		return err
+	}
+	*ns = *updated
+	return nil
+}
+
+func conditionIndex(conds []corev1.NamespaceCondition, t corev1.NamespaceConditionType) int {
+	for i := range conds {
+		if conds[i].Type == t {
+			return i
+		}
+	}
+	return -1
+}
