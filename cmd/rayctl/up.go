@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ type upOptions struct {
 	runtime string
 	podCIDR string
 	bridge  string
+	ctrl    controllerFlags
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -58,6 +60,11 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (containerd if present, else process), containerd, process, or fake (benchmarks only)")
 	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
+	cmd.Flags().StringSliceVar(&o.ctrl.controllers, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names (raycluster, rayjob; -name leaves one out)")
+	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount; -name leaves one out)")
+	cmd.Flags().StringSliceVar(&o.ctrl.watchNamespaces, "watch-namespace", nil, "namespaces the Ray controllers watch (default: all)")
+	cmd.Flags().IntVar(&o.ctrl.reconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
+	cmd.Flags().BoolVar(&o.ctrl.leaderElect, "leader-elect", true, "hold a Lease before running controllers, so two rayctl instances on one API server never both act")
 	return cmd
 }
 
@@ -207,6 +214,34 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	_ = images
 
 	serverURL := "https://" + server.Addr
+	// Components talk to the API server only; they stop before it does.
+	compCtx, stopComponents := context.WithCancel(context.Background())
+	var components sync.WaitGroup
+	stopAll := func() {
+		stopComponents()
+		components.Wait()
+	}
+	defer stopAll()
+
+	if err := c.step("controllers", func() (string, error) {
+		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, logger)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range managers {
+			components.Go(func() {
+				if err := m.Start(compCtx); err != nil {
+					logger.Error("controller manager stopped", zap.Error(err))
+				}
+			})
+		}
+		if len(names) == 0 {
+			return "none", nil
+		}
+		return strings.Join(names, ", "), nil
+	}); err != nil {
+		return err
+	}
 	if err := kubeconfig.Write(dir.Kubeconfig(), kubeconfig.Build(serverURL, ca.CertPEM(), admin)); err != nil {
 		return err
 	}
@@ -235,6 +270,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return fmt.Errorf("etcd failed: %v", err)
 	}
 	os.Remove(dir.Join("rayctl.state"))
+	stopAll()
 	stopServer()
 	<-serverDone
 	server = nil
@@ -291,8 +327,7 @@ func detach(out io.Writer, o *upOptions) error {
 		return err
 	}
 	defer logFile.Close()
-	child := exec.Command(self, "up", "--data-dir", dir.Path, "--port", fmt.Sprint(o.port),
-		"--runtime", o.runtime, "--pod-cidr", o.podCIDR, "--bridge", o.bridge)
+	child := exec.Command(self, append([]string{"up"}, detachedArgs(os.Args)...)...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
@@ -324,4 +359,21 @@ func detach(out io.Writer, o *upOptions) error {
 			return nil
 		}
 	}
+}
+
+// detachedArgs are the arguments of this `rayctl up --detach` without --detach, for the background child.
+func detachedArgs(args []string) []string {
+	var out []string
+	seenUp := false
+	for _, a := range args[1:] {
+		if !seenUp && a == "up" {
+			seenUp = true
+			continue
+		}
+		if a == "--detach" || a == "--detach=true" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -12,6 +12,8 @@ package manager
 
 import (
 	"fmt"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"reflect"
 	"time"
 
@@ -63,6 +65,10 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace and LeaderElectionID name the Lease (kube-system/rayctl-controllers).
 	LeaderElectionNamespace, LeaderElectionID string
+	// LeaderElectionIdentity is this manager's holder identity in the Lease. Empty means a new random
+	// one per start (controller-runtime's default); rayctl passes one stable per data dir, so after a
+	// crash the restarted instance reclaims its own lease at once.
+	LeaderElectionIdentity string
 	// MetricsAddr and HealthAddr are the bind addresses of the metrics and health-probe servers;
 	// "0" (or "") disables them. They are off by default: on a laptop :8080 is Ray's metrics port.
 	MetricsAddr, HealthAddr string
@@ -170,16 +176,24 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	// give it ours.
 	ctrllog.SetLogger(opts.Logger)
 
+	var lock resourcelock.Interface
+	if opts.LeaderElection && opts.LeaderElectionIdentity != "" {
+		if lock, err = leaseLock(cfg, opts); err != nil {
+			return nil, err
+		}
+	}
+
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        Scheme(),
-		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: addr(opts.MetricsAddr)},
-		HealthProbeBindAddress:        addr(opts.HealthAddr),
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionReleaseOnCancel: true, // rayctl exits right after the manager stops
-		Logger:                        opts.Logger,
+		LeaderElectionResourceLockInterface: lock,
+		Scheme:                              Scheme(),
+		Cache:                               cacheOpts,
+		Metrics:                             metricsserver.Options{BindAddress: addr(opts.MetricsAddr)},
+		HealthProbeBindAddress:              addr(opts.HealthAddr),
+		LeaderElection:                      opts.LeaderElection,
+		LeaderElectionNamespace:             opts.LeaderElectionNamespace,
+		LeaderElectionID:                    opts.LeaderElectionID,
+		LeaderElectionReleaseOnCancel:       true, // rayctl exits right after the manager stops
+		Logger:                              opts.Logger,
 		// Several managers may live in one process (tests, a restart in place); controller names are
 		// unique within a manager by construction (the registry).
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -210,6 +224,17 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		}
 	}
 	return &Manager{Manager: mgr, Controllers: names}, nil
+}
+
+// leaseLock is the leader-election Lease held under opts.LeaderElectionIdentity. A stable identity lets a
+// restarted rayctl take its own lease back at once instead of waiting for it to expire.
+func leaseLock(cfg *rest.Config, opts Options) (resourcelock.Interface, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, opts.LeaderElectionNamespace, opts.LeaderElectionID,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: opts.LeaderElectionIdentity})
 }
 
 func addr(a string) string {

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/controllers/gc"
+	"github.com/rayctl/rayctl/pkg/controllers/job"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/namespace"
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
+	"github.com/rayctl/rayctl/pkg/datadir"
+)
+
+// The two controller managers of `rayctl up`, as on a real cluster: KubeRay's operator (the Ray
+// controllers, identity rayctl:controllers) and the part of kube-controller-manager that rayctl needs
+// (identity system:kube-controller-manager). `--controllers=none` leaves the Ray API to an external
+// operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
+var (
+	rayControllers  = []string{raycluster.Name, rayjob.Name}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name}
+)
+
+// kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
+const kubeControllerManagerUser = "system:kube-controller-manager"
+
+// controllerFlags are `rayctl up`'s controller options, named like KubeRay's operator flags.
+type controllerFlags struct {
+	controllers          []string
+	kubeControllers      []string
+	watchNamespaces      []string
+	reconcileConcurrency int
+	leaderElect          bool
+}
+
+func init() {
+	manager.Register(raycluster.Name, raycluster.Setup)
+	manager.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{}))
+	manager.Register(job.Name, job.Setup)
+	manager.Register(gc.Name, manager.Plain(gc.Setup))
+	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
+	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
+}
+
+// selectControllers reads a --controllers style list against one group: "all" (or "*"), "none", names,
+// and "-name" to leave one out.
+func selectControllers(spec []string, group []string) ([]string, error) {
+	var out []string
+	for _, item := range spec {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "" || item == "none":
+		case item == "all" || item == "*":
+			for _, n := range group {
+				if !slices.Contains(out, n) {
+					out = append(out, n)
+				}
+			}
+		case strings.HasPrefix(item, "-"):
+			name := item[1:]
+			if !slices.Contains(group, name) {
+				return nil, fmt.Errorf("unknown controller %q (known: %s)", name, strings.Join(group, ", "))
+			}
+			out = slices.DeleteFunc(out, func(n string) bool { return n == name })
+		default:
+			if !slices.Contains(group, item) {
+				return nil, fmt.Errorf("unknown controller %q (known: %s)", item, strings.Join(group, ", "))
+			}
+			if !slices.Contains(out, item) {
+				out = append(out, item)
+			}
+		}
+	}
+	return out, nil
+}
+
+// identityConfig is a client config for one component, authenticated by its own client certificate.
+func identityConfig(ca *pki.Authority, serverURL, certName, user string, groups []string) (*rest.Config, error) {
+	kp, err := ca.Client(certName, user, groups)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            serverURL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM(), CertData: kp.CertPEM, KeyData: kp.KeyPEM},
+		QPS:             100,
+		Burst:           200,
+	}, nil
+}
+
+// controllerManagers builds the managers the flags ask for (none when nothing is selected).
+func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, logger *zap.Logger) ([]*manager.Manager, []string, error) {
+	type spec struct {
+		name, cert, user, leaseID string
+		controllers              []string
+		ray                      bool
+	}
+	rayNames, err := selectControllers(f.controllers, rayControllers)
+	if err != nil {
+		return nil, nil, err
+	}
+	kubeNames, err := selectControllers(f.kubeControllers, kubeControllers)
+	if err != nil {
+		return nil, nil, err
+	}
+	var managers []*manager.Manager
+	var all []string
+	for _, s := range []spec{
+		{"ray-controllers", "controllers", manager.Identity, "rayctl-controllers", rayNames, true},
+		{"kube-controllers", "kube-controller-manager", kubeControllerManagerUser, "rayctl-kube-controllers", kubeNames, false},
+	} {
+		if len(s.controllers) == 0 {
+			continue
+		}
+		cfg, err := identityConfig(ca, serverURL, s.cert, s.user, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts := manager.DefaultOptions()
+		opts.Controllers = s.controllers
+		opts.LeaderElection = f.leaderElect
+		opts.LeaderElectionID = s.leaseID
+		opts.LeaderElectionIdentity = leaderIdentity(dir)
+		opts.Logger = zapr.NewLogger(logger.Named(s.name))
+		if s.ray {
+			// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
+			// watched namespaces.
+			opts.PodSelector = manager.RayPodSelector
+			opts.JobSelector = manager.KubeRayJobSelector
+			opts.WatchNamespaces = f.watchNamespaces
+			if f.reconcileConcurrency > 0 {
+				opts.ReconcileConcurrency = f.reconcileConcurrency
+			}
+		}
+		m, err := manager.New(cfg, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		managers = append(managers, m)
+		all = append(all, s.controllers...)
+	}
+	return managers, all, nil
+}
+
+// leaderIdentity is stable per host and data dir, so a restarted rayctl reclaims its own lease at once.
+func leaderIdentity(dir *datadir.Dir) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(dir.Path))
+	return host + "_" + hex.EncodeToString(sum[:6])
+}
