@@ -103,8 +103,8 @@ func identityConfig(ca *pki.Authority, serverURL, certName, user string, groups 
 func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, logger *zap.Logger) ([]*manager.Manager, []string, error) {
 	type spec struct {
 		name, cert, user, leaseID string
-		controllers              []string
-		ray                      bool
+		controllers               []string
+		ray                       bool
 	}
 	rayNames, err := selectControllers(f.controllers, rayControllers)
 	if err != nil {
