@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +103,7 @@ func Start(dataDir string, extraArgs ...string) (*Instance, error) {
 		}
 		dataDir = d
 	}
-	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: extraArgs}
+	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: withOwnNetwork(extraArgs)}
 	return in, in.Restart()
 }
 
@@ -232,4 +233,25 @@ func (in *Instance) State() (map[string]any, error) {
 	}
 	m := map[string]any{}
 	return m, json.Unmarshal(b, &m)
+}
+
+// withOwnNetwork gives an instance its own pod CIDR and bridge unless args name them, so instances
+// running side by side (parallel tests, CI) never share a bridge or hand out the same pod IPs.
+func withOwnNetwork(args []string) []string {
+	has := func(flag string) bool {
+		for _, a := range args {
+			if a == flag || strings.HasPrefix(a, flag+"=") {
+				return true
+			}
+		}
+		return false
+	}
+	out := append([]string{}, args...)
+	if !has("--pod-cidr") {
+		out = append(out, "--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)))
+	}
+	if !has("--bridge") {
+		out = append(out, "--bridge", fmt.Sprintf("rte%05d", rand.IntN(100000)))
+	}
+	return out
 }
