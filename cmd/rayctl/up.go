@@ -40,6 +40,11 @@ type upOptions struct {
 	podCIDR string
 	bridge  string
 	ctrl    controllerFlags
+	// nodeName names this machine's Node.
+	nodeName string
+	// kubelet runs this machine's kubelet and the binder; off, pods stay unscheduled (tests that play
+	// the kubelet themselves turn it off).
+	kubelet bool
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -60,8 +65,10 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (containerd if present, else process), containerd, process, or fake (benchmarks only)")
 	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
+	cmd.Flags().StringVar(&o.nodeName, "node-name", defaultNodeName(), "the name of this machine's Node")
+	cmd.Flags().BoolVar(&o.kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")
 	cmd.Flags().StringSliceVar(&o.ctrl.controllers, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names (raycluster, rayjob; -name leaves one out)")
-	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount; -name leaves one out)")
+	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount, endpoints; -name leaves one out)")
 	cmd.Flags().StringSliceVar(&o.ctrl.watchNamespaces, "watch-namespace", nil, "namespaces the Ray controllers watch (default: all)")
 	cmd.Flags().IntVar(&o.ctrl.reconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
 	cmd.Flags().BoolVar(&o.ctrl.leaderElect, "leader-elect", true, "hold a Lease before running controllers, so two rayctl instances on one API server never both act")
@@ -211,7 +218,6 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return err
 	}
 	defer rt.Close()
-	_ = images
 
 	serverURL := "https://" + server.Addr
 	// Components talk to the API server only; they stop before it does.
@@ -222,6 +228,29 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		components.Wait()
 	}
 	defer stopAll()
+
+	var clusterDNS []string
+	if err := c.step("dns", func() (string, error) {
+		var addrs string
+		var err error
+		clusterDNS, addrs, err = startDNS(compCtx, components.Go, ca, serverURL, rt, logger.Named("dns"))
+		return addrs, err
+	}); err != nil {
+		return err
+	}
+
+	if err := c.step("kubelet", func() (string, error) {
+		if !o.kubelet {
+			return "off (--kubelet=false): pods stay unscheduled", nil
+		}
+		kl, err := startNode(compCtx, components.Go, ca, serverURL, dir, o, images, clusterDNS, logger.Named("kubelet"))
+		if err != nil {
+			return "", err
+		}
+		return "node " + o.nodeName + ", API " + kl.APIAddr(), nil
+	}); err != nil {
+		return err
+	}
 
 	if err := c.step("controllers", func() (string, error) {
 		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, logger)

@@ -11,8 +11,10 @@ import (
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
@@ -29,7 +31,7 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints"}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -51,6 +53,13 @@ func init() {
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
+	manager.Register("endpoints", manager.Plain(func(mgr ctrl.Manager) error {
+		c, err := endpoints.New(mgr.GetConfig(), endpoints.Options{})
+		if err != nil {
+			return err
+		}
+		return mgr.Add(c)
+	}))
 }
 
 // selectControllers reads a --controllers style list against one group: "all" (or "*"), "none", names,

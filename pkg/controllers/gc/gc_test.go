@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +33,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	var err error
-	if in, err = framework.Start("", noControllers()...); err != nil {
+	if in, err = framework.Start("", framework.ControlPlaneOnly()...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -53,20 +51,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
-}
-
-// noControllers asks `rayctl up` not to run controllers of its own, if it knows the flag, so that only
-// the one under test acts.
-func noControllers() []string {
-	bin, err := framework.Binary()
-	if err != nil {
-		return nil
-	}
-	out, _ := exec.Command(bin, "up", "--help").CombinedOutput()
-	if strings.Contains(string(out), "--controllers") {
-		return []string{"--controllers=none"}
-	}
-	return nil
 }
 
 // fixture is a namespace with a RayCluster owning two pods and a service, as the RayCluster

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	ctrl.SetLogger(logr.Discard())
 	var err error
-	if in, err = framework.Start("", noControllers()...); err != nil {
+	if in, err = framework.Start("", framework.ControlPlaneOnly()...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -65,20 +64,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
-}
-
-// noControllers asks `rayctl up` not to run controllers of its own, if it knows the flag, so that only
-// the one under test acts.
-func noControllers() []string {
-	bin, err := framework.Binary()
-	if err != nil {
-		return nil
-	}
-	out, _ := exec.Command(bin, "up", "--help").CombinedOutput()
-	if strings.Contains(string(out), "--controllers") {
-		return []string{"--controllers=none"}
-	}
-	return nil
 }
 
 // newJob is a Job whose pods no scheduler binds: the test plays the kubelet by writing their status.

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 
 func runWithServer(m *testing.M) int {
 	var err error
-	if inst, err = framework.Start(""); err != nil {
+	if inst, err = framework.Start("", framework.ControlPlaneOnly()...); err != nil {
 		fmt.Fprintln(os.Stderr, "starting rayctl up:", err)
 		return 1
 	}

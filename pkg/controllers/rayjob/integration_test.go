@@ -42,15 +42,8 @@ func startEnv(t *testing.T) *env {
 	if testing.Short() {
 		t.Skip("starts rayctl up")
 	}
-	bin, err := framework.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var extra []string
-	if help, _ := exec.Command(bin, "up", "--help").CombinedOutput(); strings.Contains(string(help), "--controllers") {
-		extra = append(extra, "--controllers=none") // this test runs its own RayJob controller
-	}
-	in, err := framework.Start("", extra...)
+	// This test runs its own RayJob controller and marks clusters ready itself.
+	in, err := framework.Start("", framework.ControlPlaneOnly()...)
 	if err != nil {
 		t.Fatal(err)
 	}

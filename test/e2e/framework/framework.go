@@ -235,6 +235,13 @@ func (in *Instance) State() (map[string]any, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
+// ControlPlaneOnly are `rayctl up` arguments for tests that run their own controllers or play the
+// kubelet themselves: no Ray controllers, no kube-controller-manager controllers, no kubelet or binder.
+// A test adds back what it relies on, e.g. append(ControlPlaneOnly(), "--kube-controllers=garbagecollector").
+func ControlPlaneOnly() []string {
+	return []string{"--controllers=none", "--kube-controllers=none", "--kubelet=false"}
+}
+
 // withOwnNetwork gives an instance its own pod CIDR and bridge unless args name them, so instances
 // running side by side (parallel tests, CI) never share a bridge or hand out the same pod IPs.
 func withOwnNetwork(args []string) []string {

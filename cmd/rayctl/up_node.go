@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/rayctl/rayctl/pkg/apiserver"
+	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/controllers/binder"
+	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/kubelet"
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// kubeletClientUser is the identity the API server uses towards kubelets (logs, exec).
+const kubeletClientUser = "kube-apiserver-kubelet-client"
+
+// defaultNodeName is the host's name made into a valid node name.
+func defaultNodeName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "rayctl-node"
+	}
+	name := strings.Trim(regexp.MustCompile(`[^a-z0-9.-]+`).ReplaceAllString(strings.ToLower(host), "-"), "-.")
+	if name == "" {
+		return "rayctl-node"
+	}
+	return name
+}
+
+// startNode starts this machine's kubelet (identity system:node:<name>) and the binder that places pods
+// on it (identity system:kube-scheduler). It returns once the node is registered.
+func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverURL string, dir *datadir.Dir, o *upOptions,
+	rt runtime.Runtime, clusterDNS []string, logger *zap.Logger) (*kubelet.Kubelet, error) {
+	nodeCfg, err := identityConfig(ca, serverURL, "kubelet", "system:node:"+o.nodeName, []string{"system:nodes"})
+	if err != nil {
+		return nil, err
+	}
+	serving, err := ca.Serving("kubelet", []string{"localhost", o.nodeName}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	kl, err := kubelet.New(kubelet.Config{
+		NodeName:          o.nodeName,
+		RESTConfig:        nodeCfg,
+		Runtime:           rt,
+		PodsDir:           dir.Join("pods"),
+		ClusterDNS:        clusterDNS,
+		ClusterDomain:     "cluster.local",
+		KubernetesVersion: apiserver.KubernetesVersion(),
+		NodeIP:            "127.0.0.1",
+		API: kubelet.APIConfig{
+			Addr:         "127.0.0.1:0",
+			ServingCert:  &cert,
+			ClientCAs:    ca.Pool(),
+			AllowedUsers: []string{kubeletClientUser},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	run(func() {
+		if err := kl.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("kubelet stopped", zap.Error(err))
+		}
+	})
+	schedCfg, err := identityConfig(ca, serverURL, "scheduler", "system:kube-scheduler", nil)
+	if err != nil {
+		return nil, err
+	}
+	b, err := binder.New(binder.Config{RESTConfig: schedCfg})
+	if err != nil {
+		return nil, err
+	}
+	run(func() {
+		if err := b.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("binder stopped", zap.Error(err))
+		}
+	})
+	select {
+	case <-kl.Ready():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return kl, nil
+}

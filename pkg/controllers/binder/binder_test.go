@@ -1,0 +1,213 @@
+package binder_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rayctl/rayctl/pkg/controllers/binder"
+	"github.com/rayctl/rayctl/test/e2e/framework"
+)
+
+// schedulerName keeps these tests' pods apart from any scheduler rayctl up runs itself.
+const schedulerName = "binder-test"
+
+type env struct {
+	t      *testing.T
+	client kubernetes.Interface
+	ns     string
+	node   string
+}
+
+func setup(t *testing.T) *env {
+	inst, err := framework.Start("", framework.ControlPlaneOnly()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Cleanup(t) })
+	b, err := binder.New(binder.Config{RESTConfig: inst.Config, SchedulerName: schedulerName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("binder.Run: %v", err)
+		}
+	})
+	e := &env{t: t, client: inst.Client, ns: "default", node: fmt.Sprintf("n-%d", os.Getpid())}
+	e.makeNode(map[string]string{"pool": "a"}, "2", "4Gi")
+	return e
+}
+
+func (e *env) makeNode(labels map[string]string, cpu, mem string) {
+	ctx := context.Background()
+	n, err := e.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.node, Labels: labels}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.setCapacity(n, cpu, mem)
+}
+
+func (e *env) setCapacity(n *corev1.Node, cpu, mem string) {
+	list := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourcePods: resource.MustParse("110"),
+	}
+	n.Status.Capacity, n.Status.Allocatable = list, list
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := e.client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) createPod(name, cpu string, selector map[string]string) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			SchedulerName: schedulerName,
+			NodeSelector:  selector,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+			}}},
+		},
+	}
+	if _, err := e.client.CoreV1().Pods(e.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitPod polls the pod until cond holds.
+func (e *env) waitPod(name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, err := e.client.CoreV1().Pods(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && cond(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("pod %s: %s: not within 30s (last: %+v, %v)", name, what, p.Status.Conditions, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func scheduled(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	c := scheduled(p)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+}
+
+func (e *env) hasEvent(pod, reason, message string) bool {
+	list, err := e.client.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String(),
+	})
+	if err != nil {
+		return false
+	}
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == pod && ev.Reason == reason && strings.Contains(ev.Message, message) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *env) waitEvent(pod, reason, message string) {
+	e.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !e.hasEvent(pod, reason, message) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no %s event %q for %s", reason, message, pod)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestBinder(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+
+	// A pod that fits is bound, with PodScheduled=True and a Scheduled event.
+	e.createPod("fits", "500m", nil)
+	p := e.waitPod("fits", "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+	if c := scheduled(p); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("PodScheduled = %+v", c)
+	}
+	e.waitEvent("fits", "Scheduled", "Successfully assigned default/fits to "+e.node)
+
+	// A pod asking for 1000 cpus waits, Unschedulable, until the node grows.
+	e.createPod("huge", "1000", nil)
+	p = e.waitPod("huge", "unschedulable", unschedulable)
+	nodes, _ := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	want := fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", len(nodes.Items), len(nodes.Items))
+	if got := scheduled(p).Message; got != want {
+		t.Errorf("message = %q, want %q", got, want)
+	}
+	if p.Status.Phase != corev1.PodPending || p.Spec.NodeName != "" {
+		t.Errorf("phase %s node %q", p.Status.Phase, p.Spec.NodeName)
+	}
+	e.waitEvent("huge", "FailedScheduling", "Insufficient cpu")
+	n, _ := e.client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+	e.setCapacity(n, "2000", "4Gi")
+	e.waitPod("huge", "bound after the node grew", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+
+	// Requests of pods already on the node count: 1000.5 of its 2000 cpus are taken now.
+	e.createPod("squeezed", "1000", nil)
+	e.waitPod("squeezed", "unschedulable while the node is full", unschedulable)
+	zero := int64(0)
+	if err := e.client.CoreV1().Pods(e.ns).Delete(ctx, "huge", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPod("squeezed", "bound once room was made", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+
+	// nodeSelector must match the node's labels.
+	e.createPod("picky", "100m", map[string]string{"pool": "b"})
+	p = e.waitPod("picky", "unschedulable by selector", unschedulable)
+	if !strings.Contains(scheduled(p).Message, "node(s) didn't match Pod's node affinity/selector") {
+		t.Errorf("message = %q", scheduled(p).Message)
+	}
+	n, _ = e.client.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+	n.Labels["pool"] = "b"
+	if _, err := e.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPod("picky", "bound after relabelling", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+}
+
+func TestPodRequests(t *testing.T) {
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}},
+		Containers: []corev1.Container{
+			{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+			{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}},
+		},
+	}}
+	r := binder.PodRequests(p)
+	if cpu := r[corev1.ResourceCPU]; cpu.MilliValue() != 3000 {
+		t.Errorf("cpu = %s, want 3 (the init container's max beats the sum 1.5)", cpu.String())
+	}
+	if mem := r[corev1.ResourceMemory]; mem.Value() != 1<<30 {
+		t.Errorf("memory = %s", mem.String())
+	}
+}

@@ -1,0 +1,450 @@
+// Package kubelet is rayctl's node agent. It registers the Node and keeps its Lease, watches the pods
+// bound to the node (a field-selected informer, over the API server like any kubelet), runs each through
+// a pod worker on a runtime.Runtime, writes their statuses back, records events, re-adopts the
+// runtime's containers after a restart, and serves containers' logs and exec over HTTPS.
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/rayctl/rayctl/pkg/kubelet/kubeletapi"
+	"github.com/rayctl/rayctl/pkg/kubelet/node"
+	"github.com/rayctl/rayctl/pkg/kubelet/podworker"
+	"github.com/rayctl/rayctl/pkg/kubelet/probe"
+	"github.com/rayctl/rayctl/pkg/kubelet/status"
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// Config configures a kubelet.
+type Config struct {
+	// NodeName is the Node this kubelet registers and runs pods for.
+	NodeName string
+	// RESTConfig reaches the API server; in production its identity is system:node:<name> in group
+	// system:nodes.
+	RESTConfig *rest.Config
+	// Runtime runs the containers.
+	Runtime runtime.Runtime
+	// PodsDir holds a directory per pod, pods/<uid>/ (logs, volumes, sandbox files).
+	PodsDir string
+	// ClusterDNS are the nameservers of ClusterFirst pods; ClusterDomain their domain ("cluster.local").
+	ClusterDNS    []string
+	ClusterDomain string
+	// HostResolvConf is the host's resolv.conf, for dnsPolicy Default (default /etc/resolv.conf).
+	HostResolvConf string
+	// KubernetesVersion is reported as the node's kubeletVersion, e.g. "v1.37.2".
+	KubernetesVersion string
+	// NodeIP is the node's InternalIP and the pods' hostIP (default 127.0.0.1).
+	NodeIP string
+	// NodeLabels are added to the Node's standard labels.
+	NodeLabels map[string]string
+	// Capacity overrides the host's measured capacity where set.
+	Capacity corev1.ResourceList
+	// CrashLoopBackOff paces container restarts and image pulls (default 10s doubling to 5m; tests
+	// shorten it).
+	CrashLoopBackOff podworker.BackoffConfig
+	// RelistPeriod is how often the runtime's containers are listed to notice changes (default 1s).
+	RelistPeriod time.Duration
+	// ResyncPeriod is how often every pod is synced regardless (default 10s).
+	ResyncPeriod time.Duration
+	// NodeStatusInterval and LeaseInterval pace the Node's status and Lease (default 10s each).
+	NodeStatusInterval, LeaseInterval time.Duration
+	// Recorder, when set, records the kubelet's events instead of the kubelet's own broadcaster (whose
+	// events go to the API server as reportingController "kubelet").
+	Recorder record.EventRecorder
+	// OnStatusWrite observes every pod status the kubelet writes, with the resourceVersion it got.
+	OnStatusWrite status.WriteHook
+	// API configures the kubelet API server; without a serving certificate it is not started.
+	API APIConfig
+}
+
+// APIConfig configures the kubelet's HTTPS API (container logs and exec).
+type APIConfig struct {
+	// Addr is the listen address (default 127.0.0.1:0, a free port).
+	Addr string
+	// ServingCert is the server's certificate; ClientCAs verifies clients, which must present a
+	// certificate chained to them.
+	ServingCert *tls.Certificate
+	ClientCAs   *x509.CertPool
+	// AllowedUsers, when set, limits clients to certificates with these common names.
+	AllowedUsers []string
+}
+
+// Kubelet is a running node agent.
+type Kubelet struct {
+	cfg       Config
+	client    kubernetes.Interface
+	statusMgr *status.Manager
+	deps      *podworker.Deps
+	agent     *node.Agent
+	api       *kubeletapi.Server
+	listener  net.Listener
+	podLister cache.Indexer
+
+	mu      sync.Mutex
+	workers map[types.UID]*podworker.Worker
+	wg      sync.WaitGroup
+	ready   chan struct{}
+}
+
+// New checks cfg and prepares a kubelet; Run starts it.
+func New(cfg Config) (*Kubelet, error) {
+	if cfg.NodeName == "" || cfg.RESTConfig == nil || cfg.Runtime == nil || cfg.PodsDir == "" {
+		return nil, errors.New("kubelet: NodeName, RESTConfig, Runtime and PodsDir are required")
+	}
+	if cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = "cluster.local"
+	}
+	if cfg.HostResolvConf == "" {
+		cfg.HostResolvConf = "/etc/resolv.conf"
+	}
+	if cfg.KubernetesVersion == "" {
+		cfg.KubernetesVersion = "v0.0.0-unknown"
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = "127.0.0.1"
+	}
+	if cfg.CrashLoopBackOff.Initial <= 0 {
+		cfg.CrashLoopBackOff = podworker.DefaultBackoff
+	}
+	if cfg.CrashLoopBackOff.Max < cfg.CrashLoopBackOff.Initial {
+		cfg.CrashLoopBackOff.Max = cfg.CrashLoopBackOff.Initial
+	}
+	if cfg.RelistPeriod <= 0 {
+		cfg.RelistPeriod = time.Second
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = 10 * time.Second
+	}
+	if err := os.MkdirAll(cfg.PodsDir, 0o755); err != nil {
+		return nil, err
+	}
+	rc := rest.CopyConfig(cfg.RESTConfig)
+	if rc.UserAgent == "" {
+		rc.UserAgent = "kubelet/" + cfg.KubernetesVersion + " (rayctl)"
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kubelet{cfg: cfg, client: client, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
+	k.statusMgr = status.NewManager(client, cfg.OnStatusWrite)
+	return k, nil
+}
+
+// Client returns the kubelet's clientset.
+func (k *Kubelet) Client() kubernetes.Interface { return k.client }
+
+// StatusManager returns the kubelet's pod status writer (its Writes count is useful to tests).
+func (k *Kubelet) StatusManager() *status.Manager { return k.statusMgr }
+
+// Ready is closed once the node is registered, existing containers re-adopted and pods being synced.
+func (k *Kubelet) Ready() <-chan struct{} { return k.ready }
+
+// APIAddr returns the kubelet API's address once Run has started it, else "".
+func (k *Kubelet) APIAddr() string {
+	if k.listener == nil {
+		return ""
+	}
+	return k.listener.Addr().String()
+}
+
+// Run runs the kubelet until ctx ends. Containers keep running when it returns; the next kubelet
+// re-adopts them.
+func (k *Kubelet) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", k.cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	rtVersion, err := k.cfg.Runtime.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime version: %w", err)
+	}
+
+	var port int32
+	if k.cfg.API.ServingCert != nil {
+		addr := k.cfg.API.Addr
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		k.listener, err = net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("kubelet API: %w", err)
+		}
+		port = int32(k.listener.Addr().(*net.TCPAddr).Port)
+		k.api = kubeletapi.New(kubeletapi.Config{
+			ServingCert: *k.cfg.API.ServingCert, ClientCAs: k.cfg.API.ClientCAs, AllowedUsers: k.cfg.API.AllowedUsers,
+			Pods: k, Runtime: k.cfg.Runtime,
+		})
+		go func() {
+			if err := k.api.Serve(k.listener); err != nil && ctx.Err() == nil {
+				logger.Error(err, "kubelet API stopped")
+			}
+		}()
+		defer k.api.Close()
+	}
+
+	k.agent = node.New(node.Config{
+		Name: k.cfg.NodeName, Client: k.client, KubeletVersion: k.cfg.KubernetesVersion, RuntimeVersion: rtVersion,
+		KubeletPort: port, InternalIP: k.cfg.NodeIP, Labels: k.cfg.NodeLabels, Capacity: k.cfg.Capacity,
+		StatusInterval: k.cfg.NodeStatusInterval, LeaseInterval: k.cfg.LeaseInterval,
+	})
+	for {
+		err := k.agent.Register(ctx)
+		if err == nil {
+			break
+		}
+		logger.Error(err, "registering the node; retrying")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	nodeCtx, stopNode := context.WithCancel(ctx)
+	nodeDone := make(chan struct{})
+	go func() { defer close(nodeDone); k.agent.Run(nodeCtx) }()
+	defer func() { stopNode(); <-nodeDone }()
+
+	recorder := k.cfg.Recorder
+	if recorder == nil {
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+		defer broadcaster.Shutdown()
+		recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
+	}
+
+	k.deps = &podworker.Deps{
+		NodeName: k.cfg.NodeName, HostIP: k.cfg.NodeIP, Runtime: k.cfg.Runtime, Client: k.client,
+		Recorder: recorder, Status: k.statusMgr, Sources: apiSources{k.client}, PodsDir: k.cfg.PodsDir,
+		ClusterDNS: k.cfg.ClusterDNS, ClusterDomain: k.cfg.ClusterDomain, HostDNS: podworker.HostDNS(k.cfg.HostResolvConf),
+		Allocatable: k.agent.Capacity(), CrashBackoff: k.cfg.CrashLoopBackOff,
+		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion},
+		ResyncPeriod: k.cfg.ResyncPeriod,
+	}
+
+	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+	}))
+	podInformer := factory.Core().V1().Pods().Informer()
+	k.podLister = podInformer.GetIndexer()
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
+	factory.Start(informerCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+		return ctx.Err()
+	}
+	if err := k.adopt(ctx); err != nil {
+		return fmt.Errorf("re-adopting containers: %w", err)
+	}
+	_, err = podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.podChanged(ctx, obj) },
+		UpdateFunc: func(_, obj any) { k.podChanged(ctx, obj) },
+		DeleteFunc: func(obj any) { k.podDeleted(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	close(k.ready)
+	logger.Info("kubelet running", "runtime", rtVersion, "api", k.APIAddr())
+
+	k.relistLoop(ctx)
+	stopInformers()
+	k.wg.Wait()
+	factory.Shutdown()
+	return nil
+}
+
+// adopt starts a worker for every pod bound here, handing it the runtime's sandbox and containers of
+// that pod, and removes the runtime's containers and sandboxes of pods that no longer exist.
+func (k *Kubelet) adopt(ctx context.Context) error {
+	sandboxes, err := k.cfg.Runtime.ListSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	containers, err := k.cfg.Runtime.ListContainers(ctx)
+	if err != nil {
+		return err
+	}
+	byPod := map[string][]*runtime.ContainerStatus{}
+	for _, c := range containers {
+		uid, _, _ := podworker.Identity(c)
+		byPod[uid] = append(byPod[uid], c)
+	}
+	sandboxOf := map[string]*runtime.Sandbox{}
+	for _, s := range sandboxes {
+		sandboxOf[podworker.SandboxPodUID(s)] = s
+	}
+	live := map[string]bool{}
+	for _, obj := range k.podLister.List() {
+		pod := obj.(*corev1.Pod)
+		live[string(pod.UID)] = true
+		k.startWorker(ctx, pod, sandboxOf[string(pod.UID)], byPod[string(pod.UID)])
+	}
+	orphans := map[string]bool{}
+	for uid := range byPod {
+		orphans[uid] = true
+	}
+	for uid := range sandboxOf {
+		orphans[uid] = true
+	}
+	for uid := range orphans {
+		if live[uid] || uid == "" {
+			continue
+		}
+		if err := podworker.Cleanup(ctx, k.cfg.Runtime, k.cfg.PodsDir, uid, byPod[uid]); err != nil {
+			klog.FromContext(ctx).Error(err, "removing the containers of a pod that is gone", "podUID", uid)
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) startWorker(ctx context.Context, pod *corev1.Pod, sandbox *runtime.Sandbox, adopted []*runtime.ContainerStatus) {
+	w := podworker.New(k.deps, pod, sandbox, adopted)
+	k.mu.Lock()
+	k.workers[pod.UID] = w
+	k.mu.Unlock()
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		w.Run(ctx)
+		k.mu.Lock()
+		if k.workers[pod.UID] == w {
+			delete(k.workers, pod.UID)
+		}
+		k.mu.Unlock()
+	}()
+}
+
+func (k *Kubelet) podChanged(ctx context.Context, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.statusMgr.Observe(pod)
+	k.mu.Lock()
+	w := k.workers[pod.UID]
+	k.mu.Unlock()
+	if w != nil {
+		w.Update(pod)
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	k.startWorker(ctx, pod, nil, nil)
+}
+
+func (k *Kubelet) podDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	w := k.workers[pod.UID]
+	k.mu.Unlock()
+	if w != nil {
+		w.Gone()
+	}
+}
+
+// relistLoop lists the runtime's containers every RelistPeriod and wakes the workers of pods whose
+// containers changed state (the kubelet's PLEG); containers of pods without a worker are removed.
+func (k *Kubelet) relistLoop(ctx context.Context) {
+	type seen struct {
+		state    runtime.ContainerState
+		finished time.Time
+	}
+	last := map[string]seen{}
+	ticker := time.NewTicker(k.cfg.RelistPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		list, err := k.cfg.Runtime.ListContainers(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				klog.FromContext(ctx).Error(err, "listing containers")
+			}
+			continue
+		}
+		now := map[string]seen{}
+		changed := map[string]bool{}
+		for _, c := range list {
+			s := seen{state: c.State, finished: c.FinishedAt}
+			now[c.ID] = s
+			if last[c.ID] != s {
+				uid, _, _ := podworker.Identity(c)
+				changed[uid] = true
+			}
+		}
+		last = now
+		k.mu.Lock()
+		for uid := range changed {
+			if w := k.workers[types.UID(uid)]; w != nil {
+				w.Wake()
+			}
+		}
+		k.mu.Unlock()
+	}
+}
+
+// worker finds the worker of pod ns/name.
+func (k *Kubelet) worker(ns, name string) *podworker.Worker {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range k.workers {
+		if p := w.Pod(); p.Namespace == ns && p.Name == name {
+			return w
+		}
+	}
+	return nil
+}
+
+// Container locates a container of a pod on this node and its logs (kubeletapi.Pods).
+func (k *Kubelet) Container(ns, pod, container string) (kubeletapi.ContainerRef, error) {
+	w := k.worker(ns, pod)
+	if w == nil {
+		return kubeletapi.ContainerRef{}, fmt.Errorf("pod %s/%s not found on this node: %w", ns, pod, kubeletapi.ErrNotFound)
+	}
+	ref, ok := w.Logs(container)
+	if !ok {
+		return kubeletapi.ContainerRef{}, fmt.Errorf("container %q in pod %q is waiting to start: %w", container, pod, kubeletapi.ErrNotFound)
+	}
+	return kubeletapi.ContainerRef{ID: ref.ContainerID, Running: ref.Running, LogPath: ref.LogPath, PreviousLogPath: ref.PreviousLogPath}, nil
+}
+
+// apiSources reads config maps and secrets straight from the API server.
+type apiSources struct{ client kubernetes.Interface }
+
+func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+	return s.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s apiSources) Secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+	return s.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
