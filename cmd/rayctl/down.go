@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"syscall"
 	"time"
 
@@ -14,15 +15,41 @@ import (
 
 func newDownCommand(g *globalFlags) *cobra.Command {
 	var timeout time.Duration
+	var purge, deleteData bool
 	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Stop a rayctl started with `rayctl up --detach`",
-		Args:  cobra.NoArgs,
+		Short: "Stop a rayctl started with `rayctl up --detach`; --purge also removes every container and pod network",
+		Long: `Stop the rayctl running on the data dir. Pods' containers keep running across a stop (the next
+'rayctl up' re-adopts them, as a restarted kubelet would); --purge removes them, their sandboxes, network
+namespaces, IPs and the pod bridge. Stored objects stay unless --delete-data removes the whole data dir.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return down(cmd.OutOrStdout(), g.dataDir, timeout)
+			if err := down(cmd.OutOrStdout(), g.dataDir, timeout); err != nil {
+				return err
+			}
+			dir, err := datadir.Open(g.dataDir)
+			if err != nil {
+				return err
+			}
+			if purge || deleteData {
+				summary, err := purgeRuntime(cmd.Context(), dir)
+				if err != nil {
+					return fmt.Errorf("purging the runtime: %w", err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), summary)
+			}
+			if deleteData {
+				if err := os.RemoveAll(dir.Path); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", dir.Path)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for a clean stop before killing")
+	cmd.Flags().BoolVar(&purge, "purge", false, "also remove every container, pod sandbox, network namespace, pod IP and the pod bridge")
+	cmd.Flags().BoolVar(&deleteData, "delete-data", false, "purge, then delete the whole data dir (every stored object)")
 	return cmd
 }
 

@@ -3,19 +3,100 @@ package main
 import (
 	"fmt"
 	"os"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 )
 
-func newImageCommand() *cobra.Command {
+func newImageCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Work with the container images rayctl runs",
 	}
-	cmd.AddCommand(newImageBuildSimCommand())
+	cmd.AddCommand(newImageBuildSimCommand(), newImageLoadCommand(g), newImageListCommand(g))
 	return cmd
+}
+
+func newImageLoadCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "load FILE...",
+		Short: "Import OCI or docker image tarballs into rayctl's container runtime (no registry needed)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := datadir.Open(g.dataDir)
+			if err != nil {
+				return err
+			}
+			choice, err := openRuntime(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			defer choice.Close()
+			for _, path := range args {
+				f, err := os.Open(path)
+				if err != nil {
+					return err
+				}
+				names, err := choice.Runtime.ImportImage(cmd.Context(), f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("loading %s: %w", path, err)
+				}
+				for _, n := range names {
+					fmt.Fprintf(cmd.OutOrStdout(), "loaded %s\n", n)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newImageListCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the images in rayctl's container runtime",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := datadir.Open(g.dataDir)
+			if err != nil {
+				return err
+			}
+			choice, err := openRuntime(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			defer choice.Close()
+			images, err := choice.Runtime.ListImages(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "IMAGE\tID\tSIZE")
+			for _, img := range images {
+				id := img.ID
+				if len(id) > 19 {
+					id = id[:19]
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\n", img.Ref, id, humanBytes(img.Size))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n <= 0:
+		return "-"
+	case n < 1<<20:
+		return fmt.Sprintf("%.0fKiB", float64(n)/1024)
+	default:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	}
 }
 
 func newImageBuildSimCommand() *cobra.Command {

@@ -26,7 +26,7 @@ func newRootCommand() *cobra.Command {
 		newStatusCommand(g),
 		newVersionCommand(),
 		newKubeconfigCommand(g),
-		newImageCommand(),
+		newImageCommand(g),
 		&cobra.Command{Use: "kubectl [args...]", Short: "Run kubectl against rayctl's API server", DisableFlagParsing: true},
 		&cobra.Command{Use: "ray [args...]", Short: "Run raysim, the offline Ray stand-in", DisableFlagParsing: true},
 	)

@@ -209,6 +209,9 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	var images *preload.Runtime
 	if err := c.step("runtime", func() (string, error) {
 		var err error
+		if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: o.runtime, PodCIDR: o.podCIDR, Bridge: o.bridge}); err != nil {
+			return "", err
+		}
 		rt, images, err = startRuntime(ctx, dir, o)
 		if err != nil {
 			return "", err
@@ -275,7 +278,8 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return err
 	}
 	readyMs := time.Since(started).Milliseconds()
-	if err := dir.WriteState(datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: c.times}); err != nil {
+	if err := dir.WriteState(datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: c.times,
+		Runtime: rt.Name, ContainerdSocket: rt.Address}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "ready in %d ms\n", readyMs)

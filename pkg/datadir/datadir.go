@@ -95,6 +95,8 @@ type State struct {
 	Server string `json:"server"`
 	// Runtime names the container runtime in use.
 	Runtime string `json:"runtime,omitempty"`
+	// ContainerdSocket is the containerd socket the runtime uses, when it is containerd.
+	ContainerdSocket string `json:"containerdSocket,omitempty"`
 	// ReadyMillis is how long start-up took.
 	ReadyMillis int64 `json:"readyMillis"`
 	// Components maps each component to its start-up time in milliseconds.
@@ -130,4 +132,33 @@ func (d *Dir) ReadState() (*State, error) {
 		return nil, ErrNotRunning
 	}
 	return s, nil
+}
+
+// NodeConfig is how this data dir's node runs pods; it outlives the process so that `rayctl down --purge`
+// and `rayctl image` find the same runtime and network.
+type NodeConfig struct {
+	// Runtime is the --runtime choice (auto, containerd, process, fake).
+	Runtime string `json:"runtime"`
+	// PodCIDR and Bridge are the pod network's range and bridge.
+	PodCIDR string `json:"podCIDR"`
+	Bridge  string `json:"bridge"`
+}
+
+// WriteNodeConfig records c.
+func (d *Dir) WriteNodeConfig(c NodeConfig) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return pki.WriteFileAtomic(d.Join("node.json"), b)
+}
+
+// ReadNodeConfig returns the recorded node configuration, or ok=false when none was recorded.
+func (d *Dir) ReadNodeConfig() (NodeConfig, bool) {
+	var c NodeConfig
+	b, err := os.ReadFile(d.Join("node.json"))
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, false
+	}
+	return c, true
 }

@@ -62,6 +62,9 @@ type Choice struct {
 	Name string
 	// Reason says which and why, e.g. "containerd 1.6.20 (private, started in 140 ms)".
 	Reason string
+	// Address is the containerd socket in use (empty for other runtimes), for commands such as
+	// `rayctl image load` that reach the running instance's containerd.
+	Address string
 	// Network is the pod network manager (nil for fake), for
 	// `rayctl down --purge` (Cleanup, RemoveBridge).
 	Network *network.Manager
@@ -142,7 +145,7 @@ func useSocket(ctx context.Context, opts Options) (*Choice, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Choice{Runtime: r, Name: Containerd, Network: nm, Close: r.Close,
+	return &Choice{Runtime: r, Name: Containerd, Network: nm, Close: r.Close, Address: opts.SystemSocket,
 		Reason: fmt.Sprintf("containerd %s (existing socket %s, namespace %s)", version, opts.SystemSocket, containerd.Namespace)}, nil
 }
 
@@ -177,7 +180,7 @@ func startPrivate(ctx context.Context, opts Options) (*Choice, error) {
 		return nil, err
 	}
 	version, _ := r.Version(ctx)
-	return &Choice{Runtime: r, Name: Containerd, Network: nm,
+	return &Choice{Runtime: r, Name: Containerd, Network: nm, Address: d.Address,
 		Reason: fmt.Sprintf("containerd %s (private, started in %d ms)", strings.TrimPrefix(version, "containerd://"), took.Milliseconds()),
 		Close: func() error {
 			return errors.Join(r.Close(), d.Stop())

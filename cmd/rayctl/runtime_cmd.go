@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/selector"
+)
+
+// openRuntime reaches the container runtime of a data dir: the running instance's (through its
+// containerd socket), else the one recorded for it (a private containerd is started for the occasion).
+// The caller must Close the choice.
+func openRuntime(ctx context.Context, dir *datadir.Dir) (*selector.Choice, error) {
+	cfg, ok := dir.ReadNodeConfig()
+	if !ok {
+		cfg = datadir.NodeConfig{Runtime: selector.Auto}
+	}
+	opts := selector.Options{DataDir: dir.Path, Network: network.Config{Bridge: cfg.Bridge, CIDR: cfg.PodCIDR}}
+	name := cfg.Runtime
+	if st, err := dir.ReadState(); err == nil {
+		switch {
+		case st.ContainerdSocket != "":
+			name, opts.SystemSocket = selector.Containerd, st.ContainerdSocket
+		case st.Runtime != "":
+			name = st.Runtime
+		}
+	} else if !errors.Is(err, datadir.ErrNotRunning) {
+		return nil, err
+	}
+	if name == selector.Fake {
+		return nil, fmt.Errorf("the fake runtime of %s holds no images or containers", dir.Path)
+	}
+	return selector.Select(ctx, name, opts)
+}
+
+// purgeRuntime removes every container, sandbox, pod network namespace and IP the data dir's runtime
+// holds, and the pod bridge.
+func purgeRuntime(ctx context.Context, dir *datadir.Dir) (string, error) {
+	choice, err := openRuntime(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	defer choice.Close()
+	rt := choice.Runtime
+	containers, err := rt.ListContainers(ctx)
+	if err != nil {
+		return "", err
+	}
+	var errs []error
+	for _, c := range containers {
+		errs = append(errs, rt.StopContainer(ctx, c.ID, 0), rt.RemoveContainer(ctx, c.ID))
+	}
+	sandboxes, err := rt.ListSandboxes(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, sb := range sandboxes {
+		errs = append(errs, rt.RemoveSandbox(ctx, sb.PodUID))
+	}
+	if choice.Network != nil {
+		_, err := choice.Network.Cleanup(nil)
+		errs = append(errs, err, choice.Network.RemoveBridge())
+	}
+	return fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name), errors.Join(errs...)
+}
