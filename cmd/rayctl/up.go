@@ -121,7 +121,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	c := &component{out: out, start: started, times: map[string]int64{}}
 
 	var ca *pki.Authority
-	var serving, etcdServing, etcdClient, loopback, admin *pki.KeyPair
+	var serving, etcdServing, etcdClient, loopback, admin, kubeletClient *pki.KeyPair
 	if err := c.step("pki", func() (string, error) {
 		var err error
 		if ca, err = pki.LoadOrCreate(dir.Join("pki")); err != nil {
@@ -141,6 +141,9 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 			return "", err
 		}
 		if admin, err = ca.Client("admin", "rayctl-admin", []string{"system:masters"}); err != nil {
+			return "", err
+		}
+		if kubeletClient, err = ca.Client("apiserver-kubelet-client", kubeletClientUser, nil); err != nil {
 			return "", err
 		}
 		return dir.Join("pki"), nil
@@ -180,7 +183,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	if err := c.step("apiserver", func() (string, error) {
 		var err error
 		server, err = apiserver.New(apiserver.Config{
-			Port: o.port, CA: ca, Serving: serving, Loopback: loopback,
+			Port: o.port, CA: ca, Serving: serving, Loopback: loopback, KubeletClient: kubeletClient,
 			EtcdEndpoint: store.Endpoint, EtcdClient: etcdClient, CRDs: crds,
 		})
 		if err != nil {
@@ -284,7 +287,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 	fmt.Fprintf(out, "ready in %d ms\n", readyMs)
 	fmt.Fprintf(out, "kubeconfig: %s\n", dir.Kubeconfig())
-	fmt.Fprintf(out, "next: rayctl kubectl get nodes,pods -A\n")
+	fmt.Fprintf(out, "next: rayctl kubectl apply -f configs/samples/raycluster.yaml   (then: rayctl kubectl get rayclusters,pods)\n")
 	logger.Info("ready", zap.Int64("ms", readyMs), zap.String("server", serverURL))
 	// Start-up builds large transient structures (CRD schemas, OpenAPI specs); hand their memory back
 	// to the system now rather than whenever the scavenger gets to it.
