@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 
@@ -36,8 +37,9 @@ const DefaultServiceCIDR = "10.96.0.0/16"
 // builtins holds the storage of every built-in group, by group version.
 type builtins map[schema.GroupVersion]registry.Storage
 
-// newBuiltins builds the storage of every built-in resource.
-func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet) (builtins, error) {
+// newBuiltins builds the storage of every built-in resource. kubeletTLS is the client configuration
+// pods/log and pods/exec reach kubelets with (nil turns them off).
+func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config) (builtins, error) {
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
 	}
@@ -60,7 +62,11 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	}
 	s := scheme.Scheme
 	core := pod.Resource.GroupVersion()
-	pods, err := pod.NewStorage(s, optsGetter)
+	nodes, nodeStore, err := registry.Build(s, node.Resource, optsGetter)
+	if err := add(core, nodes, err); err != nil {
+		return nil, err
+	}
+	pods, err := pod.NewStorage(s, optsGetter, pod.Kubelets{Nodes: nodeStore, TLS: kubeletTLS})
 	if err := add(core, pods, err); err != nil {
 		return nil, err
 	}
@@ -73,7 +79,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 		return nil, err
 	}
 	for _, r := range []*registry.Resource{
-		node.Resource, configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
+		configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
 		coreevent.Resource, eventsevent.Resource, lease.Resource, endpointslice.Resource, job.Resource,
 		rbac.Roles, rbac.ClusterRoles, rbac.RoleBindings, rbac.ClusterRoleBindings,
 	} {

@@ -17,11 +17,13 @@ import (
 	extensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -63,6 +65,9 @@ type Config struct {
 	// RBAC are RBAC manifests (YAML) applied, and in force, before the server reports ready; nil means
 	// rayctl's bootstrap policy (configs/rbac).
 	RBAC [][]byte
+	// KubeletClient is the client certificate the server presents to kubelets for pods/log and
+	// pods/exec (kubelets' serving certificates are checked against CA); nil turns those off.
+	KubeletClient *pki.KeyPair
 }
 
 // Server is a configured API server, ready to run.
@@ -97,6 +102,12 @@ func New(c Config) (*Server, error) {
 	generic.ExternalAddress = addr
 	generic.PublicAddress = net.IPv4(127, 0, 0, 1)
 	generic.MaxRequestBodyBytes = 8 << 20
+	// Watches and the streams of logs, exec and proxies are exempt from the request timeout, as in
+	// kube-apiserver.
+	generic.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(
+		sets.NewString("watch", "proxy"),
+		sets.NewString("attach", "exec", "proxy", "log", "portforward"),
+	)
 
 	servingCert, err := dynamiccertificates.NewStaticCertKeyContent("apiserver", c.Serving.CertPEM, c.Serving.KeyPEM)
 	if err != nil {
@@ -195,7 +206,11 @@ func New(c Config) (*Server, error) {
 	}
 	server := extensions.GenericAPIServer
 
-	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, rbacAuthz, c.ServiceCIDR)
+	kubeletTLS, err := kubeletClientTLS(c)
+	if err != nil {
+		return nil, err
+	}
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, rbacAuthz, c.ServiceCIDR, kubeletTLS)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +234,18 @@ func New(c Config) (*Server, error) {
 		LoopbackConfig: rest.CopyConfig(generic.LoopbackClientConfig),
 		prepared:       server.PrepareRun(),
 	}, nil
+}
+
+// kubeletClientTLS is the TLS client configuration towards kubelets: c.KubeletClient, verified by c.CA.
+func kubeletClientTLS(c Config) (*tls.Config, error) {
+	if c.KubeletClient == nil {
+		return nil, nil
+	}
+	cert, err := tls.X509KeyPair(c.KubeletClient.CertPEM, c.KubeletClient.KeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the kubelet client certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: c.CA.Pool(), MinVersion: tls.VersionTLS12}, nil
 }
 
 // readRBAC parses the RBAC manifests, rayctl's own when manifests is nil.

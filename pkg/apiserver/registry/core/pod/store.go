@@ -1,4 +1,5 @@
-// Package pod is the registry of core/v1 pods: the store with its status and binding subresources.
+// Package pod is the registry of core/v1 pods: the store with its status and binding subresources, and
+// the log and exec subresources that proxy to the kubelet of the pod's node.
 package pod
 
 import (
@@ -31,12 +32,19 @@ var Resource = &registry.Resource{
 	Categories:             []string{"all"},
 }
 
-// NewStorage returns the pods endpoints: pods, pods/status and pods/binding.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (registry.Storage, error) {
+// NewStorage returns the pods endpoints: pods, pods/status, pods/binding, and pods/log and pods/exec,
+// which reach the kubelet of a pod's node as kubelets says.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kubelets Kubelets) (registry.Storage, error) {
+	if err := addQueryConversions(scheme); err != nil {
+		return nil, err
+	}
 	storage, main, err := registry.Build(scheme, Resource, optsGetter)
 	if err != nil {
 		return nil, err
 	}
+	kubelet := newKubeletClient(kubelets)
 	storage["pods/binding"] = &BindingREST{store: main.Store}
+	storage["pods/log"] = &LogREST{pods: main.Store, kubelet: kubelet}
+	storage["pods/exec"] = &ExecREST{pods: main.Store, kubelet: kubelet}
 	return storage, nil
 }
