@@ -1,6 +1,9 @@
-// Command bench measures rayctl's start-up and memory and writes a readable table to bench/results/.
+// Command bench measures rayctl and writes readable tables to bench/results/.
 //
-//	go run ./bench -rayctl _output/bin/rayctl -out bench/results
+//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|rayjob|all]
+//
+// Suite startup (the default) measures start-up and memory (startup.md); suite rayjob measures a RayJob
+// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go).
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -24,9 +27,25 @@ import (
 func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
-	runs := flag.Int("runs", 5, "runs per measurement")
+	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
+	suite := flag.String("suite", "startup", "what to measure: startup, rayjob or all")
+	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per runtime (suite rayjob)")
+	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
 	flag.Parse()
-	if err := run(*rayctl, *out, *runs); err != nil {
+	var err error
+	switch *suite {
+	case "startup":
+		err = run(*rayctl, *out, *runs)
+	case "rayjob":
+		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
+	case "all":
+		if err = run(*rayctl, *out, *runs); err == nil {
+			err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
+		}
+	default:
+		err = fmt.Errorf("unknown -suite %q: want startup, rayjob or all", *suite)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,449 @@
+package main
+
+// The rayjob suite: how long a RayJob takes from apply to Complete on a fresh `rayctl up`, on the
+// containerd runtime and on the process runtime.
+//
+// Each runtime gets its own `rayctl up` (free API port, own data dir, pod CIDR and bridge). One warm-up
+// RayJob runs first (it waits for the raysim image to be loaded into the runtime) and is reported apart;
+// then each measured run creates the sample RayJob (configs/samples/rayjob-k8sjob.yaml: 1 head + 1 worker,
+// the default K8sJobMode, with a trivial entrypoint and the cluster kept after the job), watches the RayJob
+// and its RayCluster, reads the job's submission time from the head's dashboard, then deletes the RayJob
+// and waits until the namespace has no pods left before the next run.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// rayjobGoal is the goal for apply → Complete on containerd, printed in the table.
+const rayjobGoal = "≤ 3 s on containerd"
+
+// rayjobSample is one measured RayJob.
+type rayjobSample struct {
+	complete     time.Duration // create → jobDeploymentStatus Complete (watch)
+	clusterReady time.Duration // create → RayCluster state ready (watch)
+	submitted    time.Duration // RayCluster ready → the job's start_time on the dashboard
+	finish       time.Duration // the job's start_time → RayJob Complete
+}
+
+// rayjobResult is one runtime's figures.
+type rayjobResult struct {
+	runtime string
+	chosen  string // what `rayctl up` said it runs
+	warmup  time.Duration
+	samples []rayjobSample
+	load    [2]string // the 1-minute load average before and after the measured runs
+}
+
+func runRayJob(rayctl, out, samples string, runs int) error {
+	var results []rayjobResult
+	for _, rt := range []string{"containerd", "process"} {
+		r, err := rayjobRuntime(rayctl, samples, rt, runs)
+		if err != nil {
+			return fmt.Errorf("rayjob on %s: %w", rt, err)
+		}
+		results = append(results, r)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# RayJob apply → Complete (`make bench`, suite rayjob)\n\n")
+	fmt.Fprintf(&b, "Measured %s, %d runs per runtime after one warm-up run. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
+	fmt.Fprintf(&b, "The RayJob is configs/samples/rayjob-k8sjob.yaml (default K8sJobMode: a submitter Job runs `ray job submit`; 1 head + 1 worker, raysim image) with the entrypoint `echo hello` and the cluster kept after the job. ")
+	fmt.Fprintf(&b, "Each runtime has its own fresh `rayctl up`; every run starts on an empty node (the previous RayJob deleted and its pods gone).\n\n")
+	fmt.Fprintf(&b, "| runtime | measurement | p50 | p90 | min | max | goal |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		rows := []struct {
+			name string
+			get  func(rayjobSample) time.Duration
+			goal string
+		}{
+			{"apply → RayJob Complete", func(s rayjobSample) time.Duration { return s.complete }, ""},
+			{"apply → RayCluster ready", func(s rayjobSample) time.Duration { return s.clusterReady }, ""},
+			{"RayCluster ready → job submitted", func(s rayjobSample) time.Duration { return s.submitted }, ""},
+			{"job submitted → RayJob Complete", func(s rayjobSample) time.Duration { return s.finish }, ""},
+		}
+		if r.runtime == "containerd" {
+			rows[0].goal = rayjobGoal
+		}
+		for _, row := range rows {
+			var v []time.Duration
+			for _, s := range r.samples {
+				v = append(v, row.get(s))
+			}
+			p50, p90, lo, hi := percentiles(v)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, row.name, ms(p50), ms(p90), ms(lo), ms(hi), row.goal)
+		}
+	}
+	fmt.Fprintf(&b, "\nWarm-up run (includes waiting for the raysim image to be loaded into the runtime): ")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", r.runtime, ms(r.warmup))
+	}
+	b.WriteString(".\n\n")
+	b.WriteString("How each figure is taken: \"apply\" is the moment the RayJob create request is sent; \"Complete\" and \"RayCluster ready\" are the arrival of the " +
+		"first watch event showing `status.jobDeploymentStatus: Complete` on the RayJob and `status.state: ready` on its RayCluster; " +
+		"\"job submitted\" is the job's `start_time` (ms) as the head's dashboard lists it (GET /api/jobs/), set when the submission reaches the head. " +
+		"Percentiles are nearest-rank. The load averages below show how busy the machine was (other work included).\n\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "- %s: `rayctl up --runtime=%s` said: `%s`; 1-minute load average %s before the runs, %s after\n",
+			r.runtime, r.runtime, strings.Join(strings.Fields(r.chosen), " "), r.load[0], r.load[1])
+	}
+	path := filepath.Join(out, "rayjob.md")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	return nil
+}
+
+// percentiles returns nearest-rank p50 and p90, min and max.
+func percentiles(v []time.Duration) (p50, p90, lo, hi time.Duration) {
+	if len(v) == 0 {
+		return
+	}
+	s := append([]time.Duration{}, v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.999999) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(s) {
+			i = len(s) - 1
+		}
+		return s[i]
+	}
+	return rank(0.5), rank(0.9), s[0], s[len(s)-1]
+}
+
+func ms(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+// rayjobRuntime starts one `rayctl up --runtime=rt` and measures runs RayJobs on it.
+func rayjobRuntime(rayctl, samples, rt string, runs int) (rayjobResult, error) {
+	res := rayjobResult{runtime: rt}
+	dir, err := os.MkdirTemp("", "rayctl-bench-rayjob-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	up, err := startUp(rayctl, dir, "--runtime="+rt,
+		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)),
+		"--bridge", fmt.Sprintf("rtb%05d", rand.IntN(100000)))
+	if err != nil {
+		return res, err
+	}
+	defer up.stop()
+	res.chosen = up.runtimeLine()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return res, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return res, err
+	}
+	ray, err := rayclient.NewForConfig(cfg)
+	if err != nil {
+		return res, err
+	}
+	b, err := os.ReadFile(filepath.Join(samples, "rayjob-k8sjob.yaml"))
+	if err != nil {
+		return res, err
+	}
+	tmpl := &rayv1.RayJob{}
+	if err := yaml.UnmarshalStrict(b, tmpl); err != nil {
+		return res, err
+	}
+	tmpl.Spec.Entrypoint = "echo hello"
+	tmpl.Spec.ShutdownAfterJobFinishes = false
+	tmpl.Spec.TTLSecondsAfterFinished = 0
+
+	ctx := context.Background()
+	const ns = "bench"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return res, err
+	}
+	// The namespace's default service account comes from a controller; pods need it.
+	if err := poll(ctx, time.Minute, func() bool {
+		_, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		return res, fmt.Errorf("no default service account in %s: %w", ns, err)
+	}
+	for i := 0; i <= runs; i++ {
+		if i == 1 {
+			res.load[0] = loadAvg()
+		}
+		job := tmpl.DeepCopy()
+		job.Name = fmt.Sprintf("bench-%d", i)
+		s, err := rayjobOnce(ctx, kube, ray, ns, job, up)
+		if err != nil {
+			return res, fmt.Errorf("run %d: %w\nrayctl.log tail:\n%s", i, err, logTail(dir))
+		}
+		if i == 0 {
+			res.warmup = s.complete
+			fmt.Fprintf(os.Stderr, "rayjob %s warm-up: complete %v\n", rt, s.complete.Round(time.Millisecond))
+			continue
+		}
+		res.samples = append(res.samples, s)
+		fmt.Fprintf(os.Stderr, "rayjob %s run %d: complete %v, cluster ready %v, ready→submitted %v\n", rt, i,
+			s.complete.Round(time.Millisecond), s.clusterReady.Round(time.Millisecond), s.submitted.Round(time.Millisecond))
+	}
+	res.load[1] = loadAvg()
+	return res, nil
+}
+
+// loadAvg is the machine's 1-minute load average.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// rayjobOnce creates job, times it to Complete, then deletes it and waits for the namespace to be empty.
+func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *upProc) (rayjobSample, error) {
+	var s rayjobSample
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	jw, err := ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name})
+	if err != nil {
+		return s, err
+	}
+	defer jw.Stop()
+	cw, err := ray.RayV1().RayClusters(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return s, err
+	}
+	defer cw.Stop()
+
+	t0 := time.Now()
+	if _, err := ray.RayV1().RayJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		return s, err
+	}
+	var (
+		last      *rayv1.RayJob
+		readyAt   time.Time
+		completed time.Time
+	)
+	for completed.IsZero() || readyAt.IsZero() {
+		select {
+		case <-ctx.Done():
+			desc := "no status seen"
+			if last != nil {
+				desc = fmt.Sprintf("jobDeploymentStatus %q, jobStatus %q, reason %q, message %q", last.Status.JobDeploymentStatus,
+					last.Status.JobStatus, last.Status.Reason, last.Status.Message)
+			}
+			return s, fmt.Errorf("RayJob %s not Complete within 3m: %s", job.Name, desc)
+		case <-up.exited:
+			return s, fmt.Errorf("rayctl up exited")
+		case ev, ok := <-jw.ResultChan():
+			if !ok {
+				return s, fmt.Errorf("the RayJob watch ended")
+			}
+			j, isJob := ev.Object.(*rayv1.RayJob)
+			if !isJob || ev.Type == watch.Deleted {
+				continue
+			}
+			last = j
+			switch j.Status.JobDeploymentStatus {
+			case rayv1.JobDeploymentStatusComplete:
+				if completed.IsZero() {
+					completed = time.Now()
+				}
+			case rayv1.JobDeploymentStatusFailed:
+				return s, fmt.Errorf("RayJob %s failed: %s: %s", job.Name, j.Status.Reason, j.Status.Message)
+			}
+		case ev, ok := <-cw.ResultChan():
+			if !ok {
+				return s, fmt.Errorf("the RayCluster watch ended")
+			}
+			if c, isCluster := ev.Object.(*rayv1.RayCluster); isCluster && c.Status.State == rayv1.Ready && readyAt.IsZero() {
+				readyAt = time.Now()
+			}
+		}
+	}
+	s.complete = completed.Sub(t0)
+	s.clusterReady = readyAt.Sub(t0)
+
+	// The job's submission time, from the head's dashboard.
+	cluster, err := ray.RayV1().RayClusters(ns).Get(ctx, last.Status.RayClusterName, metav1.GetOptions{})
+	if err != nil {
+		return s, err
+	}
+	start, err := jobStartTime(ctx, cluster.Status.Head.PodIP, last.Status.JobId)
+	if err != nil {
+		return s, err
+	}
+	s.submitted = start.Sub(readyAt)
+	s.finish = completed.Sub(start)
+
+	// Clean up: the RayJob (its cluster and submitter follow) and every pod, before the next run.
+	bg := metav1.DeletePropagationBackground
+	if err := ray.RayV1().RayJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		return s, err
+	}
+	err = poll(ctx, 2*time.Minute, func() bool {
+		_, jerr := ray.RayV1().RayJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+		clusters, cerr := ray.RayV1().RayClusters(ns).List(ctx, metav1.ListOptions{})
+		pods, perr := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return apierrors.IsNotFound(jerr) && cerr == nil && len(clusters.Items) == 0 && perr == nil && len(pods.Items) == 0
+	})
+	if err != nil {
+		return s, fmt.Errorf("RayJob %s, its cluster and pods not gone after the run: %w", job.Name, err)
+	}
+	return s, nil
+}
+
+// jobStartTime reads a job's start_time from the dashboard on a head pod's IP.
+func jobStartTime(ctx context.Context, podIP, submissionID string) (time.Time, error) {
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "8265")+"/api/jobs/"+submissionID, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return time.Time{}, fmt.Errorf("GET /api/jobs/%s: HTTP %d: %s", submissionID, resp.StatusCode, body)
+	}
+	var info struct {
+		StartTime *int64 `json:"start_time"`
+	}
+	if err := json.Unmarshal(body, &info); err != nil || info.StartTime == nil {
+		return time.Time{}, fmt.Errorf("GET /api/jobs/%s: no start_time in %s", submissionID, body)
+	}
+	return time.UnixMilli(*info.StartTime), nil
+}
+
+func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// upProc is a running `rayctl up`.
+type upProc struct {
+	cmd    *exec.Cmd
+	lines  []string
+	exited chan struct{}
+}
+
+// startUp runs `rayctl up --data-dir dir --port 0 args...` and waits for its ready line.
+func startUp(rayctl, dir string, args ...string) (*upProc, error) {
+	cmd := exec.Command(rayctl, append([]string{"up", "--data-dir", dir, "--port", "0"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	u := &upProc{cmd: cmd, exited: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		readySeen := false
+		for sc.Scan() {
+			if !readySeen {
+				u.lines = append(u.lines, sc.Text())
+				if strings.HasPrefix(sc.Text(), "ready in ") {
+					readySeen = true
+					close(ready)
+				}
+			}
+		}
+		cmd.Wait()
+		close(u.exited)
+	}()
+	select {
+	case <-ready:
+		return u, nil
+	case <-u.exited:
+		return nil, fmt.Errorf("rayctl up exited before ready:\n%s", strings.Join(u.lines, "\n"))
+	case <-time.After(3 * time.Minute):
+		u.stop()
+		return nil, fmt.Errorf("rayctl up not ready after 3m")
+	}
+}
+
+// runtimeLine is what `rayctl up` printed about its runtime.
+func (u *upProc) runtimeLine() string {
+	for _, l := range u.lines {
+		if strings.Contains(strings.ToLower(l), "runtime") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return "(no runtime line)"
+}
+
+// stop sends SIGTERM and waits up to a minute, then kills the process group.
+func (u *upProc) stop() {
+	_ = u.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-u.exited:
+	case <-time.After(time.Minute):
+		_ = syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL)
+		<-u.exited
+	}
+}
+
+func logTail(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "rayctl.log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 6000 {
+		b = b[len(b)-6000:]
+	}
+	return string(b)
+}
