@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/kubelet/volume"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
@@ -63,6 +65,11 @@ func purgeRuntime(ctx context.Context, dir *datadir.Dir) (string, error) {
 	if choice.Network != nil {
 		_, err := choice.Network.Cleanup(nil)
 		errs = append(errs, err, choice.Network.RemoveBridge())
+	}
+	// Pods' volumes (tmpfs emptyDirs are mounts) and logs.
+	pods, _ := os.ReadDir(dir.Join("pods"))
+	for _, p := range pods {
+		errs = append(errs, volume.Teardown(dir.Join("pods", p.Name(), "volumes")), os.RemoveAll(dir.Join("pods", p.Name())))
 	}
 	return fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name), errors.Join(errs...)
 }

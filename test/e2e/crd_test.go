@@ -246,5 +246,7 @@ func TestRayClusterSchema(t *testing.T) {
 		if labels["app.kubernetes.io/name"] != "e2e-head" {
 			t.Errorf("RayJob head template labels = %v (pruned?)", labels)
 		}
+		// The shared instance runs the RayJob controller: leave no job behind to start a cluster.
+		must(t, "delete RayJob", dyn.Resource(rayJobGVR).Namespace(ns).Delete(ctx, "rayjob-sample", metav1.DeleteOptions{}))
 	})
 }

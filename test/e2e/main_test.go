@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 				fmt.Fprintf(os.Stderr, "shared rayctl.log tail:\n%s\n", b)
 			}
 		}
+		if err := sharedInst.Purge(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		os.RemoveAll(sharedInst.DataDir)
 	}
 	os.Exit(code)

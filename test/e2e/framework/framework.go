@@ -213,6 +213,9 @@ func (in *Instance) Cleanup(t testing.TB) {
 	if err := in.Stop(); err != nil {
 		t.Log(err)
 	}
+	if err := in.Purge(); err != nil {
+		t.Log(err)
+	}
 	if t.Failed() {
 		if b, err := os.ReadFile(filepath.Join(in.DataDir, "rayctl.log")); err == nil && len(b) > 0 {
 			tail := b
@@ -223,6 +226,21 @@ func (in *Instance) Cleanup(t testing.TB) {
 		}
 	}
 	os.RemoveAll(in.DataDir)
+}
+
+// Purge removes what the instance's pods left on the host once it is stopped: pods' containers outlive
+// a stop (the next start re-adopts them), so a test instance runs `rayctl down --purge`. Instances
+// without a kubelet have nothing to purge.
+func (in *Instance) Purge() error {
+	for _, a := range in.ExtraArgs {
+		if a == "--kubelet=false" {
+			return nil
+		}
+	}
+	if out, err := in.Rayctl(context.Background(), "down", "--purge"); err != nil {
+		return fmt.Errorf("rayctl down --purge: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // State reads the instance's rayctl.state.
