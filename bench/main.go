@@ -2,8 +2,10 @@
 //
 //	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|rayjob|all]
 //
-// Suite startup (the default) measures start-up and memory (startup.md); suite rayjob measures a RayJob
-// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go).
+// Suite startup measures start-up and memory (startup.md); suite pods measures pod create -> Ready
+// (pods.md, see pods.go); suite rayjob measures a RayJob
+// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); all (the
+// default) runs the three.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -12,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -28,7 +31,7 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "startup", "what to measure: startup, rayjob or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per runtime (suite rayjob)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
 	flag.Parse()
@@ -36,14 +39,14 @@ func main() {
 	switch *suite {
 	case "startup":
 		err = run(*rayctl, *out, *runs)
+	case "pods":
+		err = runPods(*rayctl, *out)
 	case "rayjob":
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
 	case "all":
-		if err = run(*rayctl, *out, *runs); err == nil {
-			err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
-		}
+		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, rayjob or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

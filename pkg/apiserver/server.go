@@ -102,6 +102,9 @@ func New(c Config) (*Server, error) {
 	generic.ExternalAddress = addr
 	generic.PublicAddress = net.IPv4(127, 0, 0, 1)
 	generic.MaxRequestBodyBytes = 8 << 20
+	// On shutdown, end open watches (kubectl get -w, informers) after a moment instead of letting the
+	// HTTP server wait a minute for them.
+	generic.ShutdownWatchTerminationGracePeriod = time.Second
 	// Watches and the streams of logs, exec and proxies are exempt from the request timeout, as in
 	// kube-apiserver.
 	generic.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(

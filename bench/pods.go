@@ -1,0 +1,332 @@
+package main
+
+// The pods suite: how long a pod takes from create to Running and Ready on this machine's kubelet, with
+// the containerd runtime (the local raysim image, a netns and an IP per pod) and, for comparison, with
+// the fake runtime (no processes: what the API server, binder, kubelet and status writes cost alone).
+//
+// Each runtime gets its own fresh `rayctl up` (free API port, own data dir, pod CIDR and bridge). One
+// warm-up pod runs first (it waits for the raysim image to be loaded) and is not counted. Then the pods
+// are created one after another: each is created only once the one before is Ready, so every figure is
+// one pod's latency on an otherwise idle node (the earlier pods keep running). A pod's time runs from just
+// before the create call to the watch event that first shows its Ready condition True (the condition's
+// lastTransitionTime has whole-second precision only, so the client's clock is used).
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	// podsCount is how many pods are measured per runtime.
+	podsCount = 50
+	// podsGoal is the goal for create → Ready on containerd, printed in the table.
+	podsGoal = "p50 ≤ 300 ms on containerd"
+	// podsImage is the image `rayctl up` preloads.
+	podsImage = "rayctl.local/raysim:latest"
+)
+
+// podsResult is one runtime's figures.
+type podsResult struct {
+	runtime string
+	chosen  string // what `rayctl up` said it runs
+	warmup  time.Duration
+	samples []time.Duration
+}
+
+func runPods(rayctl, out string) error {
+	load := loadAverage()
+	var results []podsResult
+	for _, rt := range []string{"containerd", "fake"} {
+		r, err := podsRuntime(rayctl, rt)
+		if err != nil {
+			return fmt.Errorf("pods on %s: %w", rt, err)
+		}
+		results = append(results, r)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Pod create → Running and Ready (`make bench`, suite pods)\n\n")
+	fmt.Fprintf(&b, "Measured %s, %d pods per runtime after one warm-up pod. Machine: %s; load average %s when the suite started.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), podsCount, machine(), load)
+	fmt.Fprintf(&b, "Each runtime has its own fresh `rayctl up` (default controllers). The pods (one container, `%s`, `sleep`) are created one after another: ", podsImage)
+	fmt.Fprintf(&b, "each once the one before is Ready, the earlier ones left running. A pod's time runs from just before the create call to the watch event that first shows it Ready ")
+	fmt.Fprintf(&b, "(API write, binder, kubelet: sandbox with netns and IP, container create and start, status write, watch fan-out).\n\n")
+	fmt.Fprintf(&b, "| runtime | pods | p50 | p90 | p99 | min | max | warm-up pod | goal |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		goal := "–"
+		if r.runtime == "containerd" {
+			goal = podsGoal
+			if p := podsPercentile(r.samples, 0.50); p <= 300*time.Millisecond {
+				goal += " ✔"
+			} else {
+				goal += " ✘"
+			}
+		}
+		fmt.Fprintf(&b, "| %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, r.chosen, len(r.samples),
+			podsMS(podsPercentile(r.samples, 0.50)), podsMS(podsPercentile(r.samples, 0.90)), podsMS(podsPercentile(r.samples, 0.99)),
+			podsMS(podsPercentile(r.samples, 0)), podsMS(podsPercentile(r.samples, 1)), podsMS(r.warmup), goal)
+	}
+	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. Other engineers' test runs shared the machine, hence the load average.\n", podsCount, podsCount)
+	path := filepath.Join(out, "pods.md")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+	return nil
+}
+
+// podsRuntime measures one runtime on a fresh `rayctl up`.
+func podsRuntime(rayctl, rt string) (podsResult, error) {
+	res := podsResult{runtime: rt}
+	dir, err := os.MkdirTemp("", "rayctl-bench-pods-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	up, err := podsStartUp(rayctl, dir, "--runtime", rt,
+		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)), "--bridge", fmt.Sprintf("rbp%05d", rand.IntN(100000)))
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		up.stop()
+		if rt != "fake" {
+			// The pods' containers outlive `rayctl up`; remove them, their netns and the bridge.
+			if out, err := exec.Command(rayctl, "down", "--purge", "--data-dir", dir).CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "rayctl down --purge: %v\n%s", err, out)
+			}
+		}
+	}()
+	res.chosen = up.runtime
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		return res, err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const ns = "bench-pods"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return res, err
+	}
+	// The namespace's service account appears shortly after the namespace; pods wait for it.
+	if err := podsPoll(ctx, time.Minute, func() bool {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}); err != nil {
+		return res, fmt.Errorf("no default service account: %w", err)
+	}
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return res, err
+	}
+	// An open watch holds up `rayctl up`'s clean stop; close it first.
+	defer w.Stop()
+	ready := map[string]bool{}
+	waitReady := func(name string, timeout time.Duration) error {
+		deadline := time.After(timeout)
+		for !ready[name] {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return fmt.Errorf("the watch ended")
+				}
+				if ev.Type == watch.Error {
+					return fmt.Errorf("watch error: %v", ev.Object)
+				}
+				if p, ok := ev.Object.(*corev1.Pod); ok && podsReady(p) {
+					ready[p.Name] = true
+				}
+			case <-deadline:
+				return fmt.Errorf("pod %s not Ready within %s (see %s)", name, timeout, filepath.Join(dir, "rayctl.log"))
+			}
+		}
+		return nil
+	}
+	one := func(name string, timeout time.Duration) (time.Duration, error) {
+		t0 := time.Now()
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, podsPod(name), metav1.CreateOptions{}); err != nil {
+			return 0, err
+		}
+		if err := waitReady(name, timeout); err != nil {
+			return 0, err
+		}
+		return time.Since(t0), nil
+	}
+	if res.warmup, err = one("warmup", 5*time.Minute); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(os.Stderr, "%s: warm-up pod Ready in %s\n", rt, podsMS(res.warmup))
+	for i := range podsCount {
+		d, err := one(fmt.Sprintf("pod-%02d", i), 2*time.Minute)
+		if err != nil {
+			return res, err
+		}
+		res.samples = append(res.samples, d)
+	}
+	fmt.Fprintf(os.Stderr, "%s: p50 %s, p99 %s over %d pods\n", rt, podsMS(podsPercentile(res.samples, 0.5)), podsMS(podsPercentile(res.samples, 0.99)), podsCount)
+	w.Stop()
+	// Delete the pods while the kubelet runs, so their containers go the normal way.
+	zero := int64(0)
+	_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = podsPoll(ctx, 2*time.Minute, func() bool {
+		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+	return res, nil
+}
+
+func podsPod(name string) *corev1.Pod {
+	grace := int64(1)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "main", Image: podsImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sleep", "3600"},
+			}},
+		},
+	}
+}
+
+func podsReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podsPercentile is the nearest-rank percentile q (0 the minimum, 1 the maximum) of v.
+func podsPercentile(v []time.Duration, q float64) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// podsUp is a running `rayctl up`.
+type podsUp struct {
+	cmd     *exec.Cmd
+	runtime string
+	done    chan struct{}
+}
+
+// podsStartUp runs `rayctl up` on dir with args and waits for its ready line.
+func podsStartUp(rayctl, dir string, args ...string) (*podsUp, error) {
+	cmd := exec.Command(rayctl, append([]string{"up", "--data-dir", dir, "--port", "0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	u := &podsUp{cmd: cmd, done: make(chan struct{})}
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "runtime"); ok {
+			u.runtime = podsRuntimeName(rest)
+		}
+		if strings.HasPrefix(line, "ready in ") {
+			go func() {
+				for sc.Scan() {
+				}
+				cmd.Wait()
+				close(u.done)
+			}()
+			return u, nil
+		}
+	}
+	cmd.Wait()
+	return nil, fmt.Errorf("rayctl up exited before ready:\n%s", strings.Join(lines, "\n"))
+}
+
+// podsRuntimeName shortens the runtime line's detail ("   123 ms  containerd: private …") to its first words.
+func podsRuntimeName(rest string) string {
+	f := strings.Fields(rest)
+	if len(f) > 2 && f[1] == "ms" {
+		f = f[2:]
+	}
+	s := strings.Join(f, " ")
+	if i := strings.IndexAny(s, "(,;"); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+func (u *podsUp) stop() {
+	_ = u.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-u.done:
+	case <-time.After(time.Minute):
+		_ = u.cmd.Process.Kill()
+		<-u.done
+	}
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// podsMS formats d in milliseconds.
+func podsMS(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// podsPoll calls cond every 50 ms until it holds, ctx ends or timeout passes.
+func podsPoll(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
