@@ -71,6 +71,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount, endpoints; -name leaves one out)")
 	cmd.Flags().StringSliceVar(&o.ctrl.watchNamespaces, "watch-namespace", nil, "namespaces the Ray controllers watch (default: all)")
 	cmd.Flags().IntVar(&o.ctrl.reconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
+	cmd.Flags().StringVar(&o.ctrl.metricsAddr, "metrics-bind-address", "0", "where the Ray controllers serve Prometheus metrics, e.g. 127.0.0.1:8085 (0 = off; :8080 is Ray's metrics port)")
+	cmd.Flags().StringVar(&o.ctrl.healthAddr, "health-probe-bind-address", "0", "where the Ray controllers serve /healthz and /readyz, e.g. 127.0.0.1:8086 (0 = off)")
 	cmd.Flags().BoolVar(&o.ctrl.leaderElect, "leader-elect", true, "hold a Lease before running controllers, so two rayctl instances on one API server never both act")
 	return cmd
 }

@@ -44,6 +44,8 @@ type controllerFlags struct {
 	watchNamespaces      []string
 	reconcileConcurrency int
 	leaderElect          bool
+	metricsAddr          string
+	healthAddr           string
 }
 
 func init() {
@@ -148,6 +150,7 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 			opts.PodSelector = manager.RayPodSelector
 			opts.JobSelector = manager.KubeRayJobSelector
 			opts.WatchNamespaces = f.watchNamespaces
+			opts.MetricsAddr, opts.HealthAddr = f.metricsAddr, f.healthAddr
 			if f.reconcileConcurrency > 0 {
 				opts.ReconcileConcurrency = f.reconcileConcurrency
 			}
