@@ -24,6 +24,7 @@ import (
 	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -69,6 +70,7 @@ func TestRay(t *testing.T) {
 		{"JobShutdownAfterFinish", testJobShutdownAfterFinish},
 		{"ClusterDeletionCollectsPods", testClusterDeletionCollectsPods},
 		{"HeadPodRecreated", testHeadPodRecreated},
+		{"HeadRayProcessKilled", testHeadRayProcessKilled},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, raySetup(t, in)) })
 	}
@@ -660,6 +662,77 @@ func testHeadPodRecreated(t *testing.T, e *rayEnv) {
 		return cs.Data.ActiveNodes == 2, fmt.Sprintf("new head's dashboard: %d alive, %d dead nodes", cs.Data.ActiveNodes, cs.Data.DeadNodes), nil
 	})
 	e.waitClusterReady(t, "phoenix", 1)
+}
+
+// testHeadRayProcessKilled kills the Ray process inside the head container: the container restarts in the
+// same pod, the head Pod and the RayCluster's HeadPodReady condition show it not ready meanwhile, and the
+// cluster comes back ready with the worker registered again.
+func testHeadRayProcessKilled(t *testing.T, e *rayEnv) {
+	e.createCluster(t, sampleCluster(t, "lazarus"))
+	cluster, head, _ := e.waitClusterReady(t, "lazarus", 1)
+
+	// Watch from the ready state on, so the dip is seen however short it is.
+	podWatch, err := e.in.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + head.Name, ResourceVersion: head.ResourceVersion})
+	must(t, "watching the head pod", err)
+	defer podWatch.Stop()
+	clusterWatch, err := e.ray.RayV1().RayClusters(e.ns).Watch(e.ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=lazarus", ResourceVersion: cluster.ResourceVersion})
+	must(t, "watching the RayCluster", err)
+	defer clusterWatch.Stop()
+
+	if out, stderr, err := e.in.Kubectl(e.ctx, "", "exec", "-n", e.ns, head.Name, "-c", head.Spec.Containers[0].Name,
+		"--", "sh", "-c", "kill $(pidof ray)"); err != nil {
+		t.Fatalf("killing ray in the head container: %v\n%s%s", err, out, stderr)
+	}
+
+	podNotReady, clusterNotReady := false, false
+	deadline := time.After(rayTimeout)
+	for !podNotReady || !clusterNotReady {
+		select {
+		case ev, ok := <-podWatch.ResultChan():
+			if !ok {
+				t.Fatal("head pod watch closed")
+			}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && !runningReady(p) {
+				podNotReady = true
+			}
+		case ev, ok := <-clusterWatch.ResultChan():
+			if !ok {
+				t.Fatal("RayCluster watch closed")
+			}
+			if c, isCluster := ev.Object.(*rayv1.RayCluster); isCluster {
+				if cond := meta.FindStatusCondition(c.Status.Conditions, string(rayv1.HeadPodReady)); cond != nil && cond.Status != metav1.ConditionTrue {
+					clusterNotReady = true
+				}
+			}
+		case <-deadline:
+			t.Fatalf("after killing ray: head pod seen not ready=%v, RayCluster HeadPodReady seen false=%v", podNotReady, clusterNotReady)
+		}
+	}
+
+	e.waitFor(t, rayTimeout, "the head container restarted in the same pod", func(ctx context.Context) (bool, string, error) {
+		p, err := e.in.Client.CoreV1().Pods(e.ns).Get(ctx, head.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		restarts := int32(0)
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+		}
+		return restarts >= 1 && runningReady(p), fmt.Sprintf("restarts %d, %s", restarts, podsState([]corev1.Pod{*p})), nil
+	})
+	_, again, _ := e.waitClusterReady(t, "lazarus", 1)
+	if again.UID != head.UID {
+		t.Errorf("the head pod was replaced (%s -> %s); killing Ray should restart the container only", head.Name, again.Name)
+	}
+	e.waitFor(t, rayTimeout, "the worker registered with the restarted head", func(ctx context.Context) (bool, string, error) {
+		var cs clusterStatusResponse
+		if err := dashboardGet(ctx, again.Status.PodIP, "/api/cluster_status", &cs); err != nil {
+			return false, "", err
+		}
+		return cs.Data.ActiveNodes == 2, fmt.Sprintf("%d alive, %d dead nodes", cs.Data.ActiveNodes, cs.Data.DeadNodes), nil
+	})
 }
 
 // clusterStatusResponse is the part of the dashboard's GET /api/cluster_status the tests read.
