@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
+	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
 
 func newImageCommand(g *globalFlags) *cobra.Command {
@@ -26,11 +28,7 @@ func newImageLoadCommand(g *globalFlags) *cobra.Command {
 		Short: "Import OCI or docker image tarballs into rayctl's container runtime (no registry needed)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := datadir.Open(g.dataDir)
-			if err != nil {
-				return err
-			}
-			choice, err := openRuntime(cmd.Context(), dir)
+			choice, err := openImageRuntime(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -61,11 +59,7 @@ func newImageListCommand(g *globalFlags) *cobra.Command {
 		Short:   "List the images in rayctl's container runtime",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := datadir.Open(g.dataDir)
-			if err != nil {
-				return err
-			}
-			choice, err := openRuntime(cmd.Context(), dir)
+			choice, err := openImageRuntime(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -86,6 +80,15 @@ func newImageListCommand(g *globalFlags) *cobra.Command {
 			return w.Flush()
 		},
 	}
+}
+
+// openImageRuntime opens the data dir g names and the container runtime that holds its images.
+func openImageRuntime(ctx context.Context, g *globalFlags) (*selector.Choice, error) {
+	dir, err := datadir.Open(g.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return openRuntime(ctx, dir)
 }
 
 func humanBytes(n int64) string {

@@ -2,7 +2,6 @@ package dns_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -87,33 +85,15 @@ type env struct {
 // setup starts rayctl up, the endpoints controller and a DNS server forwarding to a fake upstream.
 func setup(t *testing.T) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts rayctl up")
-	}
-	in, err := framework.Start("", framework.ControlPlaneOnly()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Cleanup(t) })
-	ctx, cancel := context.WithCancel(context.Background())
+	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
 	// Each component runs as the identity `rayctl up` gives it, so the test also proves RBAC lets it work.
 	srv, err := rdns.New(rdns.Options{Listen: []string{"127.0.0.1:0"}, Upstreams: []string{fakeUpstream(t)},
 		RESTConfig: identity(t, in, "rayctl:dns")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 2)
 	controllerCfg := identity(t, in, "system:kube-controller-manager")
-	go func() { done <- endpoints.Run(ctx, controllerCfg, endpoints.Options{}) }()
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		for i := 0; i < 2; i++ {
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, controllerCfg, endpoints.Options{}) }, srv.Run)
 	if _, err := in.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,17 +127,7 @@ func (e *env) pod(t *testing.T, name string, labels map[string]string, hostname,
 
 func (e *env) setReady(t *testing.T, name, ip string, ready bool) {
 	t.Helper()
-	r := corev1.ConditionFalse
-	if ready {
-		r = corev1.ConditionTrue
-	}
-	patch, _ := json.Marshal(map[string]any{"status": map[string]any{
-		"phase": corev1.PodRunning, "podIP": ip, "podIPs": []map[string]string{{"ip": ip}},
-		"conditions": []map[string]any{{"type": corev1.PodReady, "status": r}},
-	}})
-	if _, err := e.client.CoreV1().Pods(ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		t.Fatal(err)
-	}
+	framework.SetPodRunning(t, e.ctx, e.client, ns, name, ip, ready)
 }
 
 func (e *env) query(t *testing.T, network, name string, qtype uint16) *dns.Msg {

@@ -2,7 +2,6 @@ package endpoints_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"testing"
@@ -27,23 +26,8 @@ const node = "nowhere"
 
 func start(t *testing.T) (context.Context, kubernetes.Interface) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts rayctl up")
-	}
-	in, err := framework.Start("", framework.ControlPlaneOnly()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Cleanup(t) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- endpoints.Run(ctx, in.Config, endpoints.Options{}) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
+	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, in.Config, endpoints.Options{}) })
 	c := in.Client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -70,17 +54,7 @@ func makePod(t *testing.T, ctx context.Context, c kubernetes.Interface, name str
 // setStatus plays the kubelet: the pod runs with ip, ready or not.
 func setStatus(t *testing.T, ctx context.Context, c kubernetes.Interface, name, ip string, ready bool) {
 	t.Helper()
-	r := corev1.ConditionFalse
-	if ready {
-		r = corev1.ConditionTrue
-	}
-	patch, _ := json.Marshal(map[string]any{"status": map[string]any{
-		"phase": corev1.PodRunning, "podIP": ip, "podIPs": []map[string]string{{"ip": ip}},
-		"conditions": []map[string]any{{"type": corev1.PodReady, "status": r}},
-	}})
-	if _, err := c.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		t.Fatal(err)
-	}
+	framework.SetPodRunning(t, ctx, c, ns, name, ip, ready)
 }
 
 func eventually(t *testing.T, what string, f func() error) {

@@ -3,7 +3,6 @@ package job_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -27,43 +25,26 @@ import (
 
 var in *framework.Instance
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
+func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	var err error
-	if in, err = framework.Start("", framework.ControlPlaneOnly()...); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(in.DataDir)
-	defer in.Stop()
-	skip := true
-	mgr, err := ctrl.NewManager(in.Config, ctrl.Options{
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
+	framework.RunMain(m, "manager", func(i *framework.Instance) (func(context.Context) error, error) {
+		in = i
+		skip := true
+		mgr, err := ctrl.NewManager(in.Config, ctrl.Options{
+			Metrics:    metricsserver.Options{BindAddress: "0"},
+			Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
+		})
+		if err == nil {
+			err = (&job.Reconciler{BackoffBase: 100 * time.Millisecond}).SetupWithManager(mgr)
+		}
+		if err == nil {
+			err = gc.Setup(mgr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return mgr.Start, nil
 	})
-	if err == nil {
-		err = (&job.Reconciler{BackoffBase: 100 * time.Millisecond}).SetupWithManager(mgr)
-	}
-	if err == nil {
-		err = gc.Setup(mgr)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	return code
 }
 
 // newJob is a Job whose pods no scheduler binds: the test plays the kubelet by writing their status.
@@ -83,7 +64,7 @@ func newJob(name string, mutate func(*batchv1.JobSpec)) *batchv1.Job {
 func createJob(t *testing.T, ctx context.Context, ns string, j *batchv1.Job) *batchv1.Job {
 	t.Helper()
 	got, err := in.Client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{})
-	must(t, "creating the job", err)
+	framework.Must(t, "creating the job", err)
 	return got
 }
 
@@ -111,7 +92,7 @@ func finish(t *testing.T, ctx context.Context, pod corev1.Pod, phase corev1.PodP
 	t.Helper()
 	pod.Status.Phase = phase
 	_, err := in.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, &pod, metav1.UpdateOptions{})
-	must(t, "writing the status of pod "+pod.Name, err)
+	framework.Must(t, "writing the status of pod "+pod.Name, err)
 }
 
 func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
@@ -127,7 +108,7 @@ func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondit
 func waitJob(t *testing.T, ctx context.Context, j *batchv1.Job, what string, cond func(*batchv1.Job) bool) *batchv1.Job {
 	t.Helper()
 	var got *batchv1.Job
-	waitFor(t, ctx, what, func() (bool, error) {
+	framework.WaitFor(t, ctx, what, func() (bool, error) {
 		var err error
 		got, err = in.Client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
 		return err == nil && cond(got), err
@@ -137,13 +118,13 @@ func waitJob(t *testing.T, ctx context.Context, j *batchv1.Job, what string, con
 
 func TestCompletionsOneAtATime(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	j := createJob(t, ctx, ns, newJob("two", func(s *batchv1.JobSpec) { s.Completions, s.Parallelism = ptr(int32(2)), ptr(int32(1)) }))
 
 	for round := 1; round <= 2; round++ {
 		var pods []corev1.Pod
-		waitFor(t, ctx, fmt.Sprintf("pod %d to be created", round), func() (bool, error) {
+		framework.WaitFor(t, ctx, fmt.Sprintf("pod %d to be created", round), func() (bool, error) {
 			var err error
 			pods, err = jobPods(ctx, j)
 			return len(pods) == round, err
@@ -168,7 +149,7 @@ func TestCompletionsOneAtATime(t *testing.T) {
 		t.Errorf("no SuccessCriteriaMet condition: %+v", got.Status.Conditions)
 	}
 	pods, err := jobPods(ctx, j)
-	must(t, "listing pods", err)
+	framework.Must(t, "listing pods", err)
 	if len(pods) != 2 {
 		t.Errorf("%d pods, want 2 (completed pods stay with their job)", len(pods))
 	}
@@ -177,12 +158,12 @@ func TestCompletionsOneAtATime(t *testing.T) {
 
 func TestBackoffLimitExceeded(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	j := createJob(t, ctx, ns, newJob("fails", func(s *batchv1.JobSpec) { s.BackoffLimit = ptr(int32(1)) }))
 	for failures := 1; failures <= 2; failures++ {
 		var pods []corev1.Pod
-		waitFor(t, ctx, fmt.Sprintf("attempt %d", failures), func() (bool, error) {
+		framework.WaitFor(t, ctx, fmt.Sprintf("attempt %d", failures), func() (bool, error) {
 			var err error
 			pods, err = jobPods(ctx, j)
 			return len(pods) == failures && len(running(pods)) == 1, err
@@ -201,7 +182,7 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	pods, err := jobPods(ctx, j)
-	must(t, "listing pods", err)
+	framework.Must(t, "listing pods", err)
 	if len(pods) != 2 {
 		t.Errorf("%d pods after failure, want 2 (no retry past the limit)", len(pods))
 	}
@@ -210,12 +191,12 @@ func TestBackoffLimitExceeded(t *testing.T) {
 
 func TestActiveDeadline(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	j := createJob(t, ctx, ns, newJob("slow", func(s *batchv1.JobSpec) {
 		s.ActiveDeadlineSeconds, s.Parallelism = ptr(int64(2)), ptr(int32(2))
 	}))
-	waitFor(t, ctx, "two pods running", func() (bool, error) {
+	framework.WaitFor(t, ctx, "two pods running", func() (bool, error) {
 		pods, err := jobPods(ctx, j)
 		return len(running(pods)) == 2, err
 	})
@@ -227,7 +208,7 @@ func TestActiveDeadline(t *testing.T) {
 		t.Errorf("failed %s after start, before the 2 s deadline", d)
 	}
 	pods, err := jobPods(ctx, j)
-	must(t, "listing pods", err)
+	framework.Must(t, "listing pods", err)
 	if len(pods) != 0 {
 		t.Errorf("%d pods left after the deadline, want their deletion", len(pods))
 	}
@@ -235,25 +216,25 @@ func TestActiveDeadline(t *testing.T) {
 
 func TestTTLAfterFinished(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	j := createJob(t, ctx, ns, newJob("ttl", func(s *batchv1.JobSpec) { s.TTLSecondsAfterFinished = ptr(int32(1)) }))
 	var pods []corev1.Pod
-	waitFor(t, ctx, "the pod", func() (bool, error) {
+	framework.WaitFor(t, ctx, "the pod", func() (bool, error) {
 		var err error
 		pods, err = jobPods(ctx, j)
 		return len(pods) == 1, err
 	})
 	finish(t, ctx, pods[0], corev1.PodSucceeded)
 	done := waitJob(t, ctx, j, "the job to complete", func(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobComplete) != nil })
-	waitFor(t, ctx, "the job to be deleted after its TTL", func() (bool, error) {
+	framework.WaitFor(t, ctx, "the job to be deleted after its TTL", func() (bool, error) {
 		_, err := in.Client.BatchV1().Jobs(ns).Get(ctx, j.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
+		return apierrors.IsNotFound(err), framework.IgnoreNotFound(err)
 	})
 	if d := time.Since(done.Status.CompletionTime.Time); d < time.Second-100*time.Millisecond {
 		t.Errorf("deleted %s after completion, before its 1 s TTL", d)
 	}
-	waitFor(t, ctx, "its pod to be collected", func() (bool, error) {
+	framework.WaitFor(t, ctx, "its pod to be collected", func() (bool, error) {
 		pods, err := jobPods(ctx, j)
 		return len(pods) == 0, err
 	})
@@ -261,8 +242,8 @@ func TestTTLAfterFinished(t *testing.T) {
 
 func TestNoDuplicatePodsUnderRapidEvents(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	j := createJob(t, ctx, ns, newJob("busy", func(s *batchv1.JobSpec) {
 		s.Completions, s.Parallelism = ptr(int32(5)), ptr(int32(5))
 	}))
@@ -286,7 +267,7 @@ func TestNoDuplicatePodsUnderRapidEvents(t *testing.T) {
 		}
 	})
 	var pods []corev1.Pod
-	waitFor(t, ctx, "five pods", func() (bool, error) {
+	framework.WaitFor(t, ctx, "five pods", func() (bool, error) {
 		var err error
 		pods, err = jobPods(ctx, j)
 		return len(pods) >= 5, err
@@ -295,7 +276,7 @@ func TestNoDuplicatePodsUnderRapidEvents(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	pods, err := jobPods(ctx, j)
-	must(t, "listing pods", err)
+	framework.Must(t, "listing pods", err)
 	if len(pods) != 5 {
 		t.Fatalf("%d pods, want exactly 5", len(pods))
 	}
@@ -310,14 +291,14 @@ func TestNoDuplicatePodsUnderRapidEvents(t *testing.T) {
 
 func TestIndexed(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	mode := batchv1.IndexedCompletion
 	j := createJob(t, ctx, ns, newJob("idx", func(s *batchv1.JobSpec) {
 		s.Completions, s.Parallelism, s.CompletionMode = ptr(int32(3)), ptr(int32(3)), &mode
 	}))
 	var pods []corev1.Pod
-	waitFor(t, ctx, "three pods", func() (bool, error) {
+	framework.WaitFor(t, ctx, "three pods", func() (bool, error) {
 		var err error
 		pods, err = jobPods(ctx, j)
 		return len(pods) == 3, err
@@ -346,7 +327,7 @@ func TestIndexed(t *testing.T) {
 		finish(t, ctx, p, phase)
 	}
 	waitJob(t, ctx, j, "indexes 0 and 2 completed", func(j *batchv1.Job) bool { return j.Status.CompletedIndexes == "0,2" })
-	waitFor(t, ctx, "index 1 retried", func() (bool, error) {
+	framework.WaitFor(t, ctx, "index 1 retried", func() (bool, error) {
 		pods, err := jobPods(ctx, j)
 		r := running(pods)
 		if len(r) == 1 && r[0].Annotations[batchv1.JobCompletionIndexAnnotation] == "1" {
@@ -363,16 +344,16 @@ func TestIndexed(t *testing.T) {
 
 func TestSuspend(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
-	ns := newNamespace(t, ctx)
+	ctx := framework.TestContext(t, 90*time.Second)
+	ns := in.NewNamespace(t, ctx, "job-")
 	j := createJob(t, ctx, ns, newJob("later", func(s *batchv1.JobSpec) { s.Suspend = ptr(true) }))
 	waitJob(t, ctx, j, "the Suspended condition", func(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobSuspended) != nil })
 	if pods, err := jobPods(ctx, j); err != nil || len(pods) != 0 {
 		t.Fatalf("a suspended job has %d pods (%v)", len(pods), err)
 	}
 	_, err := in.Client.BatchV1().Jobs(ns).Patch(ctx, j.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{})
-	must(t, "resuming", err)
-	waitFor(t, ctx, "a pod once resumed", func() (bool, error) {
+	framework.Must(t, "resuming", err)
+	framework.WaitFor(t, ctx, "a pod once resumed", func() (bool, error) {
 		pods, err := jobPods(ctx, j)
 		return len(pods) == 1, err
 	})
@@ -389,7 +370,7 @@ func TestSuspend(t *testing.T) {
 // waitEvent waits for an event with reason about the job.
 func waitEvent(t *testing.T, ctx context.Context, j *batchv1.Job, reason string) {
 	t.Helper()
-	waitFor(t, ctx, "event "+reason, func() (bool, error) {
+	framework.WaitFor(t, ctx, "event "+reason, func() (bool, error) {
 		evs, err := in.Client.CoreV1().Events(j.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -404,45 +385,3 @@ func waitEvent(t *testing.T, ctx context.Context, j *batchv1.Job, reason string)
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func newNamespace(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	ns, err := in.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "job-"}}, metav1.CreateOptions{})
-	must(t, "creating a namespace", err)
-	return ns.Name
-}
-
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func must(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not in time (last error: %v)", what, last)
-	}
-}

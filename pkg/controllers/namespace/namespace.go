@@ -23,9 +23,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -64,18 +65,7 @@ func Setup(mgr ctrl.Manager) error {
 
 // Run runs the controller alone, with a manager of its own, until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 100, 200
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return err
-	}
-	if err := Setup(mgr); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+	return manager.RunStandalone(ctx, cfg, Setup)
 }
 
 func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconciler, error) {

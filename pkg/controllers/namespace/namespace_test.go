@@ -3,8 +3,6 @@ package namespace_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -29,46 +24,12 @@ var in *framework.Instance
 // conditionsReported matches the controller's ReportConditions in this test.
 const conditionsReported = true
 
-var rayClusters = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
-
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
+func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	var err error
-	if in, err = framework.Start("", framework.ControlPlaneOnly()...); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(in.DataDir)
-	defer in.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- namespace.Run(ctx, in.Config) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "controller:", err)
-		return 1
-	}
-	return code
-}
-
-func rayCluster(name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "ray.io/v1",
-		"kind":       "RayCluster",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"headGroupSpec": map[string]any{
-				"rayStartParams": map[string]any{},
-				"template": map[string]any{"spec": map[string]any{
-					"containers": []any{map[string]any{"name": "ray-head", "image": "rayproject/ray:2.46.0"}},
-				}},
-			},
-		},
-	}}
+	framework.RunMain(m, "controller", func(i *framework.Instance) (func(context.Context) error, error) {
+		in = i
+		return func(ctx context.Context) error { return namespace.Run(ctx, in.Config) }, nil
+	})
 }
 
 func TestDeleteNamespaceRemovesContent(t *testing.T) {
@@ -76,18 +37,18 @@ func TestDeleteNamespaceRemovesContent(t *testing.T) {
 	defer cancel()
 	c := in.Client
 	dyn := dynamic.NewForConfigOrDie(in.Config)
-	ns := newNamespace(t, ctx)
+	ns := in.NewNamespace(t, ctx, "ns-")
 
-	must(t, "configmap", create(c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{})))
-	must(t, "pod", create(c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	framework.Must(t, "configmap", create(c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{})))
+	framework.Must(t, "pod", create(c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod"},
 		Spec:       corev1.PodSpec{SchedulerName: "no-such-scheduler", Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
 	}, metav1.CreateOptions{})))
-	must(t, "service", create(c.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+	framework.Must(t, "service", create(c.CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "svc"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
 	}, metav1.CreateOptions{})))
-	must(t, "raycluster", create(dyn.Resource(rayClusters).Namespace(ns).Create(ctx, rayCluster("rc"), metav1.CreateOptions{})))
+	framework.Must(t, "raycluster", create(dyn.Resource(framework.RayClusters).Namespace(ns).Create(ctx, framework.RayCluster("rc"), metav1.CreateOptions{})))
 
 	// kubectl waits until the namespace is gone.
 	if out, stderr, err := in.Kubectl(ctx, "", "delete", "namespace", ns, "--timeout=60s"); err != nil {
@@ -97,13 +58,13 @@ func TestDeleteNamespaceRemovesContent(t *testing.T) {
 		t.Fatalf("namespace after kubectl delete: got %v, want NotFound", err)
 	}
 	cms, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	must(t, "listing configmaps", err)
+	framework.Must(t, "listing configmaps", err)
 	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	must(t, "listing pods", err)
+	framework.Must(t, "listing pods", err)
 	svcs, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	must(t, "listing services", err)
-	rcs, err := dyn.Resource(rayClusters).Namespace(ns).List(ctx, metav1.ListOptions{})
-	must(t, "listing rayclusters", err)
+	framework.Must(t, "listing services", err)
+	rcs, err := dyn.Resource(framework.RayClusters).Namespace(ns).List(ctx, metav1.ListOptions{})
+	framework.Must(t, "listing rayclusters", err)
 	if n := len(cms.Items) + len(pods.Items) + len(svcs.Items) + len(rcs.Items); n != 0 {
 		t.Errorf("%d objects survived their namespace: %d configmaps, %d pods, %d services, %d rayclusters",
 			n, len(cms.Items), len(pods.Items), len(svcs.Items), len(rcs.Items))
@@ -113,22 +74,22 @@ func TestDeleteNamespaceRemovesContent(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("recreating namespace %s: %v", ns, err)
 	}
-	must(t, "deleting the recreated namespace", c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	framework.Must(t, "deleting the recreated namespace", c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
 }
 
 func TestFinalizerHoldsNamespace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := in.Client
-	ns := newNamespace(t, ctx)
+	ns := in.NewNamespace(t, ctx, "ns-")
 	const hold = "e2e.rayctl.io/hold"
-	must(t, "configmap", create(c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+	framework.Must(t, "configmap", create(c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{hold}},
 	}, metav1.CreateOptions{})))
-	must(t, "deleting the namespace", c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	framework.Must(t, "deleting the namespace", c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
 
 	// The controller deletes the content, but the namespace stays Terminating while some remains.
-	waitFor(t, ctx, "the held configmap to be deleted", func() (bool, error) {
+	framework.WaitFor(t, ctx, "the held configmap to be deleted", func() (bool, error) {
 		cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "held", metav1.GetOptions{})
 		return err == nil && cm.DeletionTimestamp != nil, err
 	})
@@ -151,10 +112,10 @@ func TestFinalizerHoldsNamespace(t *testing.T) {
 
 	// Releasing the finalizer lets the namespace go.
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": nil}})
-	must(t, "releasing the finalizer", create(c.CoreV1().ConfigMaps(ns).Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{})))
-	waitFor(t, ctx, "the namespace to be gone", func() (bool, error) {
+	framework.Must(t, "releasing the finalizer", create(c.CoreV1().ConfigMaps(ns).Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{})))
+	framework.WaitFor(t, ctx, "the namespace to be gone", func() (bool, error) {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
+		return apierrors.IsNotFound(err), framework.IgnoreNotFound(err)
 	})
 }
 
@@ -167,40 +128,4 @@ func condition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *corev1.Na
 	return nil
 }
 
-func newNamespace(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	ns, err := in.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ns-"}}, metav1.CreateOptions{})
-	must(t, "creating a namespace", err)
-	return ns.Name
-}
-
 func create[T any](_ T, err error) error { return err }
-
-func must(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not in time (last error: %v)", what, last)
-	}
-}

@@ -16,9 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -51,18 +52,7 @@ func Setup(mgr ctrl.Manager) error {
 // Run runs the controller alone, with a manager of its own, until ctx ends. rayctl runs it even when the
 // other controllers are left to an external operator, since every cluster has it.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 100, 200
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return err
-	}
-	if err := Setup(mgr); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+	return manager.RunStandalone(ctx, cfg, Setup)
 }
 
 // Reconcile creates the default ServiceAccount of the namespace req names when it is missing.

@@ -2,8 +2,6 @@ package serviceaccount_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
@@ -20,28 +17,12 @@ import (
 
 var in *framework.Instance
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
+func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	var err error
-	if in, err = framework.Start("", framework.ControlPlaneOnly()...); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(in.DataDir)
-	defer in.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- serviceaccount.Run(ctx, in.Config) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "controller:", err)
-		return 1
-	}
-	return code
+	framework.RunMain(m, "controller", func(i *framework.Instance) (func(context.Context) error, error) {
+		in = i
+		return func(ctx context.Context) error { return serviceaccount.Run(ctx, in.Config) }, nil
+	})
 }
 
 func TestDefaultServiceAccount(t *testing.T) {
@@ -53,17 +34,17 @@ func TestDefaultServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first *corev1.ServiceAccount
-	waitFor(t, ctx, "the default ServiceAccount of a new namespace", func() (bool, error) {
+	framework.WaitFor(t, ctx, "the default ServiceAccount of a new namespace", func() (bool, error) {
 		first, err = c.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, ignoreNotFound(err)
+		return err == nil, framework.IgnoreNotFound(err)
 	})
 
 	if err := c.CoreV1().ServiceAccounts(ns.Name).Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the default ServiceAccount to come back after deletion", func() (bool, error) {
+	framework.WaitFor(t, ctx, "the default ServiceAccount to come back after deletion", func() (bool, error) {
 		sa, err := c.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil && sa.UID != first.UID, ignoreNotFound(err)
+		return err == nil && sa.UID != first.UID, framework.IgnoreNotFound(err)
 	})
 
 	// Other ServiceAccounts are left alone.
@@ -83,31 +64,9 @@ func TestSystemNamespacesHaveOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for _, ns := range []string{"default", "kube-system", "kube-public"} {
-		waitFor(t, ctx, "the default ServiceAccount of "+ns, func() (bool, error) {
+		framework.WaitFor(t, ctx, "the default ServiceAccount of "+ns, func() (bool, error) {
 			_, err := in.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-			return err == nil, ignoreNotFound(err)
+			return err == nil, framework.IgnoreNotFound(err)
 		})
-	}
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not in time (last error: %v)", what, last)
 	}
 }

@@ -1,15 +1,14 @@
 package gcs
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/raysim/internal/httpjson"
 )
 
 // Client talks raysim's GCS protocol to one GCS address ("host:port").
@@ -37,45 +36,12 @@ func (e *StatusError) Error() string {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.Address+PathPrefix+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 5 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return &StatusError{Code: resp.StatusCode, Body: string(data)}
-	}
-	if out == nil {
-		return nil
-	}
-	if s, ok := out.(*string); ok {
-		*s = string(data)
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return httpjson.Caller{
+		HTTP:        c.HTTP,
+		Timeout:     5 * time.Second,
+		MaxBody:     16 << 20,
+		StatusError: func(code int, body string) error { return &StatusError{Code: code, Body: body} },
+	}.Do(ctx, method, "http://"+c.Address+PathPrefix+path, in, out)
 }
 
 // Health returns nil when the GCS answers its health check.

@@ -1,9 +1,7 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/internal/httpjson"
 	"github.com/rayctl/rayctl/pkg/raysim/internal/wsock"
 )
 
@@ -52,41 +51,12 @@ func IsAlreadySubmitted(err error) bool {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return &HTTPError{Code: resp.StatusCode, Body: string(data)}
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return httpjson.Caller{
+		HTTP:        c.HTTP,
+		Timeout:     10 * time.Second,
+		MaxBody:     256 << 20,
+		StatusError: func(code int, body string) error { return &HTTPError{Code: code, Body: body} },
+	}.Do(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, in, out)
 }
 
 func jobPath(id string, suffix string) string {
