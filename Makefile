@@ -23,7 +23,7 @@ export GOTOOLCHAIN := local
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 
-.PHONY: all build run test test-unit test-e2e generate bench lint clean
+.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint clean
 
 all: build
 
@@ -48,11 +48,26 @@ test-unit:
 test-e2e: build
 	RAYCTL_BIN=$(CURDIR)/$(RAYCTL) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
+## test-fuzz: run each fuzz target for a short time (FUZZTIME, default 10s)
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	./pkg/apiserver/validation:FuzzValidatePod \
+	./pkg/apiserver/validation:FuzzValidateService \
+	./pkg/apiserver/validation:FuzzValidateJob \
+	./pkg/controllers/raycluster:FuzzRayCluster
+
+test-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
 ## generate: regenerate OpenAPI definitions and the Ray CRDs (files are committed)
 generate:
 	bash hack/generate.sh
 
-## bench: measure start-up and memory; writes bench/results/
+## bench: start-up and memory, pod start, RayJob apply->Complete, API load; tables in bench/results/
 bench: build
 	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -out bench/results
 

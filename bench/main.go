@@ -3,9 +3,10 @@
 //	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|rayjob|all]
 //
 // Suite startup measures start-up and memory (startup.md); suite pods measures pod create -> Ready
-// (pods.md, see pods.go); suite rayjob measures a RayJob
+// (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
+// suite rayjob measures a RayJob
 // from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); all (the
-// default) runs the three.
+// default) runs them all.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -31,7 +32,7 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per runtime (suite rayjob)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
 	flag.Parse()
@@ -43,10 +44,12 @@ func main() {
 		err = runPods(*rayctl, *out)
 	case "rayjob":
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
+	case "load":
+		err = runLoad(*rayctl, *out)
 	case "all":
-		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns))
+		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns), runLoad(*rayctl, *out))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -339,6 +339,8 @@ func redirectLogs(w io.Writer) *zap.Logger {
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	_ = fs.Set("v", os.Getenv("RAYCTL_V"))
+	// One writer for every severity: with one_output each entry is written once, not once per level.
+	_ = fs.Set("one_output", "true")
 	klog.SetOutput(w)
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder

@@ -5,6 +5,7 @@ package apiserver
 
 import (
 	"context"
+	"net/http"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -101,7 +102,11 @@ func New(c Config) (*Server, error) {
 	generic.EffectiveVersion = newEffectiveVersion()
 	generic.ExternalAddress = addr
 	generic.PublicAddress = net.IPv4(127, 0, 0, 1)
-	generic.MaxRequestBodyBytes = 8 << 20
+	// kube-apiserver's limit: 3 MiB bodies (KubeRay's CRDs are ~0.2 MiB as JSON).
+	generic.MaxRequestBodyBytes = 3 << 20
+	generic.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(rejectCustomResourceProtobuf(h, c.Serializer), c)
+	}
 	// On shutdown, end open watches (kubectl get -w, informers) after a moment instead of letting the
 	// HTTP server wait a minute for them.
 	generic.ShutdownWatchTerminationGracePeriod = time.Second
