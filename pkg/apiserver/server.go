@@ -5,10 +5,10 @@ package apiserver
 
 import (
 	"context"
-	"net/http"
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
