@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rayctl/rayctl/test/loadgen"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,23 +152,9 @@ func startOnce(rayctl, dir string, measureRSS bool) (sample, error) {
 	}()
 	if measureRSS {
 		time.Sleep(3 * time.Second)
-		s.rssMB = rss(cmd.Process.Pid)
+		s.rssMB = loadgen.RSSMB(cmd.Process.Pid)
 	}
 	return s, nil
-}
-
-func rss(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
 }
 
 func durStats(s []sample, get func(sample) time.Duration) string {
