@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -105,6 +106,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), d.Address, d.Address+".ttrpc", filepath.Join(dir, "opt"))
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	// A containerd left running by a rayctl that was killed (it sits in its own process group) still
+	// holds this directory's database: stop it first. Containers keep running in their shims and the new
+	// daemon picks them up.
+	if err := stopOrphans(cfgPath, 15*time.Second); err != nil {
 		return nil, err
 	}
 	_ = os.Remove(d.Address)
@@ -242,4 +249,55 @@ func ImportImageFile(ctx context.Context, c *ctrd.Client, path string) ([]string
 	}
 	defer f.Close()
 	return ImportImage(ctx, c, f)
+}
+
+// stopOrphans ends any containerd process started with --config cfgPath: SIGTERM, then SIGKILL after
+// grace.
+func stopOrphans(cfgPath string, grace time.Duration) error {
+	pids := containerdPIDs(cfgPath)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for _, pid := range pids {
+		for i := 0; i < 250 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("an earlier containerd (pid %d) for %s does not stop", pid, cfgPath)
+		}
+	}
+	return nil
+}
+
+// containerdPIDs lists the processes whose command line has "--config cfgPath".
+func containerdPIDs(cfgPath string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "--config" && args[i+1] == cfgPath {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }
