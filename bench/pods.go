@@ -12,7 +12,6 @@ package main
 // lastTransitionTime has whole-second precision only, so the client's clock is used).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -22,7 +21,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,15 +72,15 @@ func runPods(rayctl, out string) error {
 		goal := "–"
 		if r.runtime == "containerd" {
 			goal = podsGoal
-			if p := podsPercentile(r.samples, 0.50); p <= 300*time.Millisecond {
+			if p := percentile(r.samples, 0.50); p <= 300*time.Millisecond {
 				goal += " ✔"
 			} else {
 				goal += " ✘"
 			}
 		}
 		fmt.Fprintf(&b, "| %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, r.chosen, len(r.samples),
-			podsMS(podsPercentile(r.samples, 0.50)), podsMS(podsPercentile(r.samples, 0.90)), podsMS(podsPercentile(r.samples, 0.99)),
-			podsMS(podsPercentile(r.samples, 0)), podsMS(podsPercentile(r.samples, 1)), podsMS(r.warmup), goal)
+			podsMS(percentile(r.samples, 0.50)), podsMS(percentile(r.samples, 0.90)), podsMS(percentile(r.samples, 0.99)),
+			podsMS(percentile(r.samples, 0)), podsMS(percentile(r.samples, 1)), podsMS(r.warmup), goal)
 	}
 	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. Other engineers' test runs shared the machine, hence the load average.\n", podsCount, podsCount)
 	path := filepath.Join(out, "pods.md")
@@ -102,7 +100,7 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	up, err := podsStartUp(rayctl, dir, "--runtime", rt,
+	up, err := startUp(rayctl, dir, "--runtime", rt,
 		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)), "--bridge", fmt.Sprintf("rbp%05d", rand.IntN(100000)))
 	if err != nil {
 		return res, err
@@ -116,7 +114,7 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 			}
 		}
 	}()
-	res.chosen = up.runtime
+	res.chosen = podsRuntimeName(strings.TrimPrefix(up.runtimeLine(), "runtime"))
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
 	if err != nil {
 		return res, err
@@ -133,7 +131,7 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		return res, err
 	}
 	// The namespace's service account appears shortly after the namespace; pods wait for it.
-	if err := podsPoll(ctx, time.Minute, func() bool {
+	if err := poll(ctx, time.Minute, func() bool {
 		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	}); err != nil {
@@ -187,12 +185,12 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		}
 		res.samples = append(res.samples, d)
 	}
-	fmt.Fprintf(os.Stderr, "%s: p50 %s, p99 %s over %d pods\n", rt, podsMS(podsPercentile(res.samples, 0.5)), podsMS(podsPercentile(res.samples, 0.99)), podsCount)
+	fmt.Fprintf(os.Stderr, "%s: p50 %s, p99 %s over %d pods\n", rt, podsMS(percentile(res.samples, 0.5)), podsMS(percentile(res.samples, 0.99)), podsCount)
 	w.Stop()
 	// Delete the pods while the kubelet runs, so their containers go the normal way.
 	zero := int64(0)
 	_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	_ = podsPoll(ctx, 2*time.Minute, func() bool {
+	_ = poll(ctx, 2*time.Minute, func() bool {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -225,8 +223,8 @@ func podsReady(p *corev1.Pod) bool {
 	return false
 }
 
-// podsPercentile is the nearest-rank percentile q (0 the minimum, 1 the maximum) of v.
-func podsPercentile(v []time.Duration, q float64) time.Duration {
+// percentile is the nearest-rank percentile q (0 the minimum, 1 the maximum) of v.
+func percentile(v []time.Duration, q float64) time.Duration {
 	if len(v) == 0 {
 		return 0
 	}
@@ -234,47 +232,6 @@ func podsPercentile(v []time.Duration, q float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
-}
-
-// podsUp is a running `rayctl up`.
-type podsUp struct {
-	cmd     *exec.Cmd
-	runtime string
-	done    chan struct{}
-}
-
-// podsStartUp runs `rayctl up` on dir with args and waits for its ready line.
-func podsStartUp(rayctl, dir string, args ...string) (*podsUp, error) {
-	cmd := exec.Command(rayctl, append([]string{"up", "--data-dir", dir, "--port", "0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	u := &podsUp{cmd: cmd, done: make(chan struct{})}
-	sc := bufio.NewScanner(stdout)
-	var lines []string
-	for sc.Scan() {
-		line := sc.Text()
-		lines = append(lines, line)
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "runtime"); ok {
-			u.runtime = podsRuntimeName(rest)
-		}
-		if strings.HasPrefix(line, "ready in ") {
-			go func() {
-				for sc.Scan() {
-				}
-				cmd.Wait()
-				close(u.done)
-			}()
-			return u, nil
-		}
-	}
-	cmd.Wait()
-	return nil, fmt.Errorf("rayctl up exited before ready:\n%s", strings.Join(lines, "\n"))
 }
 
 // podsRuntimeName shortens the runtime line's detail ("   123 ms  containerd: private …") to its first words.
@@ -288,16 +245,6 @@ func podsRuntimeName(rest string) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
-}
-
-func (u *podsUp) stop() {
-	_ = u.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-u.done:
-	case <-time.After(time.Minute):
-		_ = u.cmd.Process.Kill()
-		<-u.done
-	}
 }
 
 func loadAverage() string {
@@ -314,19 +261,3 @@ func loadAverage() string {
 
 // podsMS formats d in milliseconds.
 func podsMS(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
-
-// podsPoll calls cond every 50 ms until it holds, ctx ends or timeout passes.
-func podsPoll(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
-}

@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -126,22 +125,7 @@ func runRayJob(rayctl, out, samples string, runs int) error {
 
 // percentiles returns nearest-rank p50 and p90, min and max.
 func percentiles(v []time.Duration) (p50, p90, lo, hi time.Duration) {
-	if len(v) == 0 {
-		return
-	}
-	s := append([]time.Duration{}, v...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := func(p float64) time.Duration {
-		i := int(p*float64(len(s))+0.999999) - 1
-		if i < 0 {
-			i = 0
-		}
-		if i >= len(s) {
-			i = len(s) - 1
-		}
-		return s[i]
-	}
-	return rank(0.5), rank(0.9), s[0], s[len(s)-1]
+	return percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0), percentile(v, 1)
 }
 
 func ms(d time.Duration) string {
@@ -229,13 +213,7 @@ func rayjobRuntime(rayctl, samples, rt string, runs int) (rayjobResult, error) {
 }
 
 // loadAvg is the machine's 1-minute load average.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(b))[0]
-}
+func loadAvg() string { return strings.Fields(loadAverage() + " ?")[0] }
 
 // rayjobOnce creates job, times it to Complete, then deletes it and waits for the namespace to be empty.
 func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *upProc) (rayjobSample, error) {
