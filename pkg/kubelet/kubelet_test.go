@@ -68,8 +68,8 @@ func TestPodGoesFromContainerCreatingToRunningAndReady(t *testing.T) {
 		return fake.Script{StartDelay: 400 * time.Millisecond}
 	}})
 	e := newEnv(t, rt)
-	e.create(e.pod("web"))
-	p, seen := e.waitPod("web", 30*time.Second, "Running and Ready", func(p *corev1.Pod) bool {
+	created := e.create(e.pod("web"))
+	p, seen := e.waitPodSince(created, "web", 30*time.Second, "Running and Ready", func(p *corev1.Pod) bool {
 		return p != nil && p.Status.Phase == corev1.PodRunning && conditionIs(p, corev1.PodReady, corev1.ConditionTrue)
 	})
 	creating := false
@@ -131,8 +131,8 @@ func TestOnFailureRestartsIntoCrashLoopBackOff(t *testing.T) {
 		return fake.Script{RunFor: 100 * time.Millisecond, ExitCode: 1}
 	}})
 	e := newEnv(t, rt)
-	e.create(e.pod("crashy", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure }))
-	p, seen := e.waitPod("crashy", 60*time.Second, "restartCount >= 3", func(p *corev1.Pod) bool {
+	created := e.create(e.pod("crashy", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure }))
+	p, seen := e.waitPodSince(created, "crashy", 60*time.Second, "restartCount >= 3", func(p *corev1.Pod) bool {
 		cs := containerStatus(p, "main")
 		return cs != nil && cs.RestartCount >= 3
 	})
@@ -493,8 +493,8 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 		return nil
 	}})
 	e := newEnv(t, rt)
-	e.create(e.pod("nopull"))
-	_, seen := e.waitPod("nopull", 30*time.Second, "ImagePullBackOff", func(p *corev1.Pod) bool {
+	created := e.create(e.pod("nopull"))
+	_, seen := e.waitPodSince(created, "nopull", 30*time.Second, "ImagePullBackOff", func(p *corev1.Pod) bool {
 		cs := containerStatus(p, "main")
 		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ImagePullBackOff"
 	})

@@ -155,28 +155,46 @@ func (e *testEnv) create(p *corev1.Pod) *corev1.Pod {
 	return created
 }
 
-// waitPod watches pod until cond holds, failing after timeout; it returns the pod and every version seen.
+// waitPod watches pod until cond holds, failing after timeout; it returns the pod and every version seen
+// from the time of the call.
 func (e *testEnv) waitPod(name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) (*corev1.Pod, []*corev1.Pod) {
+	return e.waitPodSince(nil, name, timeout, what, cond)
+}
+
+// waitPodSince is waitPod for a test that needs every version of the pod since it created it (a state
+// the kubelet passes through quickly): it watches from created's resourceVersion instead of listing
+// first, so no write between the create and the call is missed.
+func (e *testEnv) waitPodSince(created *corev1.Pod, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) (*corev1.Pod, []*corev1.Pod) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var seen []*corev1.Pod
 	pods := e.client.CoreV1().Pods(e.ns)
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: sel})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if len(list.Items) == 1 {
-		p := &list.Items[0]
-		seen = append(seen, p)
-		if cond(p) {
-			return p, seen
+	var from string
+	if created != nil {
+		seen = append(seen, created)
+		if cond(created) {
+			return created, seen
 		}
-	} else if cond(nil) {
-		return nil, seen
+		from = created.ResourceVersion
+	} else {
+		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(list.Items) == 1 {
+			p := &list.Items[0]
+			seen = append(seen, p)
+			if cond(p) {
+				return p, seen
+			}
+		} else if cond(nil) {
+			return nil, seen
+		}
+		from = list.ResourceVersion
 	}
-	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: from})
 	if err != nil {
 		e.t.Fatal(err)
 	}
