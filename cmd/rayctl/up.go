@@ -217,7 +217,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: o.runtime, PodCIDR: o.podCIDR, Bridge: o.bridge}); err != nil {
 			return "", err
 		}
-		rt, images, err = startRuntime(ctx, dir, o)
+		rt, images, err = startRuntime(ctx, dir, o, out, logger.Named("runtime"))
 		if err != nil {
 			return "", err
 		}
@@ -306,6 +306,8 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return fmt.Errorf("the API server stopped: %v", err)
 	case err := <-store.Err():
 		return fmt.Errorf("etcd failed: %v", err)
+	case err := <-rt.Failed:
+		return fmt.Errorf("%v; stopping (once containerd runs again, `rayctl up` re-adopts the pods' containers)", err)
 	}
 	os.Remove(dir.Join("rayctl.state"))
 	stopAll()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
@@ -19,13 +21,19 @@ import (
 // SimImageRef is the raysim image every `rayctl up` loads into its runtime; the samples use it.
 const SimImageRef = "rayctl.local/raysim:latest"
 
-// startRuntime picks the container runtime and starts loading the raysim image into it.
-func startRuntime(ctx context.Context, dir *datadir.Dir, o *upOptions) (*selector.Choice, *preload.Runtime, error) {
+// startRuntime picks the container runtime and starts loading the raysim image into it. What happens to
+// a private containerd later (it died, it was restarted) is printed to out and logged.
+func startRuntime(ctx context.Context, dir *datadir.Dir, o *upOptions, out io.Writer, logger *zap.Logger) (*selector.Choice, *preload.Runtime, error) {
 	choice, err := selector.Select(ctx, o.runtime, selector.Options{
 		DataDir: dir.Path,
 		Network: network.Config{Bridge: o.bridge, CIDR: o.podCIDR},
 		NewFake: func() (runtime.Runtime, error) {
 			return fake.New(fake.Options{Images: []string{SimImageRef}}), nil
+		},
+		Logf: func(format string, args ...any) {
+			msg := fmt.Sprintf(format, args...)
+			fmt.Fprintf(out, "runtime: %s\n", msg)
+			logger.Warn(msg)
 		},
 	})
 	if err != nil {

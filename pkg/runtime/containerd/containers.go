@@ -273,7 +273,7 @@ func oomKilled(ns, id string) bool {
 }
 
 // readopt attaches to the output of running containers a previous Runtime
-// started.
+// started (or that this one lost track of when containerd restarted).
 func (r *Runtime) readopt(ctx context.Context) error {
 	ctx = r.ctx(ctx)
 	cs, err := r.client.Containers(ctx)
@@ -284,6 +284,12 @@ func (r *Runtime) readopt(ctx context.Context) error {
 		labels, err := c.Labels(ctx)
 		if err != nil || labels[labelPodUID] == "" || labels[labelExitCode] != "" {
 			continue
+		}
+		r.mu.Lock()
+		cur := r.attached[c.ID()]
+		r.mu.Unlock()
+		if cur != nil && !isClosed(cur.done) {
+			continue // still tracked
 		}
 		a, err := r.newAttachment(labels)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,10 +44,16 @@ type Daemon struct {
 	// LogPath receives containerd's output.
 	LogPath string
 
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
+	bin     string
+	cfgPath string
 	sockDir string // a short directory for the sockets when Dir is too long
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	waitErr  error
+	started  time.Time
+	stopping bool // Stop was called: no more starts
 }
 
 // Binary is the containerd executable StartPrivate runs; a bare name is
@@ -72,7 +79,7 @@ func StartPrivate(ctx context.Context, dir string) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{Dir: dir, FIFODir: filepath.Join(dir, "fifo"), LogPath: filepath.Join(dir, "containerd.log"), done: make(chan struct{})}
+	d := &Daemon{Dir: dir, FIFODir: filepath.Join(dir, "fifo"), LogPath: filepath.Join(dir, "containerd.log"), bin: bin}
 	for _, sub := range []string{"root", "state", "fifo", "opt"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o711); err != nil {
 			return nil, err
@@ -104,50 +111,69 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), d.Address, d.Address+".ttrpc", filepath.Join(dir, "opt"))
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+	d.cfgPath = filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	// A containerd left running by a rayctl that was killed (it sits in its own process group) still
-	// holds this directory's database: stop it first. Containers keep running in their shims and the new
-	// daemon picks them up.
-	if err := stopOrphans(cfgPath, 15*time.Second); err != nil {
-		return nil, err
-	}
-	_ = os.Remove(d.Address)
-
-	logf, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	d.cmd = exec.Command(bin, "--config", cfgPath)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	// Its own process group: a terminal's Ctrl-C goes to rayctl, which stops it in order.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("starting containerd: %w", err)
-	}
-	go func() {
-		d.waitErr = d.cmd.Wait()
-		logf.Close()
-		close(d.done)
-	}()
-
-	if err := d.waitReady(ctx, 60*time.Second); err != nil {
+	if err := d.start(ctx); err != nil {
 		_ = d.Stop()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *Daemon) waitReady(ctx context.Context, timeout time.Duration) error {
+// start runs containerd with the daemon's configuration and waits until it answers. A containerd left
+// running by a rayctl that was killed (it sits in its own process group) still holds the directory's
+// database: it is stopped first. Containers keep running in their shims and the new daemon picks them up.
+func (d *Daemon) start(ctx context.Context) error {
+	if err := stopOrphans(d.cfgPath, 15*time.Second); err != nil {
+		return err
+	}
+	_ = os.Remove(d.Address)
+
+	logf, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	bin := d.bin
+	d.mu.Unlock()
+	cmd := exec.Command(bin, "--config", d.cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a terminal's Ctrl-C goes to rayctl, which stops it in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done := make(chan struct{})
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		logf.Close()
+		return errors.New("containerd: stopped")
+	}
+	if err := cmd.Start(); err != nil {
+		d.mu.Unlock()
+		logf.Close()
+		return fmt.Errorf("starting containerd: %w", err)
+	}
+	d.cmd, d.done, d.waitErr, d.started = cmd, done, nil, time.Now()
+	d.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		d.mu.Lock()
+		d.waitErr = err
+		d.mu.Unlock()
+		close(done)
+	}()
+	return d.waitReady(ctx, done, 60*time.Second)
+}
+
+func (d *Daemon) waitReady(ctx context.Context, done <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
 		select {
-		case <-d.done:
-			return fmt.Errorf("containerd exited during start-up (%v): %s", d.waitErr, d.logTail())
+		case <-done:
+			return fmt.Errorf("containerd exited during start-up (%v): %s", d.exitErr(), d.logTail())
 		default:
 		}
 		if _, err := os.Stat(d.Address); err == nil {
@@ -192,28 +218,54 @@ func (d *Daemon) Client() (*ctrd.Client, error) {
 	return ctrd.New(d.Address, ctrd.WithDefaultNamespace(Namespace))
 }
 
-// Done is closed when the containerd process has exited.
-func (d *Daemon) Done() <-chan struct{} { return d.done }
+// Done is closed when the containerd process last started has exited.
+func (d *Daemon) Done() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done
+}
+
+// Pid is the process id of the containerd last started.
+func (d *Daemon) Pid() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil || d.cmd.Process == nil {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}
+
+// exitErr is how the containerd last started ended (nil while it runs or when it exited 0).
+func (d *Daemon) exitErr() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waitErr
+}
 
 // Stop sends SIGTERM, waits up to 10 s, then SIGKILLs. Containers' shims
-// outlive the daemon; delete tasks and containers before stopping it.
+// outlive the daemon; delete tasks and containers before stopping it. After
+// Stop the daemon is not started again (see Supervise).
 func (d *Daemon) Stop() error {
-	if d.cmd == nil || d.cmd.Process == nil {
+	d.mu.Lock()
+	d.stopping = true
+	cmd, done := d.cmd, d.done
+	d.mu.Unlock()
+	if d.sockDir != "" {
+		defer os.RemoveAll(d.sockDir)
+	}
+	if cmd == nil || cmd.Process == nil {
 		return nil
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-d.done:
+	case <-done:
 	case <-time.After(10 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
-	if d.sockDir != "" {
-		_ = os.RemoveAll(d.sockDir)
+		_ = cmd.Process.Kill()
+		<-done
 	}
 	var ee *exec.ExitError
-	if d.waitErr != nil && !errors.As(d.waitErr, &ee) {
-		return d.waitErr
+	if err := d.exitErr(); err != nil && !errors.As(err, &ee) {
+		return err
 	}
 	return nil
 }

@@ -81,6 +81,50 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	return r, nil
 }
 
+// Reconnect is for after containerd restarted (see Daemon.Supervise): it dials containerd afresh (the
+// old connection may be waiting out a back-off), checks that it answers, and attaches again to the
+// output and exit of every container whose tracking the restart broke. A container that exited while
+// containerd was gone has its exit recorded now, so the next status read reports it.
+func (r *Runtime) Reconnect(ctx context.Context) error {
+	r.mu.Lock()
+	old := make([]*attachment, 0, len(r.attached))
+	for _, a := range r.attached {
+		old = append(old, a)
+	}
+	r.mu.Unlock()
+	// Closing the old connection ends every wait made on it, so each old tracker finishes.
+	if err := r.client.Reconnect(); err != nil {
+		return fmt.Errorf("reconnecting to containerd: %w", err)
+	}
+	for _, a := range old {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	for id, a := range r.attached {
+		if isClosed(a.done) {
+			delete(r.attached, id)
+		}
+	}
+	r.mu.Unlock()
+	if _, err := r.Version(ctx); err != nil {
+		return err
+	}
+	return r.readopt(ctx)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // Client is the underlying containerd client (its default namespace is the
 // runtime's).
 func (r *Runtime) Client() *ctrd.Client { return r.client }

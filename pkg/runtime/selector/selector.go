@@ -52,6 +52,12 @@ type Options struct {
 	// NewFake makes the fake runtime (rayctl passes fake.New), so this
 	// package does not depend on it.
 	NewFake func() (runtime.Runtime, error)
+	// Logf, when set, is told what happens to a private containerd after
+	// start-up: that it exited, and that it was restarted (or could not be).
+	Logf func(format string, args ...any)
+	// Supervise tunes how a private containerd is restarted (defaults when
+	// zero).
+	Supervise containerd.SuperviseOptions
 }
 
 // Choice is the runtime picked and why.
@@ -71,6 +77,10 @@ type Choice struct {
 	// Close closes the runtime and stops a private containerd. Containers
 	// keep running in their shims and are re-adopted by the next start.
 	Close func() error
+	// Failed receives an error when a private containerd keeps dying and is
+	// no longer restarted; nil for other runtimes (a nil channel never
+	// receives).
+	Failed <-chan error
 }
 
 // Select makes the runtime name asks for.
@@ -180,11 +190,54 @@ func startPrivate(ctx context.Context, opts Options) (*Choice, error) {
 		return nil, err
 	}
 	version, _ := r.Version(ctx)
-	return &Choice{Runtime: r, Name: Containerd, Network: nm, Address: d.Address,
+	failed := supervise(d, r, opts)
+	return &Choice{Runtime: r, Name: Containerd, Network: nm, Address: d.Address, Failed: failed.err,
 		Reason: fmt.Sprintf("containerd %s (private, started in %d ms)", strings.TrimPrefix(version, "containerd://"), took.Milliseconds()),
 		Close: func() error {
+			failed.stop()
 			return errors.Join(r.Close(), d.Stop())
 		}}, nil
+}
+
+// supervision is a running Daemon.Supervise.
+type supervision struct {
+	err  chan error
+	stop func()
+}
+
+// supervise restarts the private containerd d whenever it dies, reconnects r to the new one (which
+// re-adopts the running containers), and says so through opts.Logf.
+func supervise(d *containerd.Daemon, r *containerd.Runtime, opts Options) supervision {
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opts.Supervise
+	o.OnExit = func(err error) {
+		logf("the private containerd exited (%v); restarting it (its log: %s)", err, d.LogPath)
+	}
+	o.OnRestartFailed = func(err error) {
+		logf("restarting the private containerd failed: %s", firstLine(err.Error()))
+	}
+	o.OnRestart = func(down time.Duration) {
+		start := time.Now()
+		if err := r.Reconnect(ctx); err != nil {
+			logf("the private containerd is back (pid %d, after %d ms) but reconnecting to it failed: %v", d.Pid(), down.Milliseconds(), err)
+			return
+		}
+		logf("the private containerd is back (pid %d) after %d ms; reconnected and re-adopted its containers in %d ms",
+			d.Pid(), down.Milliseconds(), time.Since(start).Milliseconds())
+	}
+	failed := d.Supervise(ctx, o)
+	out := make(chan error, 1)
+	go func() {
+		if err, ok := <-failed; ok {
+			logf("%v", err)
+			out <- err
+		}
+	}()
+	return supervision{err: out, stop: cancel}
 }
 
 func selectProcess(ctx context.Context, opts Options, why string) (*Choice, error) {
