@@ -479,6 +479,31 @@ func (e *rayEnv) waitJobFinished(t *testing.T, name string) *rayv1.RayJob {
 	return job
 }
 
+// releaseJob waits for RayJob name to be Running, then creates the file its gated entrypoint waits for
+// in the head's Ray container.
+func (e *rayEnv) releaseJob(t *testing.T, name string) {
+	t.Helper()
+	var cluster string
+	e.waitFor(t, rayTimeout, "RayJob "+name+" Running", func(ctx context.Context) (bool, string, error) {
+		j, err := e.ray.RayV1().RayJobs(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		cluster = j.Status.RayClusterName
+		return j.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusRunning,
+			fmt.Sprintf("deployment=%q clusterState=%q", j.Status.JobDeploymentStatus, j.Status.RayClusterStatus.State), nil
+	})
+	heads, err := e.clusterPods(e.ctx, cluster, "head")
+	must(t, "listing the head pod", err)
+	if len(heads) != 1 {
+		t.Fatalf("cluster %s: want one head pod, got %s", cluster, podsState(heads))
+	}
+	if out, stderr, err := e.in.Kubectl(e.ctx, "", "exec", "-n", e.ns, heads[0].Name, "-c", heads[0].Spec.Containers[0].Name,
+		"--", "touch", "/tmp/release-"+name); err != nil {
+		t.Fatalf("releasing the job: %v\n%s%s", err, out, stderr)
+	}
+}
+
 // headIP is the IP of the live head pod of a cluster.
 func (e *rayEnv) headIP(t *testing.T, cluster string) string {
 	t.Helper()
@@ -500,8 +525,14 @@ func testJobMode(mode, sample string) func(t *testing.T, e *rayEnv) {
 		if got := job.Spec.SubmissionMode; got != "" && string(got) != mode {
 			t.Fatalf("sample %s has submissionMode %s, want %s", sample, got, mode)
 		}
+		// The job waits for the test's signal, sent once the RayJob is Running. A job that ended at
+		// once could end before the head Pod was first seen Ready: in SidecarMode the submitter
+		// container then terminates, the Pod never becomes Ready, and the RayCluster (so the RayJob)
+		// never leaves Initializing — as with KubeRay.
+		job.Spec.Entrypoint = "sh -c 'until [ -e /tmp/release-" + name + " ]; do sleep 0.1; done; echo hello from ray job'"
 		_, err := e.ray.RayV1().RayJobs(e.ns).Create(e.ctx, job, metav1.CreateOptions{})
 		must(t, "creating the RayJob", err)
+		e.releaseJob(t, name)
 
 		job = e.waitJobFinished(t, name)
 		s := job.Status
