@@ -2,12 +2,17 @@ package chainhooks
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -46,16 +51,22 @@ func (h *Hooks) Predicates(preds ...NamedPredicate) []predicate.Predicate {
 // eventReporter reports every event and lets it through.
 type eventReporter struct{ h *Hooks }
 
-func (r eventReporter) report(obj client.Object, t EventType) bool {
-	r.h.obs.OnEvent(r.h.controller, RefOf(obj), t)
+func (r eventReporter) report(obj client.Object, oldRV string, t EventType) bool {
+	r.h.obs.OnEvent(r.h.controller, RefOf(obj), oldRV, t)
 	return true
 }
 
-func (r eventReporter) Create(e event.CreateEvent) bool { return r.report(e.Object, Create) }
-func (r eventReporter) Update(e event.UpdateEvent) bool { return r.report(e.ObjectNew, Update) }
-func (r eventReporter) Delete(e event.DeleteEvent) bool { return r.report(e.Object, Delete) }
+func (r eventReporter) Create(e event.CreateEvent) bool { return r.report(e.Object, "", Create) }
+func (r eventReporter) Update(e event.UpdateEvent) bool {
+	old := ""
+	if e.ObjectOld != nil {
+		old = e.ObjectOld.GetResourceVersion()
+	}
+	return r.report(e.ObjectNew, old, Update)
+}
+func (r eventReporter) Delete(e event.DeleteEvent) bool { return r.report(e.Object, "", Delete) }
 func (r eventReporter) Generic(e event.GenericEvent) bool {
-	return r.report(e.Object, Generic)
+	return r.report(e.Object, "", Generic)
 }
 
 // observedPredicate reports what the wrapped predicate decided.
@@ -88,14 +99,37 @@ func (h *Hooks) EnqueueObject() handler.EventHandler {
 }
 
 // EnqueueController is handler.EnqueueRequestForOwner(…, ownerType, OnlyControllerOwner()) (what the
-// builder's Owns uses), observed.
+// builder's Owns uses), observed; an event it maps to no key is reported with the reason (no
+// controller owner, or one of a kind this watch does not map to).
 func (h *Hooks) EnqueueController(mgr manager.Manager, ownerType client.Object) handler.EventHandler {
-	return h.Handler("controller owner",
-		handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), ownerType, handler.OnlyControllerOwner()))
+	inner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), ownerType, handler.OnlyControllerOwner())
+	gvk, err := apiutil.GVKForObject(ownerType, mgr.GetScheme())
+	if err != nil {
+		return h.Handler("controller owner", inner)
+	}
+	return &observedHandler{h: h, reason: "controller owner", inner: inner, miss: func(objs ...client.Object) string {
+		return controllerOwnerMiss(gvk.GroupKind(), objs...)
+	}}
+}
+
+// controllerOwnerMiss says why objs (an event's objects) map to no owner of kind want.
+func controllerOwnerMiss(want schema.GroupKind, objs ...client.Object) string {
+	for _, obj := range objs {
+		if obj == nil {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+			if gv.Group != want.Group || ref.Kind != want.Kind {
+				return fmt.Sprintf("controller owner is %s %s, not a %s", ref.Kind, ref.Name, want.Kind)
+			}
+		}
+	}
+	return "no controller owner (ownerReferences without controller: true to a " + want.Kind + ")"
 }
 
 // Handler wraps inner so that every key it adds to the queue is reported as a map (from the event's
-// object, for reason) and an enqueue.
+// object, for reason) followed by an enqueue, and an event it maps to nothing as a miss.
 func (h *Hooks) Handler(reason string, inner handler.EventHandler) handler.EventHandler {
 	return &observedHandler{h: h, reason: reason, inner: inner}
 }
@@ -104,60 +138,101 @@ type observedHandler struct {
 	h      *Hooks
 	reason string
 	inner  handler.EventHandler
+	miss   func(objs ...client.Object) string
 }
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func (o *observedHandler) Create(ctx context.Context, e event.CreateEvent, q queue) {
-	o.inner.Create(ctx, e, o.wrap(e.Object, q))
+	v := o.wrap(e.Object, q)
+	o.inner.Create(ctx, e, v)
+	o.checkMiss(v, e.Object)
 }
 
 func (o *observedHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
-	o.inner.Update(ctx, e, o.wrap(e.ObjectNew, q))
+	v := o.wrap(e.ObjectNew, q)
+	o.inner.Update(ctx, e, v)
+	o.checkMiss(v, e.ObjectNew, e.ObjectOld)
 }
 
 func (o *observedHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
-	o.inner.Delete(ctx, e, o.wrap(e.Object, q))
+	v := o.wrap(e.Object, q)
+	o.inner.Delete(ctx, e, v)
+	o.checkMiss(v, e.Object)
 }
 
 func (o *observedHandler) Generic(ctx context.Context, e event.GenericEvent, q queue) {
-	o.inner.Generic(ctx, e, o.wrap(e.Object, q))
+	v := o.wrap(e.Object, q)
+	o.inner.Generic(ctx, e, v)
+	o.checkMiss(v, e.Object)
+}
+
+// checkMiss reports an event the inner handler mapped to no key.
+func (o *observedHandler) checkMiss(v queue, objs ...client.Object) {
+	var adds int64
+	switch v := v.(type) {
+	case observedQueue:
+		adds = v.adds.Load()
+	case observedPriorityQueue:
+		adds = v.oq.adds.Load()
+	}
+	if adds > 0 {
+		return
+	}
+	reason := "the handler mapped the event to no key"
+	if o.miss != nil {
+		reason = o.miss(objs...)
+	}
+	o.h.obs.OnMapMiss(o.h.controller, RefOf(objs[0]), reason)
 }
 
 // wrap returns a queue that reports what the inner handler adds. A priority queue stays a priority
 // queue, so controller-runtime's handlers keep choosing priorities exactly as they would unwrapped.
 func (o *observedHandler) wrap(from client.Object, q queue) queue {
-	oq := observedQueue{TypedRateLimitingInterface: q, o: o, from: RefOf(from)}
+	oq := observedQueue{TypedRateLimitingInterface: q, o: o, from: RefOf(from), adds: new(atomic.Int64)}
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 		return observedPriorityQueue{PriorityQueue: pq, oq: oq}
 	}
 	return oq
 }
 
+// observedQueue is the view of the controller's queue one handler call gets.
 type observedQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	o    *observedHandler
 	from Ref
+	adds *atomic.Int64
 }
 
-func (q observedQueue) report(key types.NamespacedName, after time.Duration) {
-	q.o.h.obs.OnMap(q.o.h.controller, q.from, key, q.o.reason)
-	q.o.h.enqueued(key, after)
+// add reports the map, then adds through the controller's queue: a hooked queue reports the enqueue
+// itself (it knows whether the key was waiting); any other queue gets it reported here.
+func (q observedQueue) add(opts priorityqueue.AddOpts, item reconcile.Request, plain func()) {
+	q.adds.Add(1)
+	q.o.h.obs.OnMap(q.o.h.controller, q.from, item.NamespacedName, q.o.reason)
+	if hq, ok := q.TypedRateLimitingInterface.(*hookedQueue); ok {
+		from := q.from
+		hq.add(&from, opts, item)
+		return
+	}
+	kind := EnqueueNew
+	if opts.After > 0 {
+		kind = EnqueueDelayed
+	}
+	from := q.from
+	q.o.h.obs.OnEnqueue(q.o.h.controller, Enqueue{Key: item.NamespacedName, From: &from, Kind: kind, After: opts.After})
+	plain()
 }
 
 func (q observedQueue) Add(item reconcile.Request) {
-	q.report(item.NamespacedName, 0)
-	q.TypedRateLimitingInterface.Add(item)
+	q.add(priorityqueue.AddOpts{}, item, func() { q.TypedRateLimitingInterface.Add(item) })
 }
 
 func (q observedQueue) AddAfter(item reconcile.Request, d time.Duration) {
-	q.report(item.NamespacedName, d)
-	q.TypedRateLimitingInterface.AddAfter(item, d)
+	q.add(priorityqueue.AddOpts{After: d}, item, func() { q.TypedRateLimitingInterface.AddAfter(item, d) })
 }
 
 func (q observedQueue) AddRateLimited(item reconcile.Request) {
-	q.report(item.NamespacedName, 0)
-	q.TypedRateLimitingInterface.AddRateLimited(item)
+	q.add(priorityqueue.AddOpts{RateLimited: true}, item, func() { q.TypedRateLimitingInterface.AddRateLimited(item) })
 }
 
 type observedPriorityQueue struct {
@@ -166,23 +241,22 @@ type observedPriorityQueue struct {
 }
 
 func (q observedPriorityQueue) Add(item reconcile.Request) {
-	q.oq.report(item.NamespacedName, 0)
-	q.PriorityQueue.Add(item)
+	q.AddWithOpts(priorityqueue.AddOpts{}, item)
 }
 
 func (q observedPriorityQueue) AddAfter(item reconcile.Request, d time.Duration) {
-	q.oq.report(item.NamespacedName, d)
-	q.PriorityQueue.AddAfter(item, d)
+	q.AddWithOpts(priorityqueue.AddOpts{After: d}, item)
 }
 
 func (q observedPriorityQueue) AddRateLimited(item reconcile.Request) {
-	q.oq.report(item.NamespacedName, 0)
-	q.PriorityQueue.AddRateLimited(item)
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
 
 func (q observedPriorityQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...reconcile.Request) {
 	for _, item := range items {
-		q.oq.report(item.NamespacedName, opts.After)
+		q.oq.add(opts, item, func() { q.PriorityQueue.AddWithOpts(opts, item) })
 	}
-	q.PriorityQueue.AddWithOpts(opts, items...)
 }
+
+// keyOf names a request.
+func keyOf(r reconcile.Request) types.NamespacedName { return r.NamespacedName }

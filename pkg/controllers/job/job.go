@@ -100,7 +100,7 @@ func (r *Reconciler) setup(mgr ctrl.Manager, hooks *chainhooks.Hooks, concurrenc
 		Named(Name).
 		Watches(&batchv1.Job{}, hooks.EnqueueObject(), hooks.Filter()).
 		Watches(&corev1.Pod{}, hooks.EnqueueController(mgr, &batchv1.Job{}), hooks.Filter()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
+		WithOptions(hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
 		Complete(hooks.Reconciler(r))
 }
 
@@ -184,7 +184,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job *batchv1.Job, status *
 		return fmt.Errorf("writing the status of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	if r.hooks != nil {
-		r.hooks.StatusWritten(updated)
+		r.hooks.StatusWritten(ctx, updated)
 	}
 	*job = *updated
 	return nil

@@ -112,7 +112,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&rayv1.RayCluster{}, h.EnqueueObject(), h.Filter(specLabelsOrAnnotationsChanged)).
 		Watches(&corev1.Pod{}, h.EnqueueController(mgr, &rayv1.RayCluster{}), h.Filter()).
 		Watches(&corev1.Service{}, h.EnqueueController(mgr, &rayv1.RayCluster{}), h.Filter()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
+		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
 		Complete(h.Reconciler(r))
 }
 
@@ -165,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changed = true
 		c.Status = status
 		if err = r.client.Status().Update(ctx, &c); err == nil {
-			r.hooks.StatusWritten(&c)
+			r.hooks.StatusWritten(ctx, &c)
 		}
 	}
 	if reconcileErr != nil {

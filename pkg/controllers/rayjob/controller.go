@@ -164,7 +164,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&rayv1.RayCluster{}, owner(), h.Filter()).
 		Watches(&corev1.Service{}, owner(), h.Filter()).
 		Watches(&batchv1.Job{}, owner(), h.Filter()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})).
 		Complete(h.Reconciler(r))
 }
 

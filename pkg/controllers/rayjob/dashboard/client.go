@@ -19,6 +19,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
 
 // Timeouts applied by New.
@@ -124,7 +126,8 @@ type Client struct {
 }
 
 // New returns a client for the dashboard at baseURL (e.g.
-// http://10.244.0.5:8265) with ConnectTimeout and RequestTimeout.
+// http://10.244.0.5:8265) with ConnectTimeout and RequestTimeout. Requests made within a reconcile
+// wrapped by chainhooks are reported to its observer (method, URL, status code, latency).
 func New(baseURL string) *Client {
 	transport := &http.Transport{
 		Proxy:                 nil, // the dashboard is always reached directly
@@ -133,7 +136,7 @@ func New(baseURL string) *Client {
 		IdleConnTimeout:       30 * time.Second,
 		MaxIdleConnsPerHost:   2,
 	}
-	return NewWithHTTPClient(baseURL, &http.Client{Transport: transport, Timeout: RequestTimeout})
+	return NewWithHTTPClient(baseURL, &http.Client{Transport: chainhooks.Transport(transport), Timeout: RequestTimeout})
 }
 
 // NewWithHTTPClient returns a client that sends its requests through hc.
