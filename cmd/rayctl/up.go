@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,6 +28,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
@@ -45,6 +47,10 @@ type upOptions struct {
 	// kubelet runs this machine's kubelet and the binder; off, pods stay unscheduled (tests that play
 	// the kubelet themselves turn it off).
 	kubelet bool
+	// chainBuffer is the number of trigger-chain events kept (0 turns the recorder off).
+	chainBuffer int
+	// recorder records the trigger chain; nil when off.
+	recorder *chain.Recorder
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -73,6 +79,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.ctrl.reconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
 	cmd.Flags().StringVar(&o.ctrl.metricsAddr, "metrics-bind-address", "0", "where the Ray controllers serve Prometheus metrics, e.g. 127.0.0.1:8085 (0 = off; :8080 is Ray's metrics port)")
 	cmd.Flags().StringVar(&o.ctrl.healthAddr, "health-probe-bind-address", "0", "where the Ray controllers serve /healthz and /readyz, e.g. 127.0.0.1:8086 (0 = off)")
+	cmd.Flags().IntVar(&o.chainBuffer, "chain-buffer", chain.DefaultSize, "trigger-chain events kept for `rayctl trace` and `rayctl diagnose` (0 turns the recorder off)")
 	cmd.Flags().BoolVar(&o.ctrl.leaderElect, "leader-elect", true, "hold a Lease before running controllers, so two rayctl instances on one API server never both act")
 	return cmd
 }
@@ -184,10 +191,17 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}()
 	if err := c.step("apiserver", func() (string, error) {
 		var err error
-		server, err = apiserver.New(apiserver.Config{
+		cfg := apiserver.Config{
 			Port: o.port, CA: ca, Serving: serving, Loopback: loopback, KubeletClient: kubeletClient,
 			EtcdEndpoint: store.Endpoint, EtcdClient: etcdClient, CRDs: crds,
-		})
+		}
+		if o.chainBuffer > 0 {
+			o.recorder = chain.New(o.chainBuffer)
+			cfg.Audit, cfg.AuditPolicy = o.recorder.AuditBackend(), chain.AuditPolicy()
+			cfg.Debug = map[string]http.Handler{chain.PathPrefix: o.recorder.Handler()}
+			cfg.LongRunning = chain.IsLongRunning
+		}
+		server, err = apiserver.New(cfg)
 		if err != nil {
 			return "", err
 		}
@@ -261,7 +275,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 
 	if err := c.step("controllers", func() (string, error) {
-		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, logger)
+		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, o.recorder, logger)
 		if err != nil {
 			return "", err
 		}

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
@@ -111,7 +112,7 @@ func identityConfig(ca *pki.Authority, serverURL, certName, user string, groups 
 }
 
 // controllerManagers builds the managers the flags ask for (none when nothing is selected).
-func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, logger *zap.Logger) ([]*manager.Manager, []string, error) {
+func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, rec *chain.Recorder, logger *zap.Logger) ([]*manager.Manager, []string, error) {
 	type spec struct {
 		name, cert, user, leaseID string
 		controllers               []string
@@ -144,6 +145,7 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		opts.LeaderElectionID = s.leaseID
 		opts.LeaderElectionIdentity = leaderIdentity(dir)
 		opts.Logger = zapr.NewLogger(logger.Named(s.name))
+		opts.Observer = rec.Observer()
 		if s.ray {
 			// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
 			// watched namespaces.
@@ -161,6 +163,14 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		}
 		managers = append(managers, m)
 		all = append(all, s.controllers...)
+		for name, h := range m.Hooks {
+			info := chain.ControllerInfo{Name: name, Kind: h.Kind(), Manager: s.name, Identity: s.user, Watches: h.Watches()}
+			if s.ray {
+				info.WatchNamespaces = f.watchNamespaces
+				info.LabelSelectors = map[string]string{"Pod": opts.PodSelector, "Job": opts.JobSelector}
+			}
+			rec.Register(info, h.Stats)
+		}
 	}
 	return managers, all, nil
 }

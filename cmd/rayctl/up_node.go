@@ -59,6 +59,7 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 		ClusterDomain:     "cluster.local",
 		KubernetesVersion: apiserver.KubernetesVersion(),
 		NodeIP:            "127.0.0.1",
+		OnStatusWrite:     o.recorder.KubeletWrote,
 		API: kubelet.APIConfig{
 			Addr:         "127.0.0.1:0",
 			ServingCert:  &cert,

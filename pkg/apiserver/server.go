@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
@@ -69,6 +71,15 @@ type Config struct {
 	// KubeletClient is the client certificate the server presents to kubelets for pods/log and
 	// pods/exec (kubelets' serving certificates are checked against CA); nil turns those off.
 	KubeletClient *pki.KeyPair
+	// Audit, when set, receives audit events as AuditPolicy decides (rayctl's chain recorder listens
+	// here for accepted writes).
+	Audit       audit.Backend
+	AuditPolicy audit.PolicyRuleEvaluator
+	// Debug are extra non-resource handlers by path prefix (e.g. "/debug/chain/"), behind the same
+	// authentication and authorization as every other request.
+	Debug map[string]http.Handler
+	// LongRunning marks more requests (streams under Debug) as exempt from the request timeout.
+	LongRunning func(*http.Request) bool
 }
 
 // Server is a configured API server, ready to run.
@@ -112,10 +123,19 @@ func New(c Config) (*Server, error) {
 	generic.ShutdownWatchTerminationGracePeriod = time.Second
 	// Watches and the streams of logs, exec and proxies are exempt from the request timeout, as in
 	// kube-apiserver.
-	generic.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(
+	longRunning := genericfilters.BasicLongRunningRequestCheck(
 		sets.NewString("watch", "proxy"),
 		sets.NewString("attach", "exec", "proxy", "log", "portforward"),
 	)
+	generic.LongRunningFunc = longRunning
+	if c.LongRunning != nil {
+		generic.LongRunningFunc = func(r *http.Request, ri *apirequest.RequestInfo) bool {
+			return longRunning(r, ri) || c.LongRunning(r)
+		}
+	}
+	if c.Audit != nil && c.AuditPolicy != nil {
+		generic.AuditBackend, generic.AuditPolicyRuleEvaluator = c.Audit, c.AuditPolicy
+	}
 
 	servingCert, err := dynamiccertificates.NewStaticCertKeyContent("apiserver", c.Serving.CertPEM, c.Serving.KeyPEM)
 	if err != nil {
@@ -224,6 +244,10 @@ func New(c Config) (*Server, error) {
 	}
 	if err := builtins.install(server); err != nil {
 		return nil, err
+	}
+
+	for prefix, h := range c.Debug {
+		server.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
 	}
 
 	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)

@@ -66,6 +66,7 @@ func TestRay(t *testing.T) {
 		{"JobK8sJobMode", testJobMode("K8sJobMode", "rayjob-k8sjob.yaml")},
 		{"JobHTTPMode", testJobMode("HTTPMode", "rayjob-http.yaml")},
 		{"JobSidecarMode", testJobMode("SidecarMode", "rayjob-sidecar.yaml")},
+		{"JobTrace", testJobTrace},
 		{"JobFailingEntrypoint", testJobFailingEntrypoint},
 		{"JobShutdownAfterFinish", testJobShutdownAfterFinish},
 		{"ClusterDeletionCollectsPods", testClusterDeletionCollectsPods},

@@ -19,6 +19,7 @@ package chainhooks
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -128,8 +129,8 @@ type Observer interface {
 	// OnReconcileEnd: Reconcile returned result and err after took.
 	OnReconcileEnd(controller string, key types.NamespacedName, result reconcile.Result, err error, took time.Duration)
 	// OnStatusWrite: during the reconcile of key, the controller wrote obj's status; obj.ResourceVersion
-	// is the new version.
-	OnStatusWrite(controller string, key types.NamespacedName, obj Ref)
+	// is the new version and summary a few words on the status written (e.g. "state=ready").
+	OnStatusWrite(controller string, key types.NamespacedName, obj Ref, summary string)
 	// OnTransition: during the reconcile of key, obj moved from one state to another (a RayJob's
 	// jobDeploymentStatus).
 	OnTransition(controller string, key types.NamespacedName, obj Ref, from, to string)
@@ -165,7 +166,7 @@ func (Nop) OnReconcileStart(string, types.NamespacedName) {}
 func (Nop) OnReconcileEnd(string, types.NamespacedName, reconcile.Result, error, time.Duration) {}
 
 // OnStatusWrite implements Observer.
-func (Nop) OnStatusWrite(string, types.NamespacedName, Ref) {}
+func (Nop) OnStatusWrite(string, types.NamespacedName, Ref, string) {}
 
 // OnTransition implements Observer.
 func (Nop) OnTransition(string, types.NamespacedName, Ref, string, string) {}
@@ -178,6 +179,10 @@ type Hooks struct {
 	controller string
 	obs        Observer
 	queue      *queueState
+
+	mu      sync.Mutex
+	kind    string
+	watches []Watch
 }
 
 // New returns the Hooks of the named controller; a nil observer means Nop.
@@ -218,9 +223,9 @@ func (h *Hooks) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 }
 
 // StatusWritten tells the observer that obj's status was written; call it after a successful status
-// update with ctx of the reconcile and the object the API server returned.
-func (h *Hooks) StatusWritten(ctx context.Context, obj client.Object) {
-	h.obs.OnStatusWrite(h.controller, h.keyOf(ctx, obj), RefOf(obj))
+// update with ctx of the reconcile, the object the API server returned and a few words on the status.
+func (h *Hooks) StatusWritten(ctx context.Context, obj client.Object, summary string) {
+	h.obs.OnStatusWrite(h.controller, h.keyOf(ctx, obj), RefOf(obj), summary)
 }
 
 // Transition tells the observer that obj moved from one state to another during the reconcile of ctx.

@@ -51,7 +51,9 @@ func (l *log) OnPredicate(c string, o Ref, p string, ok bool) {
 func (l *log) OnMap(c string, from Ref, to types.NamespacedName, reason string) {
 	l.add("%s map %s -> %s (%s)", c, from.Name, to, reason)
 }
-func (l *log) OnMapMiss(c string, from Ref, reason string) { l.add("%s miss %s: %s", c, from.Name, reason) }
+func (l *log) OnMapMiss(c string, from Ref, reason string) {
+	l.add("%s miss %s: %s", c, from.Name, reason)
+}
 func (l *log) OnEnqueue(c string, e Enqueue) {
 	src := "self"
 	if e.From != nil {
@@ -59,13 +61,15 @@ func (l *log) OnEnqueue(c string, e Enqueue) {
 	}
 	l.add("%s enqueue %s %s from %s after %s", c, e.Key, e.Kind, src, e.After)
 }
-func (l *log) OnDequeue(c string, k types.NamespacedName, _ time.Duration) { l.add("%s dequeue %s", c, k) }
-func (l *log) OnReconcileStart(c string, k types.NamespacedName)          { l.add("%s start %s", c, k) }
+func (l *log) OnDequeue(c string, k types.NamespacedName, _ time.Duration) {
+	l.add("%s dequeue %s", c, k)
+}
+func (l *log) OnReconcileStart(c string, k types.NamespacedName) { l.add("%s start %s", c, k) }
 func (l *log) OnReconcileEnd(c string, k types.NamespacedName, res reconcile.Result, err error, _ time.Duration) {
 	l.add("%s end %s after=%s err=%v", c, k, res.RequeueAfter, err)
 }
-func (l *log) OnStatusWrite(c string, k types.NamespacedName, o Ref) {
-	l.add("%s status %s by %s", c, o.Name, k)
+func (l *log) OnStatusWrite(c string, k types.NamespacedName, o Ref, summary string) {
+	l.add("%s status %s by %s: %s", c, o.Name, k, summary)
 }
 func (l *log) OnTransition(c string, k types.NamespacedName, o Ref, from, to string) {
 	l.add("%s transition %s %s->%s", c, o.Name, from, to)
@@ -193,7 +197,7 @@ func TestReconcileAttributesWritesAndCalls(t *testing.T) {
 	boom := errors.New("boom")
 	r := h.Reconciler(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		obj := pod("other-name", "9")
-		h.StatusWritten(ctx, obj)
+		h.StatusWritten(ctx, obj, "state=ready")
 		h.Transition(ctx, obj, "Initializing", "Running")
 		req2, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/api/jobs/", nil)
 		resp, err := hc.Do(req2)
@@ -215,7 +219,7 @@ func TestReconcileAttributesWritesAndCalls(t *testing.T) {
 	resp.Body.Close()
 	expect(t, l.got(),
 		"c start ns/x",
-		"c status other-name by ns/x",
+		"c status other-name by ns/x: state=ready",
 		"c transition other-name Initializing->Running",
 		"c call POST / 418 by ns/x",
 		"c end ns/x after=1s err=boom",

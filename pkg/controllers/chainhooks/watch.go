@@ -260,3 +260,57 @@ func (q observedPriorityQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...
 
 // keyOf names a request.
 func keyOf(r reconcile.Request) types.NamespacedName { return r.NamespacedName }
+
+// Watch describes one watch of a controller, for tools that explain why an event was or was not
+// enqueued.
+type Watch struct {
+	// Kind is the watched kind.
+	Kind string `json:"kind"`
+	// Handler is "object" (the builder's For) or "controller owner" (Owns).
+	Handler string `json:"handler"`
+	// Predicates name the predicates an event must pass, in order.
+	Predicates []string `json:"predicates,omitempty"`
+}
+
+// WatchFor returns the arguments of the builder's Watches for the controller's own kind (what For
+// does): obj's events enqueue obj, after preds.
+//
+//	ctrl.NewControllerManagedBy(mgr).Watches(h.WatchFor(&rayv1.RayCluster{}, pred))
+func (h *Hooks) WatchFor(obj client.Object, preds ...NamedPredicate) (client.Object, handler.EventHandler, builder.WatchesOption) {
+	h.describe(obj, "object", preds, true)
+	return obj, h.EnqueueObject(), h.Filter(preds...)
+}
+
+// WatchOwned returns the arguments of the builder's Watches for a kind the controller owns (what Owns
+// does): obj's events enqueue its controller owner of owner's kind, after preds.
+func (h *Hooks) WatchOwned(mgr manager.Manager, obj, owner client.Object, preds ...NamedPredicate) (client.Object, handler.EventHandler, builder.WatchesOption) {
+	h.describe(obj, "controller owner", preds, false)
+	return obj, h.EnqueueController(mgr, owner), h.Filter(preds...)
+}
+
+func (h *Hooks) describe(obj client.Object, handler string, preds []NamedPredicate, own bool) {
+	w := Watch{Kind: RefOf(obj).Kind, Handler: handler}
+	for _, p := range preds {
+		w.Predicates = append(w.Predicates, p.Name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if own {
+		h.kind = w.Kind
+	}
+	h.watches = append(h.watches, w)
+}
+
+// Kind is the kind of the controller's keys (its WatchFor kind), once set up.
+func (h *Hooks) Kind() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kind
+}
+
+// Watches are the controller's watches, in the order they were set up.
+func (h *Hooks) Watches() []Watch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Watch(nil), h.watches...)
+}

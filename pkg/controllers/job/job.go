@@ -98,8 +98,8 @@ func (r *Reconciler) setup(mgr ctrl.Manager, hooks *chainhooks.Hooks, concurrenc
 	// For(&Job{}) and Owns(&Pod{}), spelled as the Watches they stand for so the hooks see each hop.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		Watches(&batchv1.Job{}, hooks.EnqueueObject(), hooks.Filter()).
-		Watches(&corev1.Pod{}, hooks.EnqueueController(mgr, &batchv1.Job{}), hooks.Filter()).
+		Watches(hooks.WatchFor(&batchv1.Job{})).
+		Watches(hooks.WatchOwned(mgr, &corev1.Pod{}, &batchv1.Job{})).
 		WithOptions(hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
 		Complete(hooks.Reconciler(r))
 }
@@ -184,7 +184,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job *batchv1.Job, status *
 		return fmt.Errorf("writing the status of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	if r.hooks != nil {
-		r.hooks.StatusWritten(ctx, updated)
+		r.hooks.StatusWritten(ctx, updated, fmt.Sprintf("active=%d succeeded=%d failed=%d", updated.Status.Active, updated.Status.Succeeded, updated.Status.Failed))
 	}
 	*job = *updated
 	return nil

@@ -131,6 +131,8 @@ type Manager struct {
 	ctrl.Manager
 	// Controllers are the names of the controllers added, sorted.
 	Controllers []string
+	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics.
+	Hooks map[string]*chainhooks.Hooks
 }
 
 // New builds the manager on cfg (which it copies) and adds the controllers opts selects. Nothing runs
@@ -209,6 +211,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			return nil, err
 		}
 	}
+	hooks := map[string]*chainhooks.Hooks{}
 	for _, name := range names {
 		env := Env{
 			Name:                 name,
@@ -219,11 +222,12 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			Recorder: mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
 			Hooks:    chainhooks.New(name, opts.Observer),
 		}
+		hooks[name] = env.Hooks
 		if err := opts.Registry.setup(name)(mgr, env); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", name, err)
 		}
 	}
-	return &Manager{Manager: mgr, Controllers: names}, nil
+	return &Manager{Manager: mgr, Controllers: names, Hooks: hooks}, nil
 }
 
 // leaseLock is the leader-election Lease held under opts.LeaderElectionIdentity. A stable identity lets a

@@ -109,9 +109,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	h := r.hooks
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		Watches(&rayv1.RayCluster{}, h.EnqueueObject(), h.Filter(specLabelsOrAnnotationsChanged)).
-		Watches(&corev1.Pod{}, h.EnqueueController(mgr, &rayv1.RayCluster{}), h.Filter()).
-		Watches(&corev1.Service{}, h.EnqueueController(mgr, &rayv1.RayCluster{}), h.Filter()).
+		Watches(h.WatchFor(&rayv1.RayCluster{}, specLabelsOrAnnotationsChanged)).
+		Watches(h.WatchOwned(mgr, &corev1.Pod{}, &rayv1.RayCluster{})).
+		Watches(h.WatchOwned(mgr, &corev1.Service{}, &rayv1.RayCluster{})).
 		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
 		Complete(h.Reconciler(r))
 }
@@ -165,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changed = true
 		c.Status = status
 		if err = r.client.Status().Update(ctx, &c); err == nil {
-			r.hooks.StatusWritten(ctx, &c)
+			r.hooks.StatusWritten(ctx, &c, fmt.Sprintf("state=%s readyWorkers=%d/%d", c.Status.State, c.Status.ReadyWorkerReplicas, c.Status.DesiredWorkerReplicas)) //nolint:staticcheck // State is what KubeRay users read
 		}
 	}
 	if reconcileErr != nil {

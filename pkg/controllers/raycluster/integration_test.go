@@ -100,7 +100,9 @@ func (r *recorder) OnPredicate(_ string, obj chainhooks.Ref, _ string, passed bo
 	}
 }
 
-func (r *recorder) OnStatusWrite(string, types.NamespacedName, chainhooks.Ref) { r.statusWrite.Add(1) }
+func (r *recorder) OnStatusWrite(string, types.NamespacedName, chainhooks.Ref, string) {
+	r.statusWrite.Add(1)
+}
 
 func (r *recorder) droppedAt(name, rv string) bool {
 	r.mu.Lock()

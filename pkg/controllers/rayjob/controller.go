@@ -27,7 +27,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -157,13 +156,12 @@ func SetupFunc(opts Options) ctrlmanager.SetupFunc {
 // Owns RayCluster, Service and Job, each handler observed by the chain hooks.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	h := r.opts.Hooks
-	owner := func() handler.EventHandler { return h.EnqueueController(mgr, &rayv1.RayJob{}) }
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(h.Controller()).
-		Watches(&rayv1.RayJob{}, h.EnqueueObject(), h.Filter()).
-		Watches(&rayv1.RayCluster{}, owner(), h.Filter()).
-		Watches(&corev1.Service{}, owner(), h.Filter()).
-		Watches(&batchv1.Job{}, owner(), h.Filter()).
+		Watches(h.WatchFor(&rayv1.RayJob{})).
+		Watches(h.WatchOwned(mgr, &rayv1.RayCluster{}, &rayv1.RayJob{})).
+		Watches(h.WatchOwned(mgr, &corev1.Service{}, &rayv1.RayJob{})).
+		Watches(h.WatchOwned(mgr, &batchv1.Job{}, &rayv1.RayJob{})).
 		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})).
 		Complete(h.Reconciler(r))
 }

@@ -456,7 +456,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	if err := p.r.client.Status().Update(ctx, p.job); err != nil {
 		return err
 	}
-	p.r.opts.Hooks.StatusWritten(ctx, p.job)
+	p.r.opts.Hooks.StatusWritten(ctx, p.job, fmt.Sprintf("jobDeploymentStatus=%s jobStatus=%s", st.JobDeploymentStatus, st.JobStatus))
 	if entered {
 		p.r.opts.Hooks.Transition(ctx, p.job, string(old.JobDeploymentStatus), string(st.JobDeploymentStatus))
 		p.log.Info("RayJob moved", "from", old.JobDeploymentStatus, "to", st.JobDeploymentStatus, "jobStatus", st.JobStatus)

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/datadir"
+)
+
+// kindAliases maps what users type (kubectl's names and short names) to the kinds the chain records.
+var kindAliases = map[string]string{
+	"rayjob": "RayJob", "rayjobs": "RayJob",
+	"raycluster": "RayCluster", "rayclusters": "RayCluster",
+	"pod": "Pod", "pods": "Pod", "po": "Pod",
+	"service": "Service", "services": "Service", "svc": "Service",
+	"job": "Job", "jobs": "Job",
+}
+
+// parseObjectArg reads KIND/NAME.
+func parseObjectArg(arg string) (kind, name string, err error) {
+	k, n, ok := strings.Cut(arg, "/")
+	if !ok || k == "" || n == "" {
+		return "", "", fmt.Errorf("want KIND/NAME (e.g. rayjob/my-job), got %q", arg)
+	}
+	kind, ok = kindAliases[strings.ToLower(k)]
+	if !ok {
+		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, raycluster, pod, service and job", k)
+	}
+	return kind, n, nil
+}
+
+// chainClient reads the recorder of the running rayctl as its admin.
+func chainClient(dataDir string) (*chain.Client, error) {
+	dir, err := datadir.Open(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dir.ReadState(); err != nil {
+		return nil, fmt.Errorf("rayctl is not running on %s (start it with `rayctl up`): %w", dir.Path, err)
+	}
+	cfg, err := kubeconfig.RESTConfig(dir.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	return chain.NewClient(cfg)
+}
+
+// isTerminal reports whether out is a terminal (for colour).
+func isTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+type traceOptions struct {
+	namespace string
+	follow    bool
+	output    string
+}
+
+func newTraceCommand(g *globalFlags) *cobra.Command {
+	o := &traceOptions{}
+	cmd := &cobra.Command{
+		Use:   "trace KIND/NAME",
+		Short: "Show the trigger chain behind an object: each hop from the kubelet's write to the controller's action, with latencies",
+		Long: `Show the causal timeline of an object, one hop a line: the kubelet's Pod status write, the API
+server accepting it, each controller's informer event, predicate, mapping to its owner, the queue,
+the Reconcile and what it wrote or called — back from a RayJob's submission to the write that made
+its head Pod ready. Offsets are from the first hop; the second column is each hop's own latency.`,
+		Example: `  rayctl trace rayjob/rayjob-sample
+  rayctl trace raycluster/raycluster-sample -n team-a --follow
+  rayctl trace pod/raycluster-sample-head-x7k2p -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseObjectArg(args[0])
+			if err != nil {
+				return err
+			}
+			if o.output != "text" && o.output != "json" {
+				return fmt.Errorf("--output must be text or json, not %q", o.output)
+			}
+			c, err := chainClient(g.dataDir)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			ropts := chain.RenderOptions{Color: isTerminal(out)}
+			if o.follow {
+				return followTrace(cmd.Context(), out, c, kind, o.namespace, name, o.output == "json", ropts)
+			}
+			steps, err := c.Trace(cmd.Context(), kind, o.namespace, name)
+			if err != nil {
+				return err
+			}
+			if len(steps) == 0 {
+				return fmt.Errorf("no hops recorded for %s %s/%s (the recorder keeps the newest events since rayctl up started; check the name, or use --follow)", kind, o.namespace, name)
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(steps)
+			}
+			// The span runs from the first change (not a requeue merged in on the way).
+			first := steps[0].At
+			for _, s := range steps {
+				if s.Hop != chain.EnqueueHop {
+					first = s.At
+					break
+				}
+			}
+			span := time.Duration(steps[len(steps)-1].At - first)
+			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, o.namespace, name, len(steps), float64(span)/1e6)
+			chain.Render(out, steps, ropts)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "the object's namespace")
+	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing hops as they happen")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text, or json (one step a line with --follow)")
+	return cmd
+}
+
+// followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each
+// burst, and prints the steps it has not printed yet.
+func followTrace(ctx context.Context, out io.Writer, c *chain.Client, kind, ns, name string, asJSON bool, ropts chain.RenderOptions) error {
+	list, err := c.Events(ctx, chain.Filter{})
+	if err != nil {
+		return err
+	}
+	events := list.Events
+	printed := map[uint64]bool{}
+	var t0 int64 = -1
+	flush := func() {
+		steps := chain.Trace(events, kind, ns, name)
+		at := map[uint64]int64{}
+		for _, s := range steps {
+			at[s.Seq] = s.At
+		}
+		for _, s := range steps {
+			if printed[s.Seq] {
+				continue
+			}
+			printed[s.Seq] = true
+			if asJSON {
+				_ = json.NewEncoder(out).Encode(s)
+				continue
+			}
+			if t0 < 0 {
+				t0 = s.At
+			}
+			latency := ""
+			if c, ok := at[s.Cause]; ok && s.Cause != 0 {
+				latency = fmt.Sprintf("%.1f ms", float64(max(s.At-c, 0))/1e6)
+			}
+			chain.RenderLine(out, time.Duration(s.At-t0), latency, &s.Event, ropts)
+		}
+	}
+	flush()
+	if !asJSON {
+		fmt.Fprintf(out, "… following %s %s/%s (Ctrl-C stops)\n", kind, ns, name)
+	}
+	incoming := make(chan chain.Event, 1024)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Watch(ctx, chain.Filter{After: list.Next - 1}, func(e chain.Event) error {
+			select {
+			case incoming <- e:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	dirty := false
+	for {
+		select {
+		case e := <-incoming:
+			events = append(events, e)
+			if len(events) > 2*list.Size {
+				events = append([]chain.Event(nil), events[len(events)-list.Size:]...)
+			}
+			dirty = true
+		case <-tick.C:
+			if dirty {
+				flush()
+				dirty = false
+			}
+		case err := <-errc:
+			flush()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}

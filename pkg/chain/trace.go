@@ -1,0 +1,361 @@
+package chain
+
+import (
+	"sort"
+	"strings"
+)
+
+// Step is one event of a trace, with the event that led to it.
+type Step struct {
+	Event
+	// Cause is the Seq of the event this one followed from (0 for a root: a kubelet write, a user's
+	// write, or an event whose cause is no longer in the ring).
+	Cause uint64 `json:"cause,omitempty"`
+	// At is when the hop happened, in the recorder's monotonic nanoseconds. It is Mono except for a
+	// write, which is recorded when its response arrives: a write is placed at the moment the API server
+	// received it, so it reads before what it caused.
+	At int64 `json:"at"`
+}
+
+// Limits of one trace, so a long-lived object's history stays readable.
+const (
+	// maxSteps bounds a trace's length.
+	maxSteps = 500
+	// maxRequeues is how many of a controller's own requeues a trace follows back in a row.
+	maxRequeues = 2
+)
+
+// objKey identifies an object at a resourceVersion.
+type objKey struct{ kind, ns, name, rv string }
+
+func keyOf(r Ref) objKey {
+	return objKey{strings.ToLower(r.Kind), r.Namespace, r.Name, r.ResourceVersion}
+}
+
+// ctrlObj is an object (at a version) as one controller saw it.
+type ctrlObj struct {
+	controller string
+	obj        objKey
+}
+
+// index finds the events that link to one another.
+type index struct {
+	ev        []Event
+	bySeq     map[uint64]int
+	origins   map[objKey][]int // kubelet and controller status writes
+	apiWrites map[objKey][]int
+	informer  map[ctrlObj][]int
+	filters   map[ctrlObj][]int // predicates, maps and misses, after the informer event
+	enqueues  map[ctrlObj][]int // by controller and key (rv empty)
+	dequeues  map[ctrlObj][]int
+	ends      map[ctrlObj][]int
+	passes    map[uint64][]int
+}
+
+func newIndex(events []Event) *index {
+	x := &index{
+		ev: events, bySeq: map[uint64]int{},
+		origins: map[objKey][]int{}, apiWrites: map[objKey][]int{}, informer: map[ctrlObj][]int{},
+		filters: map[ctrlObj][]int{}, enqueues: map[ctrlObj][]int{}, dequeues: map[ctrlObj][]int{},
+		ends: map[ctrlObj][]int{}, passes: map[uint64][]int{},
+	}
+	for i := range events {
+		e := &events[i]
+		x.bySeq[e.Seq] = i
+		if e.Reconcile != 0 {
+			x.passes[e.Reconcile] = append(x.passes[e.Reconcile], i)
+		}
+		k := keyOf(e.Object)
+		qk := ctrlObj{e.Component, objKey{k.kind, k.ns, k.name, ""}}
+		switch e.Hop {
+		case KubeletWrite, StatusWrite:
+			x.origins[k] = append(x.origins[k], i)
+		case APIWrite:
+			x.apiWrites[k] = append(x.apiWrites[k], i)
+		case InformerEvent:
+			x.informer[ctrlObj{e.Component, k}] = append(x.informer[ctrlObj{e.Component, k}], i)
+		case PredicateHop, MapHop, MapMiss:
+			x.filters[ctrlObj{e.Component, k}] = append(x.filters[ctrlObj{e.Component, k}], i)
+		case EnqueueHop:
+			x.enqueues[qk] = append(x.enqueues[qk], i)
+		case DequeueHop:
+			x.dequeues[qk] = append(x.dequeues[qk], i)
+		case ReconcileEnd:
+			x.ends[qk] = append(x.ends[qk], i)
+		}
+	}
+	return x
+}
+
+// lastBefore is the last index in list (sorted) below i, or -1.
+func lastBefore(list []int, i int) int {
+	j := sort.SearchInts(list, i)
+	if j == 0 {
+		return -1
+	}
+	return list[j-1]
+}
+
+// firstAfter is the first index in list (sorted) above i, or -1.
+func firstAfter(list []int, i int) int {
+	j := sort.SearchInts(list, i+1)
+	if j == len(list) {
+		return -1
+	}
+	return list[j]
+}
+
+func queueKey(e *Event) ctrlObj {
+	return ctrlObj{e.Component, objKey{strings.ToLower(e.Object.Kind), e.Object.Namespace, e.Object.Name, ""}}
+}
+
+// causes returns the events i followed from, the primary one first.
+func (x *index) causes(i int) []int {
+	e := &x.ev[i]
+	k := keyOf(e.Object)
+	switch e.Hop {
+	case APIWrite:
+		return x.origins[k]
+	case InformerEvent:
+		return x.apiWrites[k]
+	case PredicateHop, MapHop, MapMiss:
+		if j := lastBefore(x.informer[ctrlObj{e.Component, k}], i); j >= 0 {
+			return []int{j}
+		}
+	case EnqueueHop:
+		if e.From != nil {
+			list := x.filters[ctrlObj{e.Component, keyOf(*e.From)}]
+			for j := lastBefore(list, i); j >= 0; j = lastBefore(list, j) {
+				if x.ev[j].Hop == MapHop {
+					return []int{j}
+				}
+			}
+			return nil
+		}
+		if j := lastBefore(x.ends[queueKey(e)], i); j >= 0 {
+			return []int{j}
+		}
+	case DequeueHop:
+		// Every add since the key was last taken led here; the primary cause is the latest add by a
+		// handler (a change someone made), else the latest requeue.
+		qk := queueKey(e)
+		prev := lastBefore(x.dequeues[qk], i)
+		var handler, requeue []int
+		for _, j := range x.enqueues[qk] {
+			if j > prev && j < i {
+				if x.ev[j].From != nil {
+					handler = append([]int{j}, handler...)
+				} else {
+					requeue = append([]int{j}, requeue...)
+				}
+			}
+		}
+		return append(handler, requeue...)
+	case ReconcileStart:
+		for _, j := range x.passes[e.Reconcile] {
+			if x.ev[j].Hop == DequeueHop {
+				return []int{j}
+			}
+		}
+	case ReconcileEnd, StatusWrite, Transition, DashboardCall:
+		for _, j := range x.passes[e.Reconcile] {
+			if x.ev[j].Hop == ReconcileStart {
+				return []int{j}
+			}
+		}
+	}
+	return nil
+}
+
+// effects returns the events that followed from i.
+func (x *index) effects(i int) []int {
+	e := &x.ev[i]
+	k := keyOf(e.Object)
+	switch e.Hop {
+	case KubeletWrite, StatusWrite:
+		return x.apiWrites[k]
+	case APIWrite:
+		var out []int
+		for ck, list := range x.informer {
+			if ck.obj == k {
+				out = append(out, list...)
+			}
+		}
+		sort.Ints(out)
+		return out
+	case InformerEvent:
+		list := x.filters[ctrlObj{e.Component, k}]
+		var out []int
+		for j := firstAfter(list, i); j >= 0; j = firstAfter(list, j) {
+			if x.ev[j].Hop == PredicateHop && x.ev[j].Outcome == "passed" {
+				out = append(out, j)
+				continue
+			}
+			out = append(out, j)
+			break
+		}
+		// Enqueues that came of the event's mapping.
+		for ck, enq := range x.enqueues {
+			if ck.controller != e.Component {
+				continue
+			}
+			for _, j := range enq {
+				if f := x.ev[j].From; f != nil && keyOf(*f) == k && j > i {
+					out = append(out, j)
+				}
+			}
+		}
+		sort.Ints(out)
+		return out
+	case EnqueueHop:
+		if j := firstAfter(x.dequeues[queueKey(e)], i); j >= 0 {
+			return []int{j}
+		}
+	case DequeueHop:
+		return x.passes[e.Reconcile]
+	}
+	return nil
+}
+
+// Trace returns the causal timeline of one object: the chain that led to its latest significant hop
+// (for a RayJob its submission to the dashboard, else its latest state change or status write, else
+// its latest reconcile), every cause of every hop on the way back (coalesced enqueues included), and
+// for a Pod what its latest kubelet write went on to cause. kind matches case-insensitively.
+func Trace(events []Event, kind, namespace, name string) []Step {
+	x := newIndex(events)
+	anchor := x.anchor(kind, namespace, name)
+	if anchor < 0 {
+		return nil
+	}
+	set := map[int]bool{}
+	x.back(anchor, set, 0)
+	if x.ev[anchor].Hop == KubeletWrite {
+		x.forward(anchor, set)
+	}
+	return x.steps(set)
+}
+
+// anchor picks the hop a trace of the object ends (or, for a Pod, starts) at.
+func (x *index) anchor(kind, ns, name string) int {
+	match := func(e *Event) bool {
+		return eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name
+	}
+	last := func(ok func(e *Event) bool) int {
+		for i := len(x.ev) - 1; i >= 0; i-- {
+			if e := &x.ev[i]; match(e) && ok(e) {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, ok := range []func(e *Event) bool{
+		func(e *Event) bool { return e.Hop == DashboardCall && strings.HasPrefix(e.Detail, "POST ") },
+		func(e *Event) bool { return e.Hop == KubeletWrite || e.Hop == Transition },
+		func(e *Event) bool { return e.Hop == StatusWrite },
+		func(e *Event) bool { return e.Hop == ReconcileEnd },
+		func(e *Event) bool { return true },
+	} {
+		if i := last(ok); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// back adds i and everything it followed from to set.
+func (x *index) back(i int, set map[int]bool, requeues int) {
+	if set[i] || len(set) >= maxSteps {
+		return
+	}
+	set[i] = true
+	e := &x.ev[i]
+	if e.Reconcile != 0 {
+		for _, j := range x.passes[e.Reconcile] {
+			if !set[j] {
+				x.back(j, set, requeues)
+			}
+		}
+	}
+	causes := x.causes(i)
+	if e.Hop == DequeueHop && len(causes) > 0 && x.ev[causes[0]].From != nil {
+		// A change was queued: the controller's own requeues merged into it are kept, but not
+		// followed further back.
+		for _, j := range causes {
+			if x.ev[j].From == nil {
+				set[j] = true
+			} else {
+				x.back(j, set, requeues)
+			}
+		}
+		return
+	}
+	for _, j := range causes {
+		r := requeues
+		if e.Hop == EnqueueHop && e.From == nil {
+			if r++; r > maxRequeues {
+				continue
+			}
+		}
+		x.back(j, set, r)
+	}
+}
+
+// forward adds everything i caused to set.
+func (x *index) forward(i int, set map[int]bool) {
+	for _, j := range x.effects(i) {
+		if set[j] || len(set) >= maxSteps {
+			continue
+		}
+		set[j] = true
+		x.forward(j, set)
+	}
+}
+
+// steps orders the events of set in time, with their primary causes.
+func (x *index) steps(set map[int]bool) []Step {
+	out := make([]Step, 0, len(set))
+	at := map[int]int64{}
+	for i := range set {
+		at[i] = x.ev[i].Mono
+	}
+	// A write is recorded when its answer arrives; place it where the API server received it.
+	for i := range set {
+		e := &x.ev[i]
+		if e.Hop != APIWrite {
+			continue
+		}
+		received := e.Mono - int64(e.Duration)
+		for _, j := range x.causes(i) {
+			if set[j] && at[j] > received {
+				at[j] = received
+			}
+		}
+		for ck, list := range x.informer {
+			if ck.obj != keyOf(e.Object) {
+				continue
+			}
+			for _, j := range list {
+				if set[j] && at[j] <= at[i] {
+					at[i] = max(at[j]-1, received)
+				}
+			}
+		}
+	}
+	for i := range set {
+		s := Step{Event: x.ev[i], At: at[i]}
+		for _, j := range x.causes(i) {
+			if set[j] {
+				s.Cause = x.ev[j].Seq
+				break
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].At != out[b].At {
+			return out[a].At < out[b].At
+		}
+		return out[a].Seq < out[b].Seq
+	})
+	return out
+}
