@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -162,6 +163,13 @@ func TestRBACNodeIdentity(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "work"}, Target: corev1.ObjectReference{Kind: "Node", Name: fakeNode},
 	}, metav1.CreateOptions{})
 	expectStatus(t, "the node binds a pod", err, 403, `cannot create resource "pods/binding"`)
+	// The chain recorder is for admins: the node may not read it.
+	chainClient, err := chain.NewClient(node.config)
+	must(t, "a chain client for the node", err)
+	_, err = chainClient.Events(ctx, chain.Filter{})
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("the node reads /debug/chain/events: %v, want 403", err)
+	}
 }
 
 // TestRBACControllersIdentity checks rayctl:controllers against KubeRay's operator role: it creates pods

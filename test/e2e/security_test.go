@@ -40,7 +40,8 @@ func TestAnonymous(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	for _, p := range []string{"/api", "/api/v1/namespaces", "/apis", "/apis/ray.io/v1/rayclusters", "/api/v1/namespaces/default/secrets", "/openapi/v2", "/metrics"} {
+	for _, p := range []string{"/api", "/api/v1/namespaces", "/apis", "/apis/ray.io/v1/rayclusters", "/api/v1/namespaces/default/secrets", "/openapi/v2", "/metrics",
+		"/debug/chain/events", "/debug/chain/controllers"} {
 		if code, body := get(p); code != http.StatusUnauthorized {
 			t.Errorf("anonymous GET %s = %d, want 401 (%.200s)", p, code, body)
 		}
