@@ -11,6 +11,9 @@ type Step struct {
 	// Cause is the Seq of the event this one followed from (0 for a root: a kubelet write, a user's
 	// write, or an event whose cause is no longer in the ring).
 	Cause uint64 `json:"cause,omitempty"`
+	// Causes are all the events in the trace this one followed from, Cause first: a Reconcile's queue
+	// entry may merge several adds (coalesced), each with its own chain.
+	Causes []uint64 `json:"causes,omitempty"`
 	// At is when the hop happened, in the recorder's monotonic nanoseconds. It is Mono except for a
 	// write, which is recorded when its response arrives: a write is placed at the moment the API server
 	// received it, so it reads before what it caused.
@@ -345,8 +348,10 @@ func (x *index) steps(set map[int]bool) []Step {
 		s := Step{Event: x.ev[i], At: at[i]}
 		for _, j := range x.causes(i) {
 			if set[j] {
-				s.Cause = x.ev[j].Seq
-				break
+				if s.Cause == 0 {
+					s.Cause = x.ev[j].Seq
+				}
+				s.Causes = append(s.Causes, x.ev[j].Seq)
 			}
 		}
 		out = append(out, s)
