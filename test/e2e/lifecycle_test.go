@@ -212,7 +212,7 @@ func TestDetachStatusDown(t *testing.T) {
 		t.Errorf("rayctl status before up: err %v\n%s\nwant not running and a non-zero exit", err, out)
 	}
 
-	out, err = rayctl("up", "--detach", "--port", "0")
+	out, err = rayctl(append([]string{"up", "--detach", "--port", "0"}, framework.NetworkArgs()...)...)
 	if err != nil {
 		t.Fatalf("rayctl up --detach: %v\n%s", err, out)
 	}
@@ -247,7 +247,7 @@ func TestDetachStatusDown(t *testing.T) {
 		t.Errorf("rayctl status does not show the API server %s:\n%s", cfg.Host, out)
 	}
 
-	out, err = rayctl("up", "--detach", "--port", "0")
+	out, err = rayctl(append([]string{"up", "--detach", "--port", "0"}, framework.NetworkArgs()...)...)
 	if err == nil || !strings.Contains(out, "already running") {
 		t.Errorf("a second rayctl up --detach: err %v\n%s\nwant already running and a non-zero exit", err, out)
 	}

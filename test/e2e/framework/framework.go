@@ -7,13 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -272,11 +272,27 @@ func withOwnNetwork(args []string) []string {
 		return false
 	}
 	out := append([]string{}, args...)
+	cidr, bridge := nextNetwork()
 	if !has("--pod-cidr") {
-		out = append(out, "--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)))
+		out = append(out, "--pod-cidr", cidr)
 	}
 	if !has("--bridge") {
-		out = append(out, "--bridge", fmt.Sprintf("rte%05d", rand.IntN(100000)))
+		out = append(out, "--bridge", bridge)
 	}
 	return out
 }
+
+// networks counts the networks handed out by this process.
+var networks atomic.Uint32
+
+// nextNetwork returns a pod CIDR and bridge name no other instance of this test process has: a /24 in
+// 10.200.0.0/13 numbered by a counter, offset by the process id so that test processes running side by
+// side are unlikely to meet (and never meet within one process, as random picks could).
+func nextNetwork() (cidr, bridge string) {
+	n := (uint32(os.Getpid())*64 + networks.Add(1)) % (8 * 256)
+	return fmt.Sprintf("10.%d.%d.0/24", 200+n/256, n%256), fmt.Sprintf("rte%04d", n)
+}
+
+// NetworkArgs are `rayctl up` arguments that give an instance started by hand (not through Start) a pod
+// network of its own.
+func NetworkArgs() []string { return withOwnNetwork(nil) }
