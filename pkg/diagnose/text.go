@@ -1,0 +1,122 @@
+package diagnose
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TextOptions shape the text of a report.
+type TextOptions struct {
+	// Width is the column to wrap checks and evidence at (80 if 0); the verdict is one line whatever
+	// its length.
+	Width int
+	// Color marks passes green and failures red (for a terminal).
+	Color bool
+}
+
+const (
+	ansiReset = "\x1b[0m"
+	ansiDim   = "\x1b[2m"
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiBold  = "\x1b[1m"
+)
+
+// WriteText writes r for people: a heading, each check under its item with ✓, ✗ or –, what to do
+// about a failure, and the evidence; then one line with the most likely cause and what to do.
+func WriteText(w io.Writer, r *Report, o TextOptions) {
+	if o.Width <= 0 {
+		o.Width = 80
+	}
+	paint := func(code, s string) string {
+		if !o.Color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	var around []string
+	for _, s := range r.Subjects {
+		if s != r.Object {
+			around = append(around, s.String())
+		}
+	}
+	head := "Diagnosis of " + r.Object.String()
+	if len(around) > 0 {
+		head += " (with " + strings.Join(around, ", ") + ")"
+	}
+	for _, l := range wrap(head, o.Width) {
+		fmt.Fprintln(w, paint(ansiBold, l))
+	}
+	lastID := ""
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		if c.ID != lastID {
+			fmt.Fprintf(w, "%s) %s\n", c.ID, c.Title)
+			lastID = c.ID
+		}
+		mark := c.Status.Symbol()
+		switch c.Status {
+		case Pass:
+			mark = paint(ansiGreen, mark)
+		case Fail:
+			mark = paint(ansiRed, mark)
+		}
+		text := c.Summary
+		if c.Subject != r.Object || len(r.Subjects) > 1 {
+			who := c.Subject
+			if who.Namespace == r.Object.Namespace {
+				who.Namespace = ""
+			}
+			text = who.String() + ": " + text
+		}
+		for j, l := range wrap(text, o.Width-4) {
+			if j == 0 {
+				fmt.Fprintf(w, "  %s %s\n", mark, l)
+			} else {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+		if c.Status == Fail && c.Fix != "" {
+			for j, l := range wrap("→ "+c.Fix, o.Width-4) {
+				if j > 0 {
+					l = "  " + l
+				}
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+		for _, e := range c.Evidence {
+			for j, l := range wrap(e, o.Width-8) {
+				prefix := "· "
+				if j > 0 {
+					prefix = "  "
+				}
+				fmt.Fprintf(w, "      %s\n", paint(ansiDim, prefix+l))
+			}
+		}
+	}
+	if r.Verdict.Check == "" {
+		fmt.Fprintln(w, paint(ansiGreen, "No cause found: "+r.Verdict.Text))
+		return
+	}
+	fmt.Fprintln(w, paint(ansiRed, fmt.Sprintf("Most likely cause (%s): %s", r.Verdict.Check, r.Verdict.Text)))
+}
+
+// wrap breaks text into lines of at most width runes, at spaces where it can.
+func wrap(text string, width int) []string {
+	width = max(width, 20)
+	var lines []string
+	for len([]rune(text)) > width {
+		r := []rune(text)
+		cut := width
+		for i := width; i > width/2; i-- {
+			if r[i] == ' ' {
+				cut = i
+				break
+			}
+		}
+		lines = append(lines, strings.TrimRight(string(r[:cut]), " "))
+		text = strings.TrimLeft(string(r[cut:]), " ")
+	}
+	return append(lines, text)
+}
