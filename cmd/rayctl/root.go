@@ -28,6 +28,7 @@ func newRootCommand() *cobra.Command {
 		newKubeconfigCommand(g),
 		newImageCommand(g),
 		newTraceCommand(g),
+		newDiagnoseCommand(g),
 		&cobra.Command{Use: "kubectl [args...]", Short: "Run kubectl against rayctl's API server", DisableFlagParsing: true},
 		&cobra.Command{Use: "ray [args...]", Short: "Run raysim, the offline Ray stand-in", DisableFlagParsing: true},
 	)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/diagnose"
+)
+
+type diagnoseOptions struct {
+	namespace string
+	output    string
+}
+
+func newDiagnoseCommand(g *globalFlags) *cobra.Command {
+	o := &diagnoseOptions{}
+	cmd := &cobra.Command{
+		Use:   "diagnose KIND/NAME",
+		Short: "Explain why the Ray controllers did not act on a Pod, RayCluster or RayJob: each check of the trigger chain with its evidence",
+		Long: `Walk the trigger chain's checklist for a Pod, RayCluster or RayJob and print each check (✓ holds,
+✗ fails, – does not apply) with the evidence it used:
+
+  a) the object's namespace is one the controllers watch (--watch-namespace)
+  b) its labels pass the controllers' cache label selector
+  c) the controllers' identity may get, list and watch it (SubjectAccessReviews)
+  d) a Pod has a controller ownerReference to an existing RayCluster with its UID
+  e) the RayCluster's latest updates passed the For() predicate (status-only ones are dropped)
+  f) the controller reconciled after the last change, and how that pass ended
+  g) the RayCluster's state and conditions, and the Pods that keep it from ready
+  h) the RayJob's state, dashboard URL, submission attempts and what it waits for
+  i) the controllers' queue depth, busy workers and reconcile concurrency
+
+A RayJob is diagnosed with its RayCluster and head Pod, a Pod with its owner RayCluster. The last
+line names the most likely cause — the first failing check in chain order — and what to do.`,
+		Example: `  rayctl diagnose rayjob/rayjob-sample
+  rayctl diagnose pod/raycluster-sample-head-x7k2p -n team-a
+  rayctl diagnose raycluster/raycluster-sample -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseObjectArg(args[0])
+			if err != nil {
+				return err
+			}
+			switch kind {
+			case diagnose.KindPod, diagnose.KindRayCluster, diagnose.KindRayJob:
+			default:
+				return fmt.Errorf("diagnose follows pods, rayclusters and rayjobs, not %s", kind)
+			}
+			if o.output != "text" && o.output != "json" {
+				return fmt.Errorf("--output must be text or json, not %q", o.output)
+			}
+			clients, err := diagnoseClients(g.dataDir)
+			if err != nil {
+				return err
+			}
+			in, err := diagnose.Gather(cmd.Context(), clients, kind, o.namespace, name)
+			if err != nil {
+				return err
+			}
+			report := diagnose.Run(in)
+			out := cmd.OutOrStdout()
+			if o.output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(report)
+			}
+			diagnose.WriteText(out, report, diagnose.TextOptions{Color: isTerminal(out)})
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "the object's namespace")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// diagnoseClients are the admin's clients of the running rayctl: client-go, ray.io and the chain
+// recorder.
+func diagnoseClients(dataDir string) (diagnose.Clients, error) {
+	dir, err := datadir.Open(dataDir)
+	if err != nil {
+		return diagnose.Clients{}, err
+	}
+	if _, err := dir.ReadState(); err != nil {
+		return diagnose.Clients{}, fmt.Errorf("rayctl is not running on %s (start it with `rayctl up`): %w", dir.Path, err)
+	}
+	cfg, err := kubeconfig.RESTConfig(dir.Kubeconfig())
+	if err != nil {
+		return diagnose.Clients{}, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return diagnose.Clients{}, err
+	}
+	ray, err := rayclient.NewForConfig(cfg)
+	if err != nil {
+		return diagnose.Clients{}, err
+	}
+	cc, err := chain.NewClient(cfg)
+	if err != nil {
+		return diagnose.Clients{}, err
+	}
+	return diagnose.Clients{Kube: kube, Ray: ray, Chain: cc}, nil
+}
