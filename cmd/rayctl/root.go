@@ -29,6 +29,7 @@ func newRootCommand() *cobra.Command {
 		newImageCommand(g),
 		newTraceCommand(g),
 		newDiagnoseCommand(g),
+		newDemoCommand(g),
 		&cobra.Command{Use: "kubectl [args...]", Short: "Run kubectl against rayctl's API server", DisableFlagParsing: true},
 		&cobra.Command{Use: "ray [args...]", Short: "Run raysim, the offline Ray stand-in", DisableFlagParsing: true},
 	)

@@ -1,0 +1,9 @@
+package configs
+
+import "embed"
+
+// Samples holds the sample manifests users start from (a RayCluster and a RayJob per submission mode),
+// as samples/<name>.yaml; `rayctl demo` applies samples/rayjob-http.yaml.
+//
+//go:embed samples/*.yaml
+var Samples embed.FS
