@@ -134,7 +134,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	if err := c.step("pki", func() (string, error) {
 		var err error
 		if ca, err = pki.LoadOrCreate(dir.Join("pki")); err != nil {
-			return "", err
+			return "", damaged(dir, err)
 		}
 		loop := []net.IP{net.IPv4(127, 0, 0, 1)}
 		if serving, err = ca.Serving("apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, loop); err != nil {
@@ -165,12 +165,12 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		var err error
 		store, err = etcd.Start(ctx, etcd.Config{
 			Dir: dir.Join("etcd"), CAFile: ca.CertFile(), CertFile: etcdServing.CertFile, KeyFile: etcdServing.KeyFile,
-			Logger: logger.Named("etcd"),
+			Logger: logger.Named("etcd"), RequireData: dir.Initialized(), Fatal: etcdFatal(dir, os.Stderr),
 		})
 		if err != nil {
-			return "", err
+			return "", damaged(dir, err)
 		}
-		return store.Endpoint, nil
+		return store.Endpoint, dir.MarkInitialized()
 	}); err != nil {
 		return err
 	}

@@ -87,6 +87,30 @@ func (d *Dir) Unlock() {
 	}
 }
 
+// initializedMarker is the file that records that the data dir's etcd has held data.
+const initializedMarker = "initialized"
+
+// MarkInitialized records, once, that this data dir's etcd holds the cluster's objects, so that a later
+// start that finds etcd's directory gone refuses to begin with an empty store.
+func (d *Dir) MarkInitialized() error {
+	if _, err := os.Stat(d.Join(initializedMarker)); err == nil {
+		return nil
+	}
+	msg := "etcd in this data dir holds the cluster's objects (rayctl up refuses to start if etcd/ goes missing).\n"
+	return pki.WriteFileAtomic(d.Join(initializedMarker), []byte(msg))
+}
+
+// Initialized reports whether this data dir's etcd held data before: MarkInitialized was called, or (for
+// data dirs older than the marker) there is a kubeconfig, which only a start that got ready writes.
+func (d *Dir) Initialized() bool {
+	for _, f := range []string{initializedMarker, "kubeconfig"} {
+		if _, err := os.Stat(d.Join(f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // State describes a running, ready instance.
 type State struct {
 	// PID is the process id of `rayctl up`.

@@ -1,12 +1,14 @@
 // Package etcd runs rayctl's embedded, single-member etcd: data in the data dir, the client endpoint on
 // loopback behind client-certificate TLS (so other local users cannot read it), short raft ticks so the
-// member elects itself at once, and etcd's own logs sent to rayctl's log.
+// member elects itself at once, and etcd's own logs sent to rayctl's log. Damaged data (check.go) is
+// refused with a DamagedError before etcd can crash, hang or start empty on it.
 package etcd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"sync"
@@ -14,7 +16,10 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
+	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Config says where etcd keeps its data and which certificates guard its client port.
@@ -29,6 +34,13 @@ type Config struct {
 	MaxRequestBytes uint
 	// QuotaBackendBytes bounds the database size; 0 keeps etcd's default (2 GiB).
 	QuotaBackendBytes int64
+	// RequireData says Dir held data before (the caller knows the data dir was initialised): a missing
+	// member directory or database is then a DamagedError, not a new, empty store.
+	RequireData bool
+	// Fatal, when set, is called instead of etcd's own panic or exit when etcd meets an error it cannot
+	// go on from (its logger's Panic and Fatal levels), from whichever goroutine meets it, with what etcd
+	// said. It must not return (print and exit, say).
+	Fatal func(msg string)
 }
 
 // Server is a running embedded etcd.
@@ -39,14 +51,28 @@ type Server struct {
 	Endpoint string
 }
 
-// Start starts etcd and returns once it serves clients, or with an error when it cannot.
-func Start(ctx context.Context, c Config) (*Server, error) {
+// readyTimeout bounds how long a single member may take to serve: with rayctl's raft ticks it needs well
+// under a second, so a much longer wait means it cannot.
+const readyTimeout = 30 * time.Second
+
+// Start starts etcd and returns once it serves clients, or with an error when it cannot. Data etcd
+// would crash on, hang on or silently replace with an empty store (see Check) gives a *DamagedError.
+func Start(ctx context.Context, c Config) (s *Server, err error) {
+	if err := Check(c.Dir, c.RequireData); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(c.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	// etcd panics, on this goroutine, on some damage Check does not look for (a garbled write-ahead log).
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, &DamagedError{Path: c.Dir, Problem: fmt.Sprintf("etcd failed opening its data (%v)", r)}
+		}
+	}()
 	cfg := embed.NewConfig()
 	cfg.Name = "rayctl"
 	cfg.Dir = c.Dir
@@ -78,25 +104,57 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
+	if c.Fatal != nil {
+		hook := fatalHook(c.Fatal)
+		logger = logger.WithOptions(zap.WithPanicHook(hook), zap.WithFatalHook(hook))
+	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
 
 	e, err := embed.StartEtcd(cfg)
+	if dataError(err) {
+		return nil, &DamagedError{Path: c.Dir, Problem: "etcd cannot read it: " + err.Error()}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd in %s: %w", c.Dir, err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		e.Close()
+		closeWithin(e, closeTimeout)
 		return nil, fmt.Errorf("etcd failed: %w", err)
-	case <-time.After(60 * time.Second):
-		e.Close()
-		return nil, errors.New("etcd did not become ready within 60s")
+	case <-time.After(readyTimeout):
+		closeWithin(e, closeTimeout)
+		return nil, &DamagedError{Path: c.Dir, Problem: fmt.Sprintf("etcd did not become ready on it within %s: the data may be damaged (etcd's log says more)", readyTimeout)}
 	case <-ctx.Done():
-		e.Close()
+		closeWithin(e, closeTimeout)
 		return nil, ctx.Err()
 	}
 	return &Server{etcd: e, Endpoint: "https://" + e.Clients[0].Addr().String()}, nil
+}
+
+// dataError tells the errors etcd's write-ahead log and snapshot readers return on damaged files.
+func dataError(err error) bool {
+	for _, e := range []error{wal.ErrCRCMismatch, wal.ErrFileNotFound, wal.ErrSnapshotMismatch, wal.ErrSnapshotNotFound,
+		wal.ErrSliceOutOfRange, wal.ErrDecoderNotFound, wal.ErrMetadataConflict, snap.ErrCRCMismatch, snap.ErrEmptySnapshot,
+		io.ErrUnexpectedEOF} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeTimeout bounds the wait for an etcd that never got ready to stop: one stuck on its data may not.
+const closeTimeout = 5 * time.Second
+
+// closeWithin closes e, waiting at most d for it.
+func closeWithin(e *embed.Etcd, d time.Duration) {
+	done := make(chan struct{})
+	go func() { e.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // Err reports a fatal error of the running server.
@@ -104,3 +162,19 @@ func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
 // Close stops etcd, flushing what it holds. Calling it again does nothing.
 func (s *Server) Close() { s.closeOnce.Do(s.etcd.Close) }
+
+// fatalHook hands a Panic or Fatal entry of etcd's logger, with its error field, to fatal.
+type fatalHook func(msg string)
+
+// OnWrite implements zapcore.CheckWriteHook.
+func (f fatalHook) OnWrite(ce *zapcore.CheckedEntry, fields []zapcore.Field) {
+	msg := ce.Message
+	for _, fl := range fields {
+		if fl.Key == "error" || fl.Key == "path" {
+			enc := zapcore.NewMapObjectEncoder()
+			fl.AddTo(enc)
+			msg += fmt.Sprintf(", %s: %v", fl.Key, enc.Fields[fl.Key])
+		}
+	}
+	f(msg)
+}

@@ -51,17 +51,31 @@ func LoadOrCreate(dir string) (*Authority, error) {
 		return nil, err
 	}
 	a := &Authority{dir: dir}
-	certPEM, keyPEM, err := readPair(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	certPEM, keyPEM, err := readPair(certFile, keyFile)
 	switch {
 	case err == nil:
-		cert, key, perr := parsePair(certPEM, keyPEM)
-		if perr != nil {
-			return nil, fmt.Errorf("the CA in %s is unreadable (%v); move the pki directory away to make a new one", dir, perr)
+		cert, err := parseCert(certPEM)
+		if err != nil {
+			return nil, &BrokenCAError{Dir: dir, Problem: "ca.crt: " + err.Error()}
+		}
+		key, err := parseKey(keyPEM)
+		if err != nil {
+			return nil, &BrokenCAError{Dir: dir, Problem: "ca.key: " + err.Error()}
+		}
+		if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) || !cert.IsCA {
+			return nil, &BrokenCAError{Dir: dir, Problem: "ca.key is not the key of the CA certificate ca.crt"}
 		}
 		a.cert, a.key, a.certPEM = cert, key, certPEM
 		return a, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
+	}
+	// Neither file: a new CA. One without the other: the CA is lost, not to be replaced silently.
+	for _, pair := range [][2]string{{certFile, keyFile}, {keyFile, certFile}} {
+		if _, err := os.Stat(pair[0]); err == nil {
+			return nil, &BrokenCAError{Dir: dir, Problem: fmt.Sprintf("%s is missing while %s is there", filepath.Base(pair[1]), filepath.Base(pair[0]))}
+		}
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -89,6 +103,18 @@ func LoadOrCreate(dir string) (*Authority, error) {
 	}
 	return a, nil
 }
+
+// BrokenCAError says the CA files in Dir are there but cannot be used: one is missing, unreadable, or
+// the key does not belong to the certificate. LoadOrCreate returns it rather than making a new CA in
+// their place, which would silently change every identity of the data dir.
+type BrokenCAError struct {
+	// Dir is the pki directory.
+	Dir string
+	// Problem says what is wrong.
+	Problem string
+}
+
+func (e *BrokenCAError) Error() string { return "the CA in " + e.Dir + " is broken: " + e.Problem }
 
 // CertPEM returns the CA certificate in PEM.
 func (a *Authority) CertPEM() []byte { return a.certPEM }
@@ -196,24 +222,39 @@ func readPair(certFile, keyFile string) ([]byte, []byte, error) {
 }
 
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, nil, errors.New("not PEM")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
+	cert, err := parseCert(certPEM)
 	if err != nil {
 		return nil, nil, err
 	}
-	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	key, err := parseKey(keyPEM)
 	if err != nil {
 		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+func parseCert(certPEM []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		return nil, errors.New("not PEM")
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
+
+func parseKey(keyPEM []byte) (crypto.Signer, error) {
+	b, _ := pem.Decode(keyPEM)
+	if b == nil {
+		return nil, errors.New("not PEM")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, err
 	}
 	signer, ok := k.(crypto.Signer)
 	if !ok {
-		return nil, nil, errors.New("key cannot sign")
+		return nil, errors.New("key cannot sign")
 	}
-	return cert, signer, nil
+	return signer, nil
 }
 
 // writePair writes both files with owner-only permissions, each through a rename so a crash never leaves
