@@ -64,8 +64,8 @@ func (d *diag) checkNamespaces() []Check {
 			if !slices.Contains(ctrl.WatchNamespaces, s.Namespace) {
 				c.Status, c.Cause = Fail, CauseNamespaceNotWatched
 				c.Summary = fmt.Sprintf("%s's namespace %s is outside --watch-namespace %s", the(s.Kind), s.Namespace, strings.Join(ctrl.WatchNamespaces, ","))
-				c.Fix = fmt.Sprintf("add it to --watch-namespace (rayctl up --watch-namespace %s,%s), or create %s in a watched namespace",
-					strings.Join(ctrl.WatchNamespaces, ","), s.Namespace, lower(s.Kind))
+				c.Fix = fmt.Sprintf("add it to --watch-namespace (rayctl up --watch-namespace %s,%s), or create the %s in a watched namespace",
+					strings.Join(ctrl.WatchNamespaces, ","), s.Namespace, s.Kind)
 				break
 			}
 		}

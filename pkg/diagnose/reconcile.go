@@ -164,7 +164,7 @@ func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from 
 		if last.requeue != nil && last.requeue.Outcome == "rate-limited" {
 			retry += " " + ms(last.requeue.Duration)
 		}
-		retry += fmt.Sprintf(" (%d failed passes in a row", failures)
+		retry += fmt.Sprintf(" (%d failed %s in a row", failures, plural(failures, "pass", "passes"))
 		if last.end.Detail != "" {
 			retry += "; " + last.end.Detail
 		}
@@ -185,7 +185,7 @@ func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from 
 		c.Summary = fmt.Sprintf("the latest pass #%d ended %s", last.start.Reconcile, endText(last.end))
 	}
 	if errs > 0 {
-		c.Evidence = append(c.Evidence, fmt.Sprintf("%d earlier passes failed; the controller recovered", errs))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%d earlier %s failed; the controller recovered", errs, plural(errs, "pass", "passes")))
 	}
 	return c
 }
@@ -241,4 +241,12 @@ func errorAdvice(err string) string {
 		return "raise the namespace's ResourceQuota or lower the requests"
 	}
 	return "fix what the error names"
+}
+
+// plural is one if n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
