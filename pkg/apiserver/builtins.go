@@ -81,11 +81,15 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	for _, r := range []*registry.Resource{
 		configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
 		coreevent.Resource, eventsevent.Resource, lease.Resource, endpointslice.Resource, job.Resource,
-		rbac.Roles, rbac.ClusterRoles, rbac.RoleBindings, rbac.ClusterRoleBindings,
 	} {
 		if err := plain(r); err != nil {
 			return nil, err
 		}
+	}
+	// RBAC writes are weighed against what their author holds (privilege escalation prevention).
+	rbacStorage, err := rbac.NewStorage(s, optsGetter, authz)
+	if err := add(rbac.Roles.GroupVersion(), rbacStorage, err); err != nil {
+		return nil, err
 	}
 	authzGV := schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}
 	if err := add(authzGV, registry.Storage{
