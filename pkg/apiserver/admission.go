@@ -12,8 +12,9 @@ import (
 )
 
 // newAdmission builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
-// not exist or are being deleted, as every real cluster does. Its namespace informer starts with the
-// server, through the loopback client.
+// not exist or are being deleted, as every real cluster does, then NodeRestriction, which keeps each
+// kubelet's writes to its own node (see nodeRestriction). The namespace informer starts with the server,
+// through the loopback client.
 func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
@@ -34,5 +35,5 @@ func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.
 		factory.WaitForCacheSync(ctx.Done())
 		return nil
 	}
-	return admission.NewChainHandler(nsLifecycle), start, nil
+	return admission.NewChainHandler(nsLifecycle, newNodeRestriction()), start, nil
 }

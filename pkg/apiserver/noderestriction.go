@@ -1,0 +1,178 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+// NodeRestrictionPluginName names the node restriction admission plugin, as Kubernetes names its own.
+const NodeRestrictionPluginName = "NodeRestriction"
+
+// Node identities, as kubelets present them: the user system:node:<name> in the group system:nodes.
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+var (
+	podsResource   = corev1.Resource("pods")
+	nodesResource  = corev1.Resource("nodes")
+	leasesResource = coordinationv1.Resource("leases")
+)
+
+// nodeRestriction is a validating admission plugin that keeps a kubelet to its own node, as Kubernetes'
+// NodeRestriction plugin does: RBAC grants every node the same rights (system:node), and this plugin
+// narrows the writes to the node's own objects. A node may change only its own Node (and nodes/status),
+// its own Lease in kube-node-lease, the status of pods bound to it, and create or delete only pods bound
+// to it; it may not update pods, nor use their other subresources. Events and reads are left to RBAC.
+// Requests from anyone else pass untouched.
+type nodeRestriction struct {
+	*admission.Handler
+}
+
+var _ admission.ValidationInterface = &nodeRestriction{}
+
+// newNodeRestriction returns the plugin; it needs nothing but the request's attributes.
+func newNodeRestriction() *nodeRestriction {
+	return &nodeRestriction{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
+}
+
+// nodeName returns the node u speaks for, if u is a node identity (a member of system:nodes named
+// system:node:<name>); the name is empty when u is in system:nodes but not named like a node.
+func nodeName(u user.Info) (string, bool) {
+	if u == nil || !slices.Contains(u.GetGroups(), nodesGroup) {
+		return "", false
+	}
+	name, _ := strings.CutPrefix(u.GetName(), nodeUserPrefix)
+	if name == u.GetName() {
+		name = ""
+	}
+	return name, true
+}
+
+// Validate refuses a node's write to anything that is not its own.
+func (p *nodeRestriction) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	node, isNode := nodeName(a.GetUserInfo())
+	if !isNode {
+		return nil
+	}
+	if node == "" {
+		return admission.NewForbidden(a, fmt.Errorf("could not tell which node user %q (in group %s) is: want %s<node name>",
+			a.GetUserInfo().GetName(), nodesGroup, nodeUserPrefix))
+	}
+	switch a.GetResource().GroupResource() {
+	case podsResource:
+		return p.admitPod(node, a)
+	case nodesResource:
+		return p.admitNode(node, a)
+	case leasesResource:
+		return p.admitLease(node, a)
+	}
+	return nil
+}
+
+// admitPod lets a node create and delete pods bound to it and write the status of those; nothing more.
+func (p *nodeRestriction) admitPod(node string, a admission.Attributes) error {
+	switch a.GetSubresource() {
+	case "":
+		switch a.GetOperation() {
+		case admission.Create:
+			pod, ok := a.GetObject().(*corev1.Pod)
+			if !ok {
+				return admission.NewForbidden(a, fmt.Errorf("unexpected object %T for a pod", a.GetObject()))
+			}
+			if pod.Spec.NodeName != node {
+				return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself, not %q", node, pod.Spec.NodeName))
+			}
+			return nil
+		case admission.Delete:
+			old, err := oldPod(a)
+			if err != nil {
+				return err
+			}
+			if old.Spec.NodeName != node {
+				return admission.NewForbidden(a, fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself, not %s", node, boundTo(old)))
+			}
+			return nil
+		}
+		return admission.NewForbidden(a, fmt.Errorf("node %q can only create and delete pods bound to it, and write their status, not %s them",
+			node, strings.ToLower(string(a.GetOperation()))))
+	case "status":
+		if a.GetOperation() != admission.Update {
+			return admission.NewForbidden(a, fmt.Errorf("node %q can only update pod status, not %s it", node, strings.ToLower(string(a.GetOperation()))))
+		}
+		old, err := oldPod(a)
+		if err != nil {
+			return err
+		}
+		if old.Spec.NodeName != node {
+			return admission.NewForbidden(a, fmt.Errorf("node %q can only update the status of pods with spec.nodeName set to itself, not of a pod %s", node, boundTo(old)))
+		}
+		pod, ok := a.GetObject().(*corev1.Pod)
+		if !ok {
+			return admission.NewForbidden(a, fmt.Errorf("unexpected object %T for a pod", a.GetObject()))
+		}
+		// The status endpoint keeps the spec but takes the metadata it is sent.
+		if !maps.Equal(old.Labels, pod.Labels) {
+			return admission.NewForbidden(a, fmt.Errorf("node %q cannot update labels through pod status", node))
+		}
+		return nil
+	}
+	return admission.NewForbidden(a, fmt.Errorf("node %q may not use pods/%s", node, a.GetSubresource()))
+}
+
+// oldPod is the stored pod an update or delete applies to.
+func oldPod(a admission.Attributes) (*corev1.Pod, error) {
+	pod, ok := a.GetOldObject().(*corev1.Pod)
+	if !ok || pod == nil {
+		return nil, admission.NewForbidden(a, fmt.Errorf("cannot tell which node the pod is bound to: no stored pod (%T)", a.GetOldObject()))
+	}
+	return pod, nil
+}
+
+func boundTo(pod *corev1.Pod) string {
+	if pod.Spec.NodeName == "" {
+		return "not bound to any node"
+	}
+	return fmt.Sprintf("bound to node %q", pod.Spec.NodeName)
+}
+
+// admitNode lets a node write only its own Node object (and its status).
+func (p *nodeRestriction) admitNode(node string, a admission.Attributes) error {
+	name := a.GetName()
+	if name == "" && a.GetOperation() == admission.Create {
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			name = m.GetName()
+		}
+	}
+	if name != node {
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to modify node %q", node, name))
+	}
+	return nil
+}
+
+// admitLease lets a node write only its own Lease, in kube-node-lease.
+func (p *nodeRestriction) admitLease(node string, a admission.Attributes) error {
+	if a.GetNamespace() != corev1.NamespaceNodeLease {
+		return admission.NewForbidden(a, fmt.Errorf("node %q can only write leases in the %s namespace", node, corev1.NamespaceNodeLease))
+	}
+	name := a.GetName()
+	if name == "" && a.GetOperation() == admission.Create {
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			name = m.GetName()
+		}
+	}
+	if name != node {
+		return admission.NewForbidden(a, fmt.Errorf("node %q can only write its own lease (%q), not %q", node, node, name))
+	}
+	return nil
+}
