@@ -12,6 +12,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -373,4 +374,250 @@ func TestRBACPolicySurvivesRestart(t *testing.T) {
 	must(t, "listing nodes through a binding right after the restart", err)
 	_, err = viewer.client.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{})
 	expectStatus(t, "reading a secret through the kept edit (the secret does not exist)", err, 404)
+}
+
+// grantInNamespace gives user the rules in ns, through a Role and a RoleBinding both called name.
+func grantInNamespace(t *testing.T, ctx context.Context, in *framework.Instance, ns, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	_, err := in.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
+	must(t, "creating Role "+name, err)
+	_, err = in.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, "creating RoleBinding "+name, err)
+}
+
+// untilEscalationChecked retries write while the authorizer has not yet learnt of a grant (its 403 says
+// "cannot …"), and returns the first answer that is not that: success, or the escalation check's 403.
+func untilEscalationChecked(t *testing.T, ctx context.Context, what string, write func(ctx context.Context) error) error {
+	t.Helper()
+	var err error
+	eventually(t, ctx, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+		err = write(ctx)
+		return err == nil || strings.Contains(err.Error(), "not currently held"), nil
+	})
+	return err
+}
+
+// TestRBACEscalationRoles checks privilege escalation prevention for roles: a user who may create
+// roles may create one granting only what it holds itself, until it is granted the rest or escalate.
+func TestRBACEscalationRoles(t *testing.T) {
+	in, ctx, ns := setup(t)
+	const user = "e2e-rbac-role-writer"
+	writer := newIdentity(t, in, user)
+	roles := writer.client.RbacV1().Roles(ns)
+	grantInNamespace(t, ctx, in, ns, "role-writer", user,
+		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"create", "get", "update", "patch"}})
+	secretReader := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "secret-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
+	}
+	createRole := func(r *rbacv1.Role) func(ctx context.Context) error {
+		return func(ctx context.Context) error { _, err := roles.Create(ctx, r, metav1.CreateOptions{}); return err }
+	}
+
+	err := untilEscalationChecked(t, ctx, "the role-writer binding in force", createRole(secretReader))
+	expectStatus(t, "creating a Role granting get secrets without holding it", err, 403,
+		`roles.rbac.authorization.k8s.io "secret-reader" is forbidden: user "`+user+`" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`,
+		`{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}`)
+	if _, err := in.Client.RbacV1().Roles(ns).Get(ctx, "secret-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused Role was stored anyway: %v", err)
+	}
+
+	// What the user holds, it may grant; and it may not widen that role either.
+	_, err = roles.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "role-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{})
+	must(t, "creating a Role granting only what the user holds", err)
+	r, err := roles.Get(ctx, "role-reader", metav1.GetOptions{})
+	must(t, "reading it back", err)
+	r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}})
+	_, err = roles.Update(ctx, r, metav1.UpdateOptions{})
+	expectStatus(t, "widening a Role to secrets", err, 403, "is attempting to grant RBAC permissions not currently held",
+		`{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}`)
+	_, err = roles.Patch(ctx, "role-reader", types.JSONPatchType,
+		[]byte(`[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["pods"],"verbs":["delete"]}}]`), metav1.PatchOptions{})
+	expectStatus(t, "patching a Role to delete pods", err, 403, `{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}`)
+
+	// Once the user holds get secrets, it may grant it.
+	grantInNamespace(t, ctx, in, ns, "secret-getter", user,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+	eventually(t, ctx, 30*time.Second, "creating secret-reader once the user may get secrets", func(ctx context.Context) (bool, error) {
+		return true, createRole(secretReader)(ctx)
+	})
+
+	// Or, with escalate on roles, anything.
+	podDeleter := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-deleter"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete", "deletecollection"}}},
+	}
+	_, err = roles.Create(ctx, podDeleter, metav1.CreateOptions{})
+	expectStatus(t, "creating a Role granting delete pods", err, 403, `{APIGroups:[""], Resources:["pods"], Verbs:["delete" "deletecollection"]}`)
+	grantInNamespace(t, ctx, in, ns, "role-escalator", user,
+		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}, Verbs: []string{"escalate"}})
+	eventually(t, ctx, 30*time.Second, "creating pod-deleter once the user may escalate roles", func(ctx context.Context) (bool, error) {
+		return true, createRole(podDeleter)(ctx)
+	})
+}
+
+// TestRBACEscalationBindings checks privilege escalation prevention for bindings: a user who may create
+// role bindings may bind roles whose permissions it holds, and cluster-admin only once it may bind it.
+func TestRBACEscalationBindings(t *testing.T) {
+	in, ctx, ns := setup(t)
+	const user = "e2e-rbac-binder"
+	binder := newIdentity(t, in, user)
+	bindings := binder.client.RbacV1().RoleBindings(ns)
+	grantInNamespace(t, ctx, in, ns, "binding-writer", user,
+		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}})
+	bindingTo := func(name, kind, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "e2e-rbac-dana"}},
+		}
+	}
+	create := func(b *rbacv1.RoleBinding) func(ctx context.Context) error {
+		return func(ctx context.Context) error { _, err := bindings.Create(ctx, b, metav1.CreateOptions{}); return err }
+	}
+
+	err := untilEscalationChecked(t, ctx, "the binding-writer binding in force", create(bindingTo("dana-admin", "ClusterRole", "cluster-admin")))
+	expectStatus(t, "binding cluster-admin", err, 403,
+		`rolebindings.rbac.authorization.k8s.io "dana-admin" is forbidden: user "`+user+`" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`,
+		`{APIGroups:["*"], Resources:["*"], Verbs:["*"]}`, `{NonResourceURLs:["*"], Verbs:["*"]}`)
+	// A role whose every permission the user holds, it may bind without bind.
+	must(t, "binding a Role the user's own permissions cover", create(bindingTo("dana-writes-bindings", "Role", "binding-writer"))(ctx))
+	err = create(bindingTo("dana-missing", "Role", "no-such-role"))(ctx)
+	expectStatus(t, "binding a Role that does not exist", err, 404, `roles.rbac.authorization.k8s.io "no-such-role" not found`)
+
+	// bind on cluster-admin, and on nothing else.
+	grantInNamespace(t, ctx, in, ns, "admin-binder", user, rbacv1.PolicyRule{
+		APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{"cluster-admin"}, Verbs: []string{"bind"},
+	})
+	eventually(t, ctx, 30*time.Second, "binding cluster-admin once the user may bind it", func(ctx context.Context) (bool, error) {
+		return true, create(bindingTo("dana-admin", "ClusterRole", "cluster-admin"))(ctx)
+	})
+	err = create(bindingTo("dana-controllers", "ClusterRole", "rayctl:controllers"))(ctx)
+	expectStatus(t, "binding another ClusterRole", err, 403, "is attempting to grant RBAC permissions not currently held")
+	// The grant is for this namespace's RoleBindings only.
+	other := newNamespace(t, ctx, in)
+	_, err = in.Client.RbacV1().RoleBindings(other).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "binding-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-rbac-binding-writer"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, "binding the user in another namespace", err)
+	_, err = in.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-rbac-binding-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		must(t, "creating ClusterRole e2e-rbac-binding-writer", err)
+	}
+	err = untilEscalationChecked(t, ctx, "the user's binding in the other namespace in force", func(ctx context.Context) error {
+		_, err := binder.client.RbacV1().RoleBindings(other).Create(ctx, bindingTo("dana-admin", "ClusterRole", "cluster-admin"), metav1.CreateOptions{})
+		return err
+	})
+	expectStatus(t, "binding cluster-admin in another namespace", err, 403, "is attempting to grant RBAC permissions not currently held")
+}
+
+// TestRBACNodeRestriction checks that a node identity writes only its own Node, Lease and pods: RBAC
+// grants every node the same, and the NodeRestriction admission plugin narrows it.
+func TestRBACNodeRestriction(t *testing.T) {
+	in, ctx, ns := setup(t)
+	nodeA, nodeB := ns+"-a", ns+"-b"
+	a := newIdentity(t, in, "system:node:"+nodeA, "system:nodes")
+	// Nodes no kubelet runs, unschedulable so that nothing lands on them.
+	fakeNodeObject := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"e2e.rayctl.io/test": "true"}}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, n := range []string{nodeA, nodeB} {
+			_ = in.Client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+		}
+		_ = in.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, nodeA, metav1.DeleteOptions{})
+	})
+	_, err := in.Client.CoreV1().Nodes().Create(ctx, fakeNodeObject(nodeB), metav1.CreateOptions{})
+	must(t, "creating node B", err)
+
+	// Node A registers itself, but not another node.
+	_, err = a.client.CoreV1().Nodes().Create(ctx, fakeNodeObject(ns+"-c"), metav1.CreateOptions{})
+	expectStatus(t, "node A registers node C", err, 403, `node "`+nodeA+`" is not allowed to modify node "`+ns+`-c"`)
+	_, err = a.client.CoreV1().Nodes().Create(ctx, fakeNodeObject(nodeA), metav1.CreateOptions{})
+	must(t, "node A registers itself", err)
+
+	// Its own Node and status, yes; node B's, no.
+	labelPatch := []byte(`{"metadata":{"labels":{"e2e.rayctl.io/touched":"yes"}}}`)
+	_, err = a.client.CoreV1().Nodes().Patch(ctx, nodeA, types.MergePatchType, labelPatch, metav1.PatchOptions{})
+	must(t, "node A patches its Node", err)
+	nb, err := in.Client.CoreV1().Nodes().Get(ctx, nodeB, metav1.GetOptions{})
+	must(t, "reading node B", err)
+	nb.Labels["e2e.rayctl.io/touched"] = "yes"
+	_, err = a.client.CoreV1().Nodes().Update(ctx, nb, metav1.UpdateOptions{})
+	expectStatus(t, "node A updates node B", err, 403, `nodes "`+nodeB+`" is forbidden: node "`+nodeA+`" is not allowed to modify node "`+nodeB+`"`)
+	statusPatch := []byte(`{"status":{"conditions":[{"type":"e2e.rayctl.io/Checked","status":"True"}]}}`)
+	_, err = a.client.CoreV1().Nodes().Patch(ctx, nodeB, types.StrategicMergePatchType, statusPatch, metav1.PatchOptions{}, "status")
+	expectStatus(t, "node A patches node B's status", err, 403, `is not allowed to modify node "`+nodeB+`"`)
+	_, err = a.client.CoreV1().Nodes().Patch(ctx, nodeA, types.StrategicMergePatchType, statusPatch, metav1.PatchOptions{}, "status")
+	must(t, "node A patches its own status", err)
+	if got, err := in.Client.CoreV1().Nodes().Get(ctx, nodeB, metav1.GetOptions{}); err != nil || got.Labels["e2e.rayctl.io/touched"] != "" || len(got.Status.Conditions) != 0 {
+		t.Errorf("node B changed under node A's refused writes: %v %v %v", err, got.Labels, got.Status.Conditions)
+	}
+
+	// Pods: the status of its own, not of node B's; nor may it delete node B's or create pods for it.
+	podOn := func(name, node string) *corev1.Pod {
+		p := boundPod(name)
+		p.Spec.NodeName = node
+		return p
+	}
+	for name, node := range map[string]string{"on-a": nodeA, "on-b": nodeB} {
+		_, err := in.Client.CoreV1().Pods(ns).Create(ctx, podOn(name, node), metav1.CreateOptions{})
+		must(t, "creating pod "+name, err)
+	}
+	podStatus := []byte(`{"status":{"conditions":[{"type":"e2e.rayctl.io/Checked","status":"True"}]}}`)
+	_, err = a.client.CoreV1().Pods(ns).Patch(ctx, "on-a", types.StrategicMergePatchType, podStatus, metav1.PatchOptions{}, "status")
+	must(t, "node A patches the status of its pod", err)
+	_, err = a.client.CoreV1().Pods(ns).Patch(ctx, "on-b", types.StrategicMergePatchType, podStatus, metav1.PatchOptions{}, "status")
+	expectStatus(t, "node A patches the status of node B's pod", err, 403,
+		`pods "on-b" is forbidden: node "`+nodeA+`" can only update the status of pods with spec.nodeName set to itself, not of a pod bound to node "`+nodeB+`"`)
+	onB, err := in.Client.CoreV1().Pods(ns).Get(ctx, "on-b", metav1.GetOptions{})
+	must(t, "reading pod on-b", err)
+	onB.Status.Phase = corev1.PodFailed
+	_, err = a.client.CoreV1().Pods(ns).UpdateStatus(ctx, onB, metav1.UpdateOptions{})
+	expectStatus(t, "node A updates the status of node B's pod", err, 403, "can only update the status of pods with spec.nodeName set to itself")
+	_, err = a.client.CoreV1().Pods(ns).Patch(ctx, "on-a", types.StrategicMergePatchType,
+		[]byte(`{"metadata":{"labels":{"x":"y"}},"status":{"message":"m"}}`), metav1.PatchOptions{}, "status")
+	expectStatus(t, "node A relabels its pod through status", err, 403, "cannot update labels through pod status")
+	err = a.client.CoreV1().Pods(ns).Delete(ctx, "on-b", metav1.DeleteOptions{})
+	expectStatus(t, "node A deletes node B's pod", err, 403, `can only delete pods with spec.nodeName set to itself, not bound to node "`+nodeB+`"`)
+	_, err = a.client.CoreV1().Pods(ns).Create(ctx, podOn("for-b", nodeB), metav1.CreateOptions{})
+	expectStatus(t, "node A creates a pod for node B", err, 403, "can only create pods with spec.nodeName set to itself")
+	got, err := in.Client.CoreV1().Pods(ns).Get(ctx, "on-b", metav1.GetOptions{})
+	must(t, "reading pod on-b", err)
+	if got.Status.Phase == corev1.PodFailed || len(got.Status.Conditions) != 0 || got.DeletionTimestamp != nil {
+		t.Errorf("pod on-b changed under node A's refused writes: %+v, deleting at %v", got.Status, got.DeletionTimestamp)
+	}
+	zero := int64(0)
+	must(t, "node A deletes its own pod", a.client.CoreV1().Pods(ns).Delete(ctx, "on-a", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+
+	// Leases: its own in kube-node-lease only.
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &name}}
+	}
+	_, err = a.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease(nodeB), metav1.CreateOptions{})
+	expectStatus(t, "node A creates node B's lease", err, 403, `node "`+nodeA+`" can only write its own lease`)
+	_, err = a.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease(nodeA), metav1.CreateOptions{})
+	must(t, "node A creates its lease", err)
+
+	// Events stay open to nodes.
+	_, err = a.client.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: "e2e-"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "on-b"},
+		Reason:         "Checked", Message: "node A reports", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "kubelet", Host: nodeA},
+	}, metav1.CreateOptions{})
+	must(t, "node A records an event about node B's pod", err)
 }
