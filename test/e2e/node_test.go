@@ -460,7 +460,7 @@ func TestNodeLivenessProbe(t *testing.T) {
 
 // TestNodeRestartPolicyNever: a container's exit code decides the phase of a pod that never restarts.
 func TestNodeRestartPolicyNever(t *testing.T) {
-	in, ctx, ns := nodeSetup(t)
+	in, _, ns := nodeSetup(t)
 	for _, tc := range []struct {
 		name   string
 		script string
@@ -473,6 +473,9 @@ func TestNodeRestartPolicyNever(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of the subtest's own: a parallel subtest may wait long for its turn, and the
+			// parent's context counts that wait.
+			ctx := nodeContext(t, 3*time.Minute)
 			pw := nodeWatchPod(t, ctx, in, ns, tc.name)
 			nodeCreatePod(t, ctx, in, ns, nodePod(tc.name, corev1.RestartPolicyNever, 1, nodeSh("main", tc.script)))
 			pod := pw.until(ctx, nodeTimeout, "phase "+string(tc.phase), func(p *corev1.Pod) bool {
@@ -576,7 +579,7 @@ func TestNodeCrashLoopBackOff(t *testing.T) {
 // ignores it is killed when the grace period runs out. Either way the pod goes from the API once its
 // containers have stopped.
 func TestNodeGracefulDeletion(t *testing.T) {
-	in, ctx, ns := nodeSetup(t)
+	in, _, ns := nodeSetup(t)
 	for _, tc := range []struct {
 		name     string
 		script   string
@@ -588,6 +591,9 @@ func TestNodeGracefulDeletion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of the subtest's own: a parallel subtest may wait long for its turn, and the
+			// parent's context counts that wait.
+			ctx := nodeContext(t, 3*time.Minute)
 			// The pod's own grace period is long: the deletion's must be the one used.
 			pod, pw := nodeStartPod(t, ctx, in, ns, nodePod(tc.name, corev1.RestartPolicyAlways, 120, nodeSh("main", tc.script)))
 			started := time.Now()
