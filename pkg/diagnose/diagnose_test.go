@@ -383,6 +383,14 @@ func TestChangeNotReconciled(t *testing.T) {
 	if f := check(t, run(t, in, r), "f", KindRayCluster); f.Status != Pass || !strings.Contains(f.Summary, "queued") {
 		t.Errorf("f for a fresh queued change: %s %q", f.Status, f.Summary)
 	}
+
+	// So is one the cache has not delivered yet.
+	in, r = healthyPod()
+	r.write("Pod", "rc-head-x", "33", "patch status", "system:node:vm")
+	in.Now = r.events[len(r.events)-1].Time.Add(time.Millisecond)
+	if f := check(t, run(t, in, r), "f", KindRayCluster); f.Status != Pass || !strings.Contains(f.Summary, "on its way") {
+		t.Errorf("f for a change of a moment ago: %s %q", f.Status, f.Summary)
+	}
 }
 
 // pendingJob is a RayJob whose cluster's head Pod cannot be scheduled.

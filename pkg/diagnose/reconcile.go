@@ -8,8 +8,8 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// recentChange is how long a change may wait in the queue before its missing reconcile counts as a
-// failure rather than as work in progress.
+// recentChange is how long a change may go without a reconcile before that counts as a failure
+// rather than as work in progress.
 const recentChange = 2 * time.Second
 
 // (f) The controller reconciled after the last change of what it watches for the object, and how the
@@ -123,9 +123,13 @@ func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from 
 				break
 			}
 		}
-		age := d.in.Now.Sub(ch.write.Time)
-		if waiting && age >= 0 && age < recentChange {
-			c.Summary = fmt.Sprintf("the %s is queued for a reconcile after %s (%s ago)", s.Kind, from, ms(age))
+		// A change of a moment ago may still be on its way (cache, handler, queue): not a failure yet.
+		if age := d.in.Now.Sub(ch.write.Time); age >= 0 && age < recentChange {
+			if waiting {
+				c.Summary = fmt.Sprintf("the %s is queued for a reconcile after %s (%s ago)", s.Kind, from, ms(age))
+			} else {
+				c.Summary = fmt.Sprintf("%s was %s ago: not reconciled yet, on its way (run diagnose again if it stays so)", from, ms(age))
+			}
 			return c
 		}
 		c.Status, c.Cause = Fail, CauseNotReconciled
