@@ -14,9 +14,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 )
 
-// NodeRestrictionPluginName names the node restriction admission plugin, as Kubernetes names its own.
-const NodeRestrictionPluginName = "NodeRestriction"
-
 // Node identities, as kubelets present them: the user system:node:<name> in the group system:nodes.
 const (
 	nodeUserPrefix = "system:node:"
