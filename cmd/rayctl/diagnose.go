@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
-	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/diagnose"
 )
@@ -80,15 +79,16 @@ line names the most likely cause — the first failing check in chain order — 
 	return cmd
 }
 
-// diagnoseClients are the admin's clients of the running rayctl: client-go, ray.io and the chain
-// recorder.
+// diagnoseClients are the admin's clients of the running rayctl: the chain recorder (chainClient, which
+// also checks that rayctl runs), client-go and ray.io.
 func diagnoseClients(dataDir string) (diagnose.Clients, error) {
-	dir, err := datadir.Open(dataDir)
+	cc, err := chainClient(dataDir)
 	if err != nil {
 		return diagnose.Clients{}, err
 	}
-	if _, err := dir.ReadState(); err != nil {
-		return diagnose.Clients{}, fmt.Errorf("rayctl is not running on %s (start it with `rayctl up`): %w", dir.Path, err)
+	dir, err := datadir.Open(dataDir)
+	if err != nil {
+		return diagnose.Clients{}, err
 	}
 	cfg, err := kubeconfig.RESTConfig(dir.Kubeconfig())
 	if err != nil {
@@ -99,10 +99,6 @@ func diagnoseClients(dataDir string) (diagnose.Clients, error) {
 		return diagnose.Clients{}, err
 	}
 	ray, err := rayclient.NewForConfig(cfg)
-	if err != nil {
-		return diagnose.Clients{}, err
-	}
-	cc, err := chain.NewClient(cfg)
 	if err != nil {
 		return diagnose.Clients{}, err
 	}
