@@ -1,12 +1,13 @@
 // Command bench measures rayctl and writes readable tables to bench/results/.
 //
-//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|rayjob|all]
+//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|all]
 //
 // Suite startup measures start-up and memory (startup.md); suite pods measures pod create -> Ready
 // (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
 // suite rayjob measures a RayJob
-// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); all (the
-// default) runs them all.
+// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); suite chain
+// measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
+// see chain.go); all (the default) runs them all.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -33,7 +34,7 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per runtime (suite rayjob)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
 	flag.Parse()
@@ -47,10 +48,13 @@ func main() {
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
 	case "load":
 		err = runLoad(*rayctl, *out)
+	case "chain":
+		err = runChain(*rayctl, *out)
 	case "all":
-		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns), runLoad(*rayctl, *out))
+		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns), runLoad(*rayctl, *out),
+			runChain(*rayctl, *out))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
