@@ -664,6 +664,12 @@ func newChainTracker(ctx context.Context, kube kubernetes.Interface, ray rayclie
 					}, t.lastPodRV)
 					continue
 				}
+				if ev.Type == watch.Error {
+					// Most likely the version is too old: start again from a fresh list.
+					t.mu.Lock()
+					t.podRV = ""
+					t.mu.Unlock()
+				}
 				if p, isPod := ev.Object.(*corev1.Pod); isPod {
 					t.pod(ev.Type, p, time.Now())
 				}
@@ -673,6 +679,11 @@ func newChainTracker(ctx context.Context, kube kubernetes.Interface, ray rayclie
 						return ray.RayV1().RayClusters(chainNS).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 					}, t.lastRCRV)
 					continue
+				}
+				if ev.Type == watch.Error {
+					t.mu.Lock()
+					t.rcRV = ""
+					t.mu.Unlock()
 				}
 				if c, isRC := ev.Object.(*rayv1.RayCluster); isRC {
 					t.cluster(c, time.Now())

@@ -240,6 +240,10 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, o *demoOptions)
 			stream.flush(time.Now(), false)
 		case ev, ok := <-jw.ResultChan():
 			if !ok {
+				if ctx.Err() != nil {
+					stream.flush(time.Now(), true)
+					return fmt.Errorf("interrupted")
+				}
 				rv := ""
 				if last != nil {
 					rv = last.ResourceVersion
