@@ -67,7 +67,7 @@ test-fuzz:
 generate:
 	bash hack/generate.sh
 
-## bench: start-up and memory, pod start, RayJob apply->Complete, API load; tables in bench/results/
+## bench: start-up and memory, pod start, RayJob apply->Complete, API load, trigger chain; tables in bench/results/
 bench: build
 	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -out bench/results
 
