@@ -25,7 +25,8 @@ import (
 )
 
 // TestDamagedDataDirIsRefused initialises a data dir (a ConfigMap stored in it), then, on copies of it,
-// damages etcd's database (garbage, truncated, emptied), its write-ahead log, its whole directory
+// damages etcd's database (garbage, truncated, emptied), its write-ahead log (garbage from its start,
+// a record's checksum), its whole directory
 // (removed) and the CA (key garbage, key removed). `rayctl up` on each exits non-zero within a bound,
 // naming the damaged path and `rayctl down --delete-data`, and leaves the damage as it found it (no
 // new, empty store; no new CA). An undamaged copy starts and still has the ConfigMap. Figure: how long
@@ -81,8 +82,8 @@ func TestDamagedDataDirIsRefused(t *testing.T) {
 		{"etcd database pages garbage", garble(db, 8192, -1), db, ""},
 		{"etcd database truncated", func(t *testing.T, dir string) { must(t, "truncating", os.Truncate(filepath.Join(dir, db), 64<<10)) }, db, ""},
 		{"etcd database empty", func(t *testing.T, dir string) { must(t, "truncating", os.Truncate(filepath.Join(dir, db), 0)) }, db, ""},
-		// etcd itself sets a damaged log file aside as *.broken before it gives up: the database is kept.
-		{"etcd write-ahead log garbage", func(t *testing.T, dir string) { garble(wal(dir), 0, 3000)(t, dir) }, "etcd", db},
+		{"etcd write-ahead log garbage", func(t *testing.T, dir string) { garble(wal(dir), 0, 3000)(t, dir) }, "etcd", ""},
+		{"etcd write-ahead log checksum", func(t *testing.T, dir string) { garble(wal(dir), 2000, 3000)(t, dir) }, "etcd", ""},
 		{"etcd directory removed", func(t *testing.T, dir string) { must(t, "removing etcd", os.RemoveAll(filepath.Join(dir, "etcd"))) }, "etcd", ""},
 		{"CA key garbage", func(t *testing.T, dir string) {
 			must(t, "writing", os.WriteFile(filepath.Join(dir, "pki", "ca.key"), []byte("not a key\n"), 0o600))

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.uber.org/zap"
 )
 
 // DamagedError says etcd's data directory cannot be used as it is: a file is missing, truncated or not
@@ -34,9 +38,10 @@ func DBPath(dir string) string { return filepath.Join(dir, "member", "snap", "db
 
 // Check looks at the etcd data directory dir before etcd opens it, without changing anything. A
 // directory without a member dir is new (nil, unless requireData says it must hold data). Otherwise the
-// database file and the write-ahead log must both be there, and the database must open read-only and
-// read through: every bucket and key of it, every page they sit on. Faults reading a damaged file are
-// caught here, where etcd itself would panic in a goroutine of its own.
+// database file and the write-ahead log must both be there, the database must open read-only and
+// read through (every bucket and key of it, every page they sit on), and the log's records must check
+// out. Faults reading a damaged file are caught here, where etcd itself would panic in a goroutine of
+// its own, or change the database before it found the log damaged.
 func Check(dir string, requireData bool) error {
 	member := memberDir(dir)
 	if _, err := os.Stat(member); errors.Is(err, os.ErrNotExist) {
@@ -70,6 +75,36 @@ func Check(dir string, requireData bool) error {
 	}
 	if err := checkDB(db, st.Size()); err != nil {
 		return &DamagedError{Path: db, Problem: err.Error()}
+	}
+	slices.Sort(wals)
+	if err := checkWAL(walDir(dir), wals[0]); err != nil {
+		return &DamagedError{Path: walDir(dir), Problem: err.Error()}
+	}
+	return nil
+}
+
+// checkWAL reads the write-ahead log through, read-only, as etcd does to find its snapshots: every
+// record's checksum must hold, and the oldest file must start with a readable record. A torn last
+// record is not damage (etcd drops it, as after a crash mid-write); garbage from the first record on
+// would pass for one, and etcd would then start without the log's metadata.
+func checkWAL(dir, oldest string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unreadable (%v)", r)
+		}
+	}()
+	f, err := os.Open(oldest)
+	if err != nil {
+		return err
+	}
+	var rec walpb.Record
+	err = wal.NewDecoder(fileutil.NewFileReader(f)).Decode(&rec)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s is unreadable from its first record (%v)", filepath.Base(oldest), err)
+	}
+	if _, err := wal.ValidSnapshotEntries(zap.NewNop(), dir); err != nil {
+		return fmt.Errorf("unreadable (%v)", err)
 	}
 	return nil
 }

@@ -90,6 +90,16 @@ func copyTree(src, dst string) error {
 	})
 }
 
+// firstWAL is the oldest write-ahead log file of the etcd data directory dir.
+func firstWAL(t *testing.T, dir string) string {
+	t.Helper()
+	wals, _ := filepath.Glob(filepath.Join(walDir(dir), "*.wal"))
+	if len(wals) == 0 {
+		t.Fatal("no write-ahead log file")
+	}
+	return wals[0]
+}
+
 // overwrite writes n random bytes at off into path.
 func overwrite(t *testing.T, path string, off, n int64) {
 	t.Helper()
@@ -129,6 +139,12 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"database empty", func(t *testing.T, dir string) { os.Truncate(DBPath(dir), 0) }, false, "empty (0 bytes)"},
 		{"database missing", func(t *testing.T, dir string) { os.Remove(DBPath(dir)) }, false, "missing, while etcd's write-ahead log is there"},
 		{"write-ahead log missing", func(t *testing.T, dir string) { os.RemoveAll(walDir(dir)) }, false, "no write-ahead log files"},
+		{"write-ahead log garbage from the start", func(t *testing.T, dir string) { overwrite(t, firstWAL(t, dir), 0, 3000) }, false, "unreadable from its first record"},
+		{"write-ahead log garbage later", func(t *testing.T, dir string) { overwrite(t, firstWAL(t, dir), 2000, 3000) }, false, "crc mismatch"},
+		{"write-ahead log torn at its end", func(t *testing.T, dir string) {
+			f := firstWAL(t, dir)
+			os.Truncate(f, size(t, f)-3)
+		}, false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
