@@ -51,6 +51,8 @@ type upOptions struct {
 	chainBuffer int
 	// recorder records the trigger chain; nil when off.
 	recorder *chain.Recorder
+	// etcdQuota bounds etcd's database in bytes (0: etcd's default).
+	etcdQuota int64
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -73,6 +75,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
 	cmd.Flags().StringVar(&o.nodeName, "node-name", defaultNodeName(), "the name of this machine's Node")
 	cmd.Flags().BoolVar(&o.kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")
+	cmd.Flags().Int64Var(&o.etcdQuota, "etcd-quota-bytes", 0, "etcd's database quota in bytes (0: etcd's default, 2 GiB); over it, writes fail with an out-of-space error until objects are deleted")
 	cmd.Flags().StringSliceVar(&o.ctrl.controllers, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names (raycluster, rayjob; -name leaves one out)")
 	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount, endpoints; -name leaves one out)")
 	cmd.Flags().StringSliceVar(&o.ctrl.watchNamespaces, "watch-namespace", nil, "namespaces the Ray controllers watch (default: all)")
@@ -165,7 +168,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		var err error
 		store, err = etcd.Start(ctx, etcd.Config{
 			Dir: dir.Join("etcd"), CAFile: ca.CertFile(), CertFile: etcdServing.CertFile, KeyFile: etcdServing.KeyFile,
-			Logger: logger.Named("etcd"), RequireData: dir.Initialized(), Fatal: etcdFatal(dir, os.Stderr),
+			Logger: logger.Named("etcd"), RequireData: dir.Initialized(), Fatal: etcdFatal(dir, os.Stderr), QuotaBackendBytes: o.etcdQuota,
 		})
 		if err != nil {
 			return "", damaged(dir, err)
@@ -280,11 +283,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 			return "", err
 		}
 		for _, m := range managers {
-			components.Go(func() {
-				if err := m.Start(compCtx); err != nil {
-					logger.Error("controller manager stopped", zap.Error(err))
-				}
-			})
+			components.Go(func() { m.run(compCtx, logger) })
 		}
 		if len(names) == 0 {
 			return "none", nil

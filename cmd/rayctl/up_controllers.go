@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
@@ -112,7 +114,7 @@ func identityConfig(ca *pki.Authority, serverURL, certName, user string, groups 
 }
 
 // controllerManagers builds the managers the flags ask for (none when nothing is selected).
-func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, rec *chain.Recorder, logger *zap.Logger) ([]*manager.Manager, []string, error) {
+func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, rec *chain.Recorder, logger *zap.Logger) ([]*controllerManager, []string, error) {
 	type spec struct {
 		name, cert, user, leaseID string
 		controllers               []string
@@ -126,7 +128,7 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 	if err != nil {
 		return nil, nil, err
 	}
-	var managers []*manager.Manager
+	var managers []*controllerManager
 	var all []string
 	for _, s := range []spec{
 		{"ray-controllers", "controllers", manager.Identity, "rayctl-controllers", rayNames, true},
@@ -157,22 +159,67 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 				opts.ReconcileConcurrency = f.reconcileConcurrency
 			}
 		}
-		m, err := manager.New(cfg, opts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
-		}
-		managers = append(managers, m)
-		all = append(all, s.controllers...)
-		for name, h := range m.Hooks {
-			info := chain.ControllerInfo{Name: name, Kind: h.Kind(), Manager: s.name, Identity: s.user, Watches: h.Watches()}
-			if s.ray {
-				info.WatchNamespaces = f.watchNamespaces
-				info.LabelSelectors = map[string]string{"Pod": opts.PodSelector, "Job": opts.JobSelector}
+		build := func() (*manager.Manager, error) {
+			m, err := manager.New(cfg, opts)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.name, err)
 			}
-			rec.Register(info, h.Stats)
+			for name, h := range m.Hooks {
+				info := chain.ControllerInfo{Name: name, Kind: h.Kind(), Manager: s.name, Identity: s.user, Watches: h.Watches()}
+				if s.ray {
+					info.WatchNamespaces = f.watchNamespaces
+					info.LabelSelectors = map[string]string{"Pod": opts.PodSelector, "Job": opts.JobSelector}
+				}
+				rec.Register(info, h.Stats)
+			}
+			return m, nil
 		}
+		m, err := build()
+		if err != nil {
+			return nil, nil, err
+		}
+		managers = append(managers, &controllerManager{name: s.name, first: m, build: build})
+		all = append(all, s.controllers...)
 	}
 	return managers, all, nil
+}
+
+// controllerManager is one controller manager of `rayctl up` and how to build it anew: a manager starts
+// only once.
+type controllerManager struct {
+	name  string
+	first *manager.Manager
+	build func() (*manager.Manager, error)
+}
+
+// run runs the manager until ctx ends. A manager that stops on its own is built anew and started again
+// after a pause (1 s, doubling to 30 s): it stops when it loses its leader Lease, which happens when the
+// API server cannot write for a while (etcd out of space, say), and its controllers must come back once
+// writes work again.
+func (c *controllerManager) run(ctx context.Context, logger *zap.Logger) {
+	m, pause := c.first, time.Second
+	for {
+		started := time.Now()
+		err := m.Start(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > 5*time.Minute {
+			pause = time.Second
+		}
+		logger.Error("controller manager stopped; starting it again", zap.String("manager", c.name), zap.Error(err), zap.Duration("after", pause))
+		for m = nil; m == nil; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 30*time.Second)
+			if m, err = c.build(); err != nil {
+				logger.Error("rebuilding a controller manager", zap.String("manager", c.name), zap.Error(err))
+			}
+		}
+	}
 }
 
 // leaderIdentity is stable per host and data dir, so a restarted rayctl reclaims its own lease at once.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
@@ -39,10 +41,16 @@ func damaged(dir *datadir.Dir, err error) error {
 // disk, damaged data); say so on w with what to do, and exit.
 func etcdFatal(dir *datadir.Dir, w io.Writer) func(msg string) {
 	return func(msg string) {
-		fmt.Fprintf(w, "rayctl up: etcd stopped: %s\n"+
-			"If the disk holding %s is full, free space and run rayctl up again.\n"+
-			"If etcd's data is damaged, restore %s from a backup, or start afresh (deleting every stored object): rayctl down --delete-data --data-dir %s\n",
-			msg, dir.Path, dir.Join("etcd"), dir.Path)
+		if strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error()) {
+			fmt.Fprintf(w, "rayctl up: etcd stopped: %s\n"+
+				"The disk holding %s is full. Free space there, then run rayctl up again: the objects stored so far are kept "+
+				"(every write etcd acknowledged is in its write-ahead log).\n", msg, dir.Path)
+		} else {
+			fmt.Fprintf(w, "rayctl up: etcd stopped: %s\n"+
+				"If the disk holding %s is full, free space and run rayctl up again. If etcd's data is damaged, restore %s from a "+
+				"backup, or start afresh (deleting every stored object): rayctl down --delete-data --data-dir %s\n",
+				msg, dir.Path, dir.Join("etcd"), dir.Path)
+		}
 		os.Exit(1)
 	}
 }

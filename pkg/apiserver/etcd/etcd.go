@@ -20,6 +20,7 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // Config says where etcd keeps its data and which certificates guard its client port.
@@ -32,7 +33,8 @@ type Config struct {
 	Logger *zap.Logger
 	// MaxRequestBytes bounds one request; KubeRay's CRDs need more than etcd's 1.5 MiB default.
 	MaxRequestBytes uint
-	// QuotaBackendBytes bounds the database size; 0 keeps etcd's default (2 GiB).
+	// QuotaBackendBytes bounds the database size; 0 keeps etcd's default (2 GiB). Over it, writes fail
+	// with NoSpaceMessage until objects are deleted (see space.go).
 	QuotaBackendBytes int64
 	// RequireData says Dir held data before (the caller knows the data dir was initialised): a missing
 	// member directory or database is then a DamagedError, not a new, empty store.
@@ -47,6 +49,8 @@ type Config struct {
 type Server struct {
 	etcd      *embed.Etcd
 	closeOnce sync.Once
+	stopGuard context.CancelFunc
+	guardDone chan struct{}
 	// Endpoint is the client URL, e.g. https://127.0.0.1:40123.
 	Endpoint string
 }
@@ -83,6 +87,11 @@ func Start(ctx context.Context, c Config) (s *Server, err error) {
 		cfg.MaxRequestBytes = 8 << 20
 	}
 	cfg.QuotaBackendBytes = c.QuotaBackendBytes
+	quota := c.QuotaBackendBytes
+	if quota <= 0 {
+		quota = DefaultQuotaBytes
+	}
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{noSpaceMessage(NoSpaceMessage(quota))}
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "5m"
 	cfg.SnapshotCount = 10000
@@ -129,7 +138,13 @@ func Start(ctx context.Context, c Config) (s *Server, err error) {
 		closeWithin(e, closeTimeout)
 		return nil, ctx.Err()
 	}
-	return &Server{etcd: e, Endpoint: "https://" + e.Clients[0].Addr().String()}, nil
+	gctx, stopGuard := context.WithCancel(context.Background())
+	s = &Server{etcd: e, Endpoint: "https://" + e.Clients[0].Addr().String(), stopGuard: stopGuard, guardDone: make(chan struct{})}
+	go func() {
+		defer close(s.guardDone)
+		guardSpace(gctx, e, quota, time.Second, logger)
+	}()
+	return s, nil
 }
 
 // dataError tells the errors etcd's write-ahead log and snapshot readers return on damaged files.
@@ -161,7 +176,13 @@ func closeWithin(e *embed.Etcd, d time.Duration) {
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
 // Close stops etcd, flushing what it holds. Calling it again does nothing.
-func (s *Server) Close() { s.closeOnce.Do(s.etcd.Close) }
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.stopGuard()
+		<-s.guardDone
+		s.etcd.Close()
+	})
+}
 
 // fatalHook hands a Panic or Fatal entry of etcd's logger, with its error field, to fatal.
 type fatalHook func(msg string)
