@@ -75,7 +75,7 @@ it at the end). Made for a projector: 80 columns, colour only on a terminal.`,
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "a RayJob manifest to run instead of the sample")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "demo", "the namespace to run it in (created if missing)")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the RayJob (and its cluster) at the end instead of deleting it")
-	cmd.Flags().BoolVar(&o.start, "start", false, "start `rayctl up --detach` if rayctl is not running, and stop it at the end")
+	cmd.Flags().BoolVar(&o.start, "start", false, "start rayctl up --detach if rayctl is not running, and stop it at the end")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the RayJob to finish")
 	return cmd
 }
