@@ -57,7 +57,7 @@ import (
 
 const (
 	// chainCycles is how many measured cycles each instance runs (each makes about two kubelet writes).
-	chainCycles = 100
+	chainCycles = 110
 	// chainWarmup cycles run first on each instance and are not counted.
 	chainWarmup = 5
 	chainNS     = "bench-chain"
@@ -207,6 +207,18 @@ func (in *chainInstance) start(rayctl string) error {
 func (in *chainInstance) stop() {
 	if in.tr != nil {
 		in.tr.stop()
+		// Remove the pods while the kubelet runs, so it unmounts their volumes (the head's /dev/shm
+		// is a tmpfs) before the data dir goes.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_ = in.ray.RayV1().RayClusters(chainNS).Delete(ctx, chainRC, metav1.DeleteOptions{})
+		_ = in.kube.CoreV1().Pods(chainNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := poll(ctx, time.Minute, func() bool {
+			l, err := in.kube.CoreV1().Pods(chainNS).List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) == 0
+		}); err != nil {
+			fmt.Fprintf(os.Stderr, "chain (recorder %s): pods still there at the end: %v\n", in.label, err)
+		}
+		cancel()
 	}
 	if in.up != nil {
 		in.up.stop()
