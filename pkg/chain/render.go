@@ -124,7 +124,7 @@ func RenderLine(w io.Writer, offset time.Duration, latency string, e *Event, opt
 	}
 	prefix := fmt.Sprintf("%10s %9s  %-11s ", "+"+ms(offset), latency, e.Component)
 	text := Describe(e)
-	lines := wrap(text, max(opts.Width-len(prefix), 20))
+	lines := Wrap(text, opts.Width-len(prefix))
 	color := ""
 	if opts.Color {
 		switch {
@@ -149,8 +149,9 @@ func RenderLine(w io.Writer, offset time.Duration, latency string, e *Event, opt
 	}
 }
 
-// wrap breaks text into lines of at most width runes, at spaces where it can.
-func wrap(text string, width int) []string {
+// Wrap breaks text into lines of at most width runes (20 at least), at spaces where it can.
+func Wrap(text string, width int) []string {
+	width = max(width, 20)
 	var lines []string
 	for len([]rune(text)) > width {
 		r := []rune(text)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
 // TextOptions shape the text of a report.
@@ -45,7 +47,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 	if len(around) > 0 {
 		head += " (with " + strings.Join(around, ", ") + ")"
 	}
-	for _, l := range wrap(head, o.Width) {
+	for _, l := range chain.Wrap(head, o.Width) {
 		fmt.Fprintln(w, paint(ansiBold, l))
 	}
 	lastID := ""
@@ -70,7 +72,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 			}
 			text = who.String() + ": " + text
 		}
-		for j, l := range wrap(text, o.Width-4) {
+		for j, l := range chain.Wrap(text, o.Width-4) {
 			if j == 0 {
 				fmt.Fprintf(w, "  %s %s\n", mark, l)
 			} else {
@@ -78,7 +80,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 			}
 		}
 		if c.Status == Fail && c.Fix != "" {
-			for j, l := range wrap("→ "+c.Fix, o.Width-4) {
+			for j, l := range chain.Wrap("→ "+c.Fix, o.Width-4) {
 				if j > 0 {
 					l = "  " + l
 				}
@@ -86,7 +88,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 			}
 		}
 		for _, e := range c.Evidence {
-			for j, l := range wrap(e, o.Width-8) {
+			for j, l := range chain.Wrap(e, o.Width-8) {
 				prefix := "· "
 				if j > 0 {
 					prefix = "  "
@@ -102,21 +104,3 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 	fmt.Fprintln(w, paint(ansiRed, fmt.Sprintf("Most likely cause (%s): %s", r.Verdict.Check, r.Verdict.Text)))
 }
 
-// wrap breaks text into lines of at most width runes, at spaces where it can.
-func wrap(text string, width int) []string {
-	width = max(width, 20)
-	var lines []string
-	for len([]rune(text)) > width {
-		r := []rune(text)
-		cut := width
-		for i := width; i > width/2; i-- {
-			if r[i] == ' ' {
-				cut = i
-				break
-			}
-		}
-		lines = append(lines, strings.TrimRight(string(r[:cut]), " "))
-		text = strings.TrimLeft(string(r[cut:]), " ")
-	}
-	return append(lines, text)
-}
