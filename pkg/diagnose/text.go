@@ -103,4 +103,3 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 	}
 	fmt.Fprintln(w, paint(ansiRed, fmt.Sprintf("Most likely cause (%s): %s", r.Verdict.Check, r.Verdict.Text)))
 }
-
