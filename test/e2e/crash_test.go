@@ -26,15 +26,12 @@ import (
 // crashTimeout bounds one wait in these tests.
 const crashTimeout = 2 * time.Minute
 
-// startFaultInstance starts an instance of the test's own with everything on, and returns a rayEnv on it
-// with a fresh namespace. When the test ends the instance is stopped and purged; then no pod network
-// namespace and no containerd of the instance may be left on the host, and only then is the data dir removed.
-func startFaultInstance(t *testing.T) *rayEnv {
+// startPurgedInstance starts an instance of the test's own with args; when the test ends it is stopped
+// and purged, no pod network namespace and no containerd of it may be left on the host, and only then
+// is its data dir removed.
+func startPurgedInstance(t *testing.T, args ...string) *framework.Instance {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts rayctl up")
-	}
-	in, err := framework.Start("")
+	in, err := framework.Start("", args...)
 	if err != nil {
 		t.Fatalf("starting rayctl: %v", err)
 	}
@@ -48,6 +45,18 @@ func startFaultInstance(t *testing.T) *rayEnv {
 		checkNothingLeft(t, in.DataDir)
 		in.Cleanup(t)
 	})
+	return in
+}
+
+// startFaultInstance starts an instance of the test's own with everything on, and returns a rayEnv on it
+// with a fresh namespace. When the test ends the instance is stopped and purged; then no pod network
+// namespace and no containerd of the instance may be left on the host, and only then is the data dir removed.
+func startFaultInstance(t *testing.T) *rayEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts rayctl up")
+	}
+	in := startPurgedInstance(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	t.Cleanup(cancel)
 	rc, err := rayclient.NewForConfig(in.Config)

@@ -40,20 +40,7 @@ func TestContainerdKilledIsRestarted(t *testing.T) {
 	if _, err := exec.LookPath("containerd"); err != nil || os.Geteuid() != 0 {
 		t.Skip("needs containerd installed and root (a private containerd)")
 	}
-	in, err := framework.Start("", "--runtime", "containerd")
-	if err != nil {
-		t.Fatalf("starting rayctl: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := in.Stop(); err != nil {
-			t.Log(err)
-		}
-		if err := in.Purge(); err != nil {
-			t.Errorf("purging: %v", err)
-		}
-		checkNothingLeft(t, in.DataDir)
-		in.Cleanup(t)
-	})
+	in := startPurgedInstance(t, "--runtime", "containerd")
 	ctx := nodeContext(t, 5*time.Minute)
 	ns := newNamespace(t, ctx, in)
 
