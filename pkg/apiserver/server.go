@@ -219,10 +219,13 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
+	// Writes refused for want of space answer 507, for built-in kinds and custom resources alike.
+	generic.RESTOptionsGetter = noSpaceGetter{generic.RESTOptionsGetter}
+
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker),
+			CRDRESTOptionsGetter: noSpaceGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
 			MasterCount:          1,
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,11 +112,14 @@ func TestEtcdQuotaExceededThenRecovers(t *testing.T) {
 	var status apierrors.APIStatus
 	errors.As(firstErr, &status)
 	code := status.Status().Code
+	if code != http.StatusInsufficientStorage || strings.Contains(firstErr.Error(), "rpc error") {
+		t.Errorf("a write refused for want of space: HTTP %d %q, want 507 with rayctl's message alone", code, firstErr)
+	}
 	t.Logf("stored %d ConfigMaps of 512 KiB, %d refused (HTTP %d); the controller managers lost their Leases", len(big), len(refused), code)
 
 	// Reading still works, and no refused object was half-written. (etcd applies the one write that
-	// crosses the quota before it reports the quota exceeded: like any error 500, a refusal does not
-	// prove the object absent.)
+	// crosses the quota before it reports the quota exceeded, so this refusal does not prove the
+	// object absent.)
 	var storedAnyway []string
 	for _, name := range refused {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
