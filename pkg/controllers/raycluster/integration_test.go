@@ -44,10 +44,21 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
+	if testing.Short() || fuzzing() {
 		os.Exit(m.Run())
 	}
 	os.Exit(runWithServer(m))
+}
+
+// fuzzing reports whether this process runs a fuzz target (as the coordinator or one of its workers):
+// fuzz targets need no API server, and a `rayctl up` in every worker would only slow them down.
+func fuzzing() bool {
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 func runWithServer(m *testing.M) int {
