@@ -77,7 +77,7 @@ func TestEtcdQuotaExceededThenRecovers(t *testing.T) {
 		b, _ := os.ReadFile(logPath)
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, "reclaim") || strings.Contains(l, "defragment") || strings.Contains(l, "NOSPACE") ||
-				strings.Contains(l, "controller manager") || strings.Contains(l, "alarm") {
+				strings.Contains(l, "controller manager") || strings.Contains(l, "alarm") || strings.Contains(l, "compact") {
 				t.Log(l)
 			}
 		}

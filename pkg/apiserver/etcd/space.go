@@ -60,7 +60,7 @@ func noSpaceMessage(msg string) grpc.ServerOption {
 func guardSpace(ctx context.Context, e *embed.Etcd, quota int64, interval time.Duration, lg *zap.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var compacted int64
+	var st reclaimState
 	for {
 		select {
 		case <-ctx.Done():
@@ -72,7 +72,7 @@ func guardSpace(ctx context.Context, e *embed.Etcd, quota int64, interval time.D
 		if !noSpaceRaised(e) {
 			continue
 		}
-		if err := reclaim(ctx, e, quota, &compacted, lg); err != nil && ctx.Err() == nil {
+		if err := reclaim(ctx, e, quota, &st, lg); err != nil && ctx.Err() == nil {
 			lg.Warn("reclaiming etcd space", zap.Error(err))
 		}
 	}
@@ -87,23 +87,58 @@ func noSpaceRaised(e *embed.Etcd) bool {
 	return false
 }
 
-// reclaim compacts to the current revision (once per revision), defragments when that leaves at least
-// a tenth of the quota free inside the file, and disarms the alarm when the database fits.
-func reclaim(ctx context.Context, e *embed.Etcd, quota int64, compacted *int64, lg *zap.Logger) error {
+// reclaimState is what reclaim remembers between calls.
+type reclaimState struct {
+	// compacted is the revision last compacted to.
+	compacted int64
+	// lastDefrag is when the database was last defragmented; wait how long to leave it before
+	// defragmenting again without a visible gain.
+	lastDefrag time.Time
+	wait       time.Duration
+}
+
+// Defragmenting again without a visible gain starts redefragAfter after the last one and backs off
+// to redefragMax: etcd counts pages freed while an older read transaction is open as still in use,
+// and a compaction finishes in the background, so the free-space estimate may lag; a defragmentation
+// copies only live data and gives the true size, but blocks etcd while it runs.
+const (
+	redefragAfter = 5 * time.Second
+	redefragMax   = 2 * time.Minute
+)
+
+// reclaim compacts to the current revision (once per revision, without waiting for the compaction's
+// deletes, which etcd does not let a context interrupt), defragments when that leaves at least a tenth
+// of the quota free inside the file or, failing a visible gain, when the last defragmentation is old
+// enough, and disarms the alarm when the database fits. etcd refuses writes while the file's size plus
+// the write exceeds the quota, alarm or not, so only a defragmentation lets writes in again.
+func reclaim(ctx context.Context, e *embed.Etcd, quota int64, st *reclaimState, lg *zap.Logger) error {
 	be := e.Server.Backend()
-	if rev := e.Server.KV().Rev(); rev > *compacted {
+	if rev := e.Server.KV().Rev(); rev > st.compacted {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := e.Server.Compact(cctx, &pb.CompactionRequest{Revision: rev, Physical: true})
+		_, err := e.Server.Compact(cctx, &pb.CompactionRequest{Revision: rev})
 		cancel()
 		if err != nil && !errors.Is(err, mvcc.ErrCompacted) {
 			return fmt.Errorf("compacting to revision %d: %w", rev, err)
 		}
-		*compacted = rev
+		lg.Info("compacting etcd to reclaim space", zap.Int64("revision", rev))
+		st.compacted = rev
+		st.wait = redefragAfter
 	}
-	if be.Size()-be.SizeInUse() >= quota/10 {
+	if st.wait == 0 {
+		st.wait = redefragAfter
+	}
+	visible := be.Size()-be.SizeInUse() >= quota/10
+	due := time.Since(st.lastDefrag) >= st.wait
+	if visible || due {
 		before := be.Size()
 		if err := e.Server.Defragment(); err != nil {
 			return fmt.Errorf("defragmenting: %w", err)
+		}
+		st.lastDefrag = time.Now()
+		if before-be.Size() < quota/16 {
+			st.wait = min(2*st.wait, redefragMax)
+		} else {
+			st.wait = redefragAfter
 		}
 		lg.Info("defragmented etcd to reclaim space", zap.String("before", mib(before)), zap.String("after", mib(be.Size())),
 			zap.String("quota", mib(quota)))
