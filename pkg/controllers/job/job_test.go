@@ -13,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -114,6 +116,29 @@ func waitJob(t *testing.T, ctx context.Context, j *batchv1.Job, what string, con
 		return err == nil && cond(got), err
 	})
 	return got
+}
+
+// watchJob follows j through a watch from the version createJob returned until cond holds, so no
+// version is missed however briefly it lasts; it fails if the Job is deleted first.
+func watchJob(t *testing.T, ctx context.Context, j *batchv1.Job, what string, cond func(*batchv1.Job) bool) *batchv1.Job {
+	t.Helper()
+	w, err := in.Client.BatchV1().Jobs(j.Namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", j.Name).String(), ResourceVersion: j.ResourceVersion})
+	framework.Must(t, "watching the job", err)
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		got, ok := ev.Object.(*batchv1.Job)
+		switch {
+		case !ok:
+			continue
+		case ev.Type == watch.Deleted:
+			t.Fatalf("%s: the Job was deleted first", what)
+		case cond(got):
+			return got
+		}
+	}
+	t.Fatalf("%s: not in time (the watch ended: %v)", what, ctx.Err())
+	return nil
 }
 
 func TestCompletionsOneAtATime(t *testing.T) {
@@ -226,7 +251,8 @@ func TestTTLAfterFinished(t *testing.T) {
 		return len(pods) == 1, err
 	})
 	finish(t, ctx, pods[0], corev1.PodSucceeded)
-	done := waitJob(t, ctx, j, "the job to complete", func(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobComplete) != nil })
+	// Watched rather than polled: with a 1 s TTL, a poll on a busy machine can miss the completed Job.
+	done := watchJob(t, ctx, j, "the job to complete", func(j *batchv1.Job) bool { return jobCondition(j, batchv1.JobComplete) != nil })
 	framework.WaitFor(t, ctx, "the job to be deleted after its TTL", func() (bool, error) {
 		_, err := in.Client.BatchV1().Jobs(ns).Get(ctx, j.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), framework.IgnoreNotFound(err)
