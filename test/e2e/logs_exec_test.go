@@ -37,26 +37,35 @@ func logsSetup(t *testing.T) (*framework.Instance, context.Context, string) {
 	in, _, ns := setup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	t.Cleanup(cancel)
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer ccancel()
-		if err := in.Client.CoreV1().Namespaces().Delete(cctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns, err)
+	t.Cleanup(func() { deleteNamespaceAndWait(t, in, ns, nil) })
+	return in, ctx, ns
+}
+
+// deleteNamespaceAndWait deletes ns and waits (up to 2 minutes) until it is gone, so the kubelet stops a
+// test's containers while the instance still runs; onTimeout, if set, runs before the timeout is
+// reported.
+func deleteNamespaceAndWait(t *testing.T, in *framework.Instance, ns string, onTimeout func()) {
+	t.Helper()
+	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer ccancel()
+	if err := in.Client.CoreV1().Namespaces().Delete(cctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting namespace %s: %v", ns, err)
+		return
+	}
+	for {
+		_, err := in.Client.CoreV1().Namespaces().Get(cctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
 			return
 		}
-		for {
-			_, err := in.Client.CoreV1().Namespaces().Get(cctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return
+		if cctx.Err() != nil {
+			if onTimeout != nil {
+				onTimeout()
 			}
-			if cctx.Err() != nil {
-				t.Errorf("namespace %s still there 2m after its deletion (last error: %v)", ns, err)
-				return
-			}
-			time.Sleep(250 * time.Millisecond)
+			t.Errorf("namespace %s still there 2m after its deletion (last error: %v)", ns, err)
+			return
 		}
-	})
-	return in, ctx, ns
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // runPod creates a pod of simImage in ns with the given containers (command per name, in order) and

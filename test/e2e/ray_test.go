@@ -89,27 +89,12 @@ func raySetup(t *testing.T, in *framework.Instance) *rayEnv {
 	ns := newNamespace(t, ctx, in)
 	e := &rayEnv{in: in, ray: rc, ctx: ctx, ns: ns}
 	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer ccancel()
 		if t.Failed() {
-			e.dump(t, cctx)
+			dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			e.dump(t, dctx)
+			dcancel()
 		}
-		if err := in.Client.CoreV1().Namespaces().Delete(cctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting namespace %s: %v", ns, err)
-			return
-		}
-		for {
-			_, err := in.Client.CoreV1().Namespaces().Get(cctx, ns, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return
-			}
-			if cctx.Err() != nil {
-				e.dump(t, context.Background())
-				t.Errorf("namespace %s still there 2m after its deletion (last error: %v)", ns, err)
-				return
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
+		deleteNamespaceAndWait(t, in, ns, func() { e.dump(t, context.Background()) })
 	})
 	return e
 }

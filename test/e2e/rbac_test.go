@@ -17,8 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -28,8 +26,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
-
-var rbacRayClusters = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
 
 // identity is a client certificate minted from the instance's CA for user (in groups), and clients
 // that present it.
@@ -58,23 +54,6 @@ func newIdentity(t *testing.T, in *framework.Instance, user string, groups ...st
 	id.dynamic, err = dynamic.NewForConfig(cfg)
 	must(t, "dynamic client for "+user, err)
 	return id
-}
-
-// rbacRayCluster is the smallest RayCluster the schema accepts.
-func rbacRayCluster(name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "ray.io/v1",
-		"kind":       "RayCluster",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"headGroupSpec": map[string]any{
-				"rayStartParams": map[string]any{},
-				"template": map[string]any{"spec": map[string]any{
-					"containers": []any{map[string]any{"name": "ray-head", "image": "rayproject/ray:2.46.0"}},
-				}},
-			},
-		},
-	}}
 }
 
 // TestRBACBindingGrantsAccess checks that a user without bindings is refused with Kubernetes' message, and
@@ -157,7 +136,7 @@ func TestRBACNodeIdentity(t *testing.T) {
 	// Writing the pod's spec is not the kubelet's business.
 	_, err = node.client.CoreV1().Pods(ns).Patch(ctx, "work", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
 	expectStatus(t, "the node patches a pod", err, 403, `User "system:node:`+fakeNode+`" cannot patch resource "pods"`)
-	_, err = node.dynamic.Resource(rbacRayClusters).Namespace(ns).Create(ctx, rbacRayCluster("sneaky"), metav1.CreateOptions{})
+	_, err = node.dynamic.Resource(framework.RayClusters).Namespace(ns).Create(ctx, framework.RayCluster("sneaky"), metav1.CreateOptions{})
 	expectStatus(t, "the node creates a RayCluster", err, 403,
 		`User "system:node:`+fakeNode+`" cannot create resource "rayclusters" in API group "ray.io" in the namespace "`+ns+`"`)
 	err = node.client.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{
@@ -183,12 +162,12 @@ func TestRBACControllersIdentity(t *testing.T) {
 	must(t, "the controllers create a pod", err)
 	admin, err := dynamic.NewForConfig(quiet(in.Config))
 	must(t, "admin dynamic client", err)
-	_, err = admin.Resource(rbacRayClusters).Namespace(ns).Create(ctx, rbacRayCluster("c1"), metav1.CreateOptions{})
+	_, err = admin.Resource(framework.RayClusters).Namespace(ns).Create(ctx, framework.RayCluster("c1"), metav1.CreateOptions{})
 	must(t, "creating a RayCluster", err)
-	_, err = ctrl.dynamic.Resource(rbacRayClusters).Namespace(ns).Patch(ctx, "c1", types.MergePatchType,
+	_, err = ctrl.dynamic.Resource(framework.RayClusters).Namespace(ns).Patch(ctx, "c1", types.MergePatchType,
 		[]byte(`{"status":{"desiredWorkerReplicas":0}}`), metav1.PatchOptions{}, "status")
 	must(t, "the controllers patch rayclusters/status", err)
-	_, err = ctrl.dynamic.Resource(rbacRayClusters).Namespace(ns).List(ctx, metav1.ListOptions{})
+	_, err = ctrl.dynamic.Resource(framework.RayClusters).Namespace(ns).List(ctx, metav1.ListOptions{})
 	must(t, "the controllers list RayClusters", err)
 
 	_, err = ctrl.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
