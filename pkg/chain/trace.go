@@ -48,6 +48,8 @@ type index struct {
 	origins   map[objKey][]int // kubelet and controller status writes
 	apiWrites map[objKey][]int
 	informer  map[ctrlObj][]int
+	seenBy    map[objKey][]int  // informer events of an object version, every controller's
+	mappedTo  map[ctrlObj][]int // enqueues by controller and the object version they were mapped from
 	filters   map[ctrlObj][]int // predicates, maps and misses, after the informer event
 	enqueues  map[ctrlObj][]int // by controller and key (rv empty)
 	dequeues  map[ctrlObj][]int
@@ -59,6 +61,7 @@ func newIndex(events []Event) *index {
 	x := &index{
 		ev: events, bySeq: map[uint64]int{},
 		origins: map[objKey][]int{}, apiWrites: map[objKey][]int{}, informer: map[ctrlObj][]int{},
+		seenBy: map[objKey][]int{}, mappedTo: map[ctrlObj][]int{},
 		filters: map[ctrlObj][]int{}, enqueues: map[ctrlObj][]int{}, dequeues: map[ctrlObj][]int{},
 		ends: map[ctrlObj][]int{}, passes: map[uint64][]int{},
 	}
@@ -77,10 +80,15 @@ func newIndex(events []Event) *index {
 			x.apiWrites[k] = append(x.apiWrites[k], i)
 		case InformerEvent:
 			x.informer[ctrlObj{e.Component, k}] = append(x.informer[ctrlObj{e.Component, k}], i)
+			x.seenBy[k] = append(x.seenBy[k], i)
 		case PredicateHop, MapHop, MapMiss:
 			x.filters[ctrlObj{e.Component, k}] = append(x.filters[ctrlObj{e.Component, k}], i)
 		case EnqueueHop:
 			x.enqueues[qk] = append(x.enqueues[qk], i)
+			if e.From != nil {
+				from := ctrlObj{e.Component, keyOf(*e.From)}
+				x.mappedTo[from] = append(x.mappedTo[from], i)
+			}
 		case DequeueHop:
 			x.dequeues[qk] = append(x.dequeues[qk], i)
 		case ReconcileEnd:
@@ -178,14 +186,7 @@ func (x *index) effects(i int) []int {
 	case KubeletWrite, StatusWrite:
 		return x.apiWrites[k]
 	case APIWrite:
-		var out []int
-		for ck, list := range x.informer {
-			if ck.obj == k {
-				out = append(out, list...)
-			}
-		}
-		sort.Ints(out)
-		return out
+		return x.seenBy[k]
 	case InformerEvent:
 		list := x.filters[ctrlObj{e.Component, k}]
 		var out []int
@@ -198,14 +199,9 @@ func (x *index) effects(i int) []int {
 			break
 		}
 		// Enqueues that came of the event's mapping.
-		for ck, enq := range x.enqueues {
-			if ck.controller != e.Component {
-				continue
-			}
-			for _, j := range enq {
-				if f := x.ev[j].From; f != nil && keyOf(*f) == k && j > i {
-					out = append(out, j)
-				}
+		for _, j := range x.mappedTo[ctrlObj{e.Component, k}] {
+			if j > i {
+				out = append(out, j)
 			}
 		}
 		sort.Ints(out)
@@ -333,14 +329,9 @@ func (x *index) steps(set map[int]bool) []Step {
 				at[j] = received
 			}
 		}
-		for ck, list := range x.informer {
-			if ck.obj != keyOf(e.Object) {
-				continue
-			}
-			for _, j := range list {
-				if set[j] && at[j] <= at[i] {
-					at[i] = max(at[j]-1, received)
-				}
+		for _, j := range x.seenBy[keyOf(e.Object)] {
+			if set[j] && at[j] <= at[i] {
+				at[i] = max(at[j]-1, received)
 			}
 		}
 	}
