@@ -168,6 +168,9 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return err
 	}
 	a.cancelWait = cancel
+	// Stamped before Start returns: a process that exits at once has its exit time taken by containerd
+	// before Start returns, and the start must not read as later than the finish.
+	started := time.Now()
 	if err := task.Start(ctx); err != nil {
 		cancel()
 		a.closeLog()
@@ -175,7 +178,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		_, _ = c.SetLabels(ctx, map[string]string{labelMessage: err.Error()})
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: time.Now().UTC().Format(time.RFC3339Nano)}); err != nil {
+	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
 		return err
 	}
 	r.track(id, a, exitC)
