@@ -17,6 +17,7 @@ import (
 	ctrd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/crilog"
@@ -39,6 +40,14 @@ const (
 	labelExitCode   = labelPrefix + "exit-code"
 	labelOOM        = labelPrefix + "oom-killed"
 	labelMessage    = labelPrefix + "message"
+	labelReason     = labelPrefix + "reason"
+)
+
+// A container that could not be started is reported exited with this code and reason, as containerd's
+// CRI plugin reports one.
+const (
+	startErrorCode   = 128
+	reasonStartError = "StartError"
 )
 
 var unsafeIDChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
@@ -132,7 +141,9 @@ func stopSignal(ctx context.Context, img ctrd.Image) (string, error) {
 }
 
 // StartContainer starts the container's task with its output going to the
-// log file.
+// log file. A container that fails to start is recorded as exited with code
+// 128 and reason StartError (as containerd's CRI reports it), so that the
+// kubelet restarts it per its pod's policy.
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	ctx = r.ctx(ctx)
 	c, err := r.load(ctx, id)
@@ -143,9 +154,18 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if labels[labelStartedAt] != "" {
+	if labels[labelStartedAt] != "" || labels[labelExitCode] != "" {
 		return fmt.Errorf("container %s was started already", id)
 	}
+	// Re-adoption (after containerd restarts) must leave a container alone while it is being started.
+	r.mu.Lock()
+	r.starting[id] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.starting, id)
+		r.mu.Unlock()
+	}()
 	a, err := r.newAttachment(labels)
 	if err != nil {
 		return err
@@ -157,32 +177,51 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	task, err := c.NewTask(ctx, cio.NewCreator(opts...))
 	if err != nil {
 		a.closeLog()
-		_, _ = c.SetLabels(ctx, map[string]string{labelMessage: err.Error()})
-		return fmt.Errorf("start container %s: %w", id, err)
+		return r.startFailed(ctx, c, err)
 	}
 	a.io = task.IO()
-	exitC, cancel, err := r.waitTask(task)
+	a.task = task
+	a.waitCtx, a.cancelWait = context.WithCancel(r.ctx(context.Background()))
+	exitC, err := task.Wait(a.waitCtx)
 	if err != nil {
+		a.cancelWait()
 		a.closeLog()
 		_, _ = task.Delete(ctx, ctrd.WithProcessKill)
-		return err
+		return r.startFailed(ctx, c, fmt.Errorf("waiting for task %s: %w", id, err))
 	}
-	a.cancelWait = cancel
 	// Stamped before Start returns: a process that exits at once has its exit time taken by containerd
 	// before Start returns, and the start must not read as later than the finish.
 	started := time.Now()
 	if err := task.Start(ctx); err != nil {
-		cancel()
+		a.cancelWait()
 		a.closeLog()
 		_, _ = task.Delete(ctx, ctrd.WithProcessKill)
-		_, _ = c.SetLabels(ctx, map[string]string{labelMessage: err.Error()})
-		return fmt.Errorf("start container %s: %w", id, err)
+		return r.startFailed(ctx, c, err)
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
-		return err
+		// The process runs: follow it all the same, so its output and exit are not lost.
+		r.track(id, a, exitC)
+		return fmt.Errorf("start container %s: recording its start: %w", id, err)
 	}
 	r.track(id, a, exitC)
 	return nil
+}
+
+// startFailed records that container c could not be started (exit code 128, reason StartError, the
+// error as its message) and returns the error. If containerd cannot record it either, the container
+// stays Created, which the kubelet also restarts.
+func (r *Runtime) startFailed(ctx context.Context, c ctrd.Container, err error) error {
+	err = fmt.Errorf("start container %s: %w", c.ID(), err)
+	// A fresh context: the caller's may be what ended the start.
+	lctx, cancel := context.WithTimeout(r.ctx(context.WithoutCancel(ctx)), 10*time.Second)
+	defer cancel()
+	_, _ = c.SetLabels(lctx, map[string]string{
+		labelExitCode:   strconv.Itoa(startErrorCode),
+		labelFinishedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		labelReason:     reasonStartError,
+		labelMessage:    err.Error(),
+	})
+	return err
 }
 
 func (r *Runtime) newAttachment(labels map[string]string) (*attachment, error) {
@@ -203,36 +242,59 @@ func (a *attachment) closeLog() {
 	a.log.Close()
 }
 
-// waitTask waits for the task's exit in the background; cancel ends the wait.
-func (r *Runtime) waitTask(task ctrd.Task) (<-chan ctrd.ExitStatus, context.CancelFunc, error) {
-	wctx, cancel := context.WithCancel(r.ctx(context.Background()))
-	exitC, err := task.Wait(wctx)
-	if err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("waiting for task %s: %w", task.ID(), err)
-	}
-	return exitC, cancel, nil
-}
-
 // track copies output until the task exits (then records how it ended) or
-// the runtime detaches.
+// the runtime detaches. When containerd goes away meanwhile, the output keeps
+// flowing (the shim holds the FIFOs' other ends) and the wait for the exit is
+// made again until containerd answers it.
 func (r *Runtime) track(id string, a *attachment, exitC <-chan ctrd.ExitStatus) {
 	r.mu.Lock()
 	r.attached[id] = a
 	r.mu.Unlock()
 	go func() {
 		defer close(a.done)
-		st := <-exitC
-		if st.Error() != nil {
+		st, ok := r.awaitExit(a, exitC)
+		if !ok {
+			// Detached or removed; or gone from containerd, which ContainerStatus reports.
 			a.io.Cancel()
 		}
 		a.io.Wait()
 		a.closeLog()
-		if st.Error() == nil {
+		if ok {
 			r.recordExit(id, int(st.ExitCode()), st.ExitTime())
 		}
 	}()
 }
+
+// awaitExit returns the task's exit status from exitC, waiting again (with back-off) each time
+// containerd breaks the wait off. It reports false if the wait was cancelled or the task is gone.
+func (r *Runtime) awaitExit(a *attachment, exitC <-chan ctrd.ExitStatus) (ctrd.ExitStatus, bool) {
+	backoff := waitRetryMin
+	for {
+		st := <-exitC
+		err := errgrpc.ToNative(st.Error())
+		switch {
+		case err == nil:
+			return st, true
+		case a.waitCtx.Err() != nil || errdefs.IsNotFound(err):
+			return st, false
+		}
+		select {
+		case <-a.waitCtx.Done():
+			return st, false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, waitRetryMax)
+		if exitC, err = a.task.Wait(a.waitCtx); err != nil {
+			return st, false
+		}
+	}
+}
+
+// How soon a wait for a task's exit that containerd broke off (it died or restarted) is made again.
+const (
+	waitRetryMin = 50 * time.Millisecond
+	waitRetryMax = 2 * time.Second
+)
 
 // recordExit stores how the container ended in its labels, so the status
 // outlives the task.
@@ -289,10 +351,10 @@ func (r *Runtime) readopt(ctx context.Context) error {
 			continue
 		}
 		r.mu.Lock()
-		cur := r.attached[c.ID()]
+		cur, starting := r.attached[c.ID()], r.starting[c.ID()]
 		r.mu.Unlock()
-		if cur != nil && !isClosed(cur.done) {
-			continue // still tracked
+		if starting || (cur != nil && !isClosed(cur.done)) {
+			continue // being started, or still tracked
 		}
 		a, err := r.newAttachment(labels)
 		if err != nil {
@@ -304,14 +366,15 @@ func (r *Runtime) readopt(ctx context.Context) error {
 			a.closeLog()
 			continue
 		}
-		a.io = task.IO()
-		exitC, cancel, err := r.waitTask(task)
+		a.io, a.task = task.IO(), task
+		a.waitCtx, a.cancelWait = context.WithCancel(r.ctx(context.Background()))
+		exitC, err := task.Wait(a.waitCtx)
 		if err != nil {
+			a.cancelWait()
 			a.io.Cancel()
 			a.closeLog()
 			continue
 		}
-		a.cancelWait = cancel
 		r.track(c.ID(), a, exitC)
 	}
 	return nil
@@ -336,11 +399,19 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err != nil || st.Status == ctrd.Stopped {
 		return err
 	}
-	exitC, cancel, err := r.waitTask(task)
-	if err != nil {
-		return err
-	}
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	exitC, err := task.Wait(wctx)
+	if err != nil {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	// exited is nil once the task has exited; an error means containerd broke the wait off.
+	exited := func(st ctrd.ExitStatus) error {
+		if err := st.Error(); err != nil {
+			return fmt.Errorf("stop container %s: waiting for its exit: %w", id, err)
+		}
+		return r.awaitRecorded(ctx, id)
+	}
 	sig := syscall.SIGTERM
 	if labels, err := c.Labels(ctx); err == nil && labels[labelStopSignal] != "" {
 		if s, ok := parseSignal(labels[labelStopSignal]); ok {
@@ -352,8 +423,8 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 			return fmt.Errorf("stop container %s: %w", id, err)
 		}
 		select {
-		case <-exitC:
-			return r.awaitRecorded(ctx, id)
+		case st := <-exitC:
+			return exited(st)
 		case <-time.After(grace):
 		case <-ctx.Done():
 			return ctx.Err()
@@ -363,8 +434,8 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 		return fmt.Errorf("kill container %s: %w", id, err)
 	}
 	select {
-	case <-exitC:
-		return r.awaitRecorded(ctx, id)
+	case st := <-exitC:
+		return exited(st)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -478,6 +549,9 @@ func (r *Runtime) status(ctx context.Context, c ctrd.Container) (*runtime.Contai
 		s.ExitCode, _ = strconv.Atoi(l[labelExitCode])
 		s.FinishedAt, _ = time.Parse(time.RFC3339Nano, l[labelFinishedAt])
 		s.Reason = exitReason(s.ExitCode, l[labelOOM] == "true")
+		if l[labelReason] != "" {
+			s.Reason = l[labelReason]
+		}
 		return s, nil
 	}
 	task, err := c.Task(ctx, nil)

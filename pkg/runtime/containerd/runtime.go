@@ -11,6 +11,7 @@ import (
 	ctrd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"google.golang.org/grpc"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/crilog"
@@ -45,6 +46,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	attached map[string]*attachment // container id → its log copier
+	starting map[string]bool        // containers StartContainer is starting now
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -69,7 +71,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", opts.Address, err)
 	}
 	r := &Runtime{client: c, ns: opts.Namespace, snap: opts.Snapshotter, fifoDir: opts.FIFODir, net: opts.Network,
-		attached: map[string]*attachment{}}
+		attached: map[string]*attachment{}, starting: map[string]bool{}}
 	if _, err := r.Version(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -81,40 +83,40 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	return r, nil
 }
 
-// Reconnect is for after containerd restarted (see Daemon.Supervise): it dials containerd afresh (the
-// old connection may be waiting out a back-off), checks that it answers, and attaches again to the
-// output and exit of every container whose tracking the restart broke. A container that exited while
-// containerd was gone has its exit recorded now, so the next status read reports it.
+// Reconnect is for after containerd restarted (see Daemon.Supervise). Calls in flight are not cut
+// off: the connection is kept, and only told to dial again at once rather than wait out its back-off.
+// Reconnect returns once containerd answers, after attaching to the output and exit of any container
+// nobody follows (trackers themselves wait again for their tasks' exits when containerd breaks their
+// waits off, and their output never stops flowing).
 func (r *Runtime) Reconnect(ctx context.Context) error {
-	r.mu.Lock()
-	old := make([]*attachment, 0, len(r.attached))
-	for _, a := range r.attached {
-		old = append(old, a)
+	if conn, ok := r.client.Conn().(*grpc.ClientConn); ok {
+		conn.ResetConnectBackoff()
 	}
-	r.mu.Unlock()
-	// Closing the old connection ends every wait made on it, so each old tracker finishes.
-	if err := r.client.Reconnect(); err != nil {
-		return fmt.Errorf("reconnecting to containerd: %w", err)
-	}
-	for _, a := range old {
-		select {
-		case <-a.done:
-		case <-ctx.Done():
+	deadline := time.Now().Add(reconnectTimeout)
+	for {
+		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := r.Version(vctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-	}
-	r.mu.Lock()
-	for id, a := range r.attached {
-		if isClosed(a.done) {
-			delete(r.attached, id)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("reconnecting to containerd: no answer within %s: %w", reconnectTimeout, err)
 		}
-	}
-	r.mu.Unlock()
-	if _, err := r.Version(ctx); err != nil {
-		return err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	return r.readopt(ctx)
 }
+
+// reconnectTimeout bounds how long Reconnect waits for containerd to answer.
+const reconnectTimeout = 30 * time.Second
 
 func isClosed(c <-chan struct{}) bool {
 	select {
@@ -176,11 +178,13 @@ func (r *Runtime) Close() error {
 // attachment copies one task's stdout and stderr into its CRI log file.
 type attachment struct {
 	io   cio.IO
+	task ctrd.Task
 	log  *crilog.File
 	out  *crilog.Stream
 	err  *crilog.Stream
 	done chan struct{} // closed once the output is all written
-	// cancelWait ends the wait for the task's exit.
+	// waitCtx bounds the waits for the task's exit; cancelWait ends them.
+	waitCtx    context.Context
 	cancelWait context.CancelFunc
 }
 

@@ -262,6 +262,39 @@ func TestContainerRunsExitsAndLogs(t *testing.T) {
 	}
 }
 
+// TestStartErrorIsAnExit: a container whose process cannot be started is reported exited with code 128
+// and reason StartError, the runtime's error as its message, as containerd's CRI reports one; the
+// kubelet then restarts it per its pod's policy instead of leaving it created for ever.
+func TestStartErrorIsAnExit(t *testing.T) {
+	e := setup(t)
+	r := e.runtime(t)
+	sb := e.pod(t, r, "starterror")
+	ctx := testCtx(t)
+	id, err := r.CreateContainer(ctx, sb, runtime.ContainerConfig{Name: "missing", Image: e.ref, Command: []string{"/no/such/program"},
+		LogPath: filepath.Join(sb.Config.Dir, "missing", "0.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startErr := r.StartContainer(ctx, id)
+	if startErr == nil {
+		t.Fatal("starting a container whose program does not exist succeeded")
+	}
+	s, err := r.ContainerStatus(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != runtime.StateExited || s.ExitCode != 128 || s.Reason != "StartError" || !s.StartedAt.IsZero() || s.FinishedAt.IsZero() ||
+		!strings.Contains(s.Message, "/no/such/program") {
+		t.Errorf("status after the failed start (%v): %+v; want exited, 128, StartError, the error as message", startErr, s)
+	}
+	if err := r.StartContainer(ctx, id); err == nil {
+		t.Error("a second start of the failed container succeeded")
+	}
+	if err := r.RemoveContainer(ctx, id); err != nil {
+		t.Errorf("removing the failed container: %v", err)
+	}
+}
+
 func TestStopHonoursGraceThenKills(t *testing.T) {
 	e := setup(t)
 	r := e.runtime(t)

@@ -65,6 +65,12 @@ func TestSupervisedRestartKeepsContainers(t *testing.T) {
 	}
 	n := len(logLines(t, survivorLog))
 	waitLog(t, survivorLog, fmt.Sprintf("tick %d\n", n+5))
+	// Nothing the survivor wrote while containerd was gone is lost or doubled.
+	for i, l := range logLines(t, survivorLog) {
+		if want := fmt.Sprintf("stdout tick %d", i); l != want {
+			t.Fatalf("survivor log line %d is %q, want %q (lines lost or doubled across the restart)", i, l, want)
+		}
+	}
 	vs := waitExited(t, r, victimID)
 	if vs.ExitCode != 137 {
 		t.Errorf("the victim's exit: %+v, want code 137", vs)
@@ -126,4 +132,61 @@ func pidsWith(s string) []int {
 		}
 	}
 	return pids
+}
+
+// TestReconnectSparesCallsInFlight: the supervisor reconnects the runtime while the kubelet may be
+// starting containers through it. Containers created and started while Reconnect runs must all start:
+// a start cut off by the reconnection would leave a container that never runs.
+func TestReconnectSparesCallsInFlight(t *testing.T) {
+	e := setup(t)
+	r := e.runtime(t)
+	sb := e.pod(t, r, "reconnect")
+	ctx := testCtx(t)
+	stop := make(chan struct{})
+	errs := make(chan error, 64)
+	started := make(chan int, 4)
+	for w := 0; w < 3; w++ {
+		go func() {
+			n := 0
+			defer func() { started <- n }()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("w%d-%d", w, i)
+				cfg := runtime.ContainerConfig{Name: name, Image: e.ref, Command: []string{"/bin/sh", "-c", "sleep 30"},
+					LogPath: filepath.Join(sb.Config.Dir, name, "0.log")}
+				id, err := r.CreateContainer(ctx, sb, cfg)
+				if err == nil {
+					err = r.StartContainer(ctx, id)
+				}
+				if err == nil {
+					err = r.RemoveContainer(ctx, id)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+				n++
+			}
+		}()
+	}
+	for i := 0; i < 10; i++ {
+		time.Sleep(100 * time.Millisecond)
+		if err := r.Reconnect(ctx); err != nil {
+			t.Fatalf("reconnect %d: %v", i, err)
+		}
+	}
+	close(stop)
+	total := 0
+	for w := 0; w < 3; w++ {
+		total += <-started
+	}
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call made while the runtime reconnected failed: %v", err)
+	}
+	t.Logf("%d containers created, started and removed across 10 reconnections", total)
 }
