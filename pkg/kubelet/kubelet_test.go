@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,6 +124,61 @@ func TestNeverRestartedContainerExitingOneFailsThePod(t *testing.T) {
 	}
 	if n := len(rt.Find(string(p.UID), "main")); n != 1 {
 		t.Errorf("%d containers were made, want 1 (Never restarts)", n)
+	}
+}
+
+// TestStartErrorFollowsTheRestartPolicy: a container that fails to start (exit 128, StartError) shows
+// RunContainerError and is started again under Always; under Never the pod fails and the container
+// shows as it ended, with nothing waiting.
+func TestStartErrorFollowsTheRestartPolicy(t *testing.T) {
+	rt := fake.New(fake.Options{Script: func(_ *runtime.Sandbox, cfg runtime.ContainerConfig) fake.Script {
+		if cfg.Attempt == 0 {
+			return fake.Script{StartError: errors.New(`exec: "/no/such/program": no such file or directory`)}
+		}
+		return fake.Script{}
+	}})
+	e := newEnv(t, rt)
+	created := e.create(e.pod("always"))
+	p, seen := e.waitPodSince(created, "always", 30*time.Second, "Running after a failed start", func(p *corev1.Pod) bool {
+		cs := containerStatus(p, "main")
+		return cs != nil && cs.State.Running != nil && cs.RestartCount == 1
+	})
+	if last := containerStatus(p, "main").LastTerminationState.Terminated; last == nil || last.ExitCode != 128 || last.Reason != "StartError" {
+		t.Errorf("lastState.terminated %+v, want exit 128 StartError", last)
+	}
+	if !slices.ContainsFunc(seen, func(s *corev1.Pod) bool {
+		cs := containerStatus(s, "main")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "RunContainerError" && strings.Contains(cs.State.Waiting.Message, "/no/such/program")
+	}) {
+		t.Errorf("never saw RunContainerError naming the program among %d versions", len(seen))
+	}
+	e.waitEvent("always", "Failed", 10*time.Second)
+
+	created = e.create(e.pod("never", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }))
+	p, _ = e.waitPodSince(created, "never", 30*time.Second, "Failed", func(p *corev1.Pod) bool { return p != nil && p.Status.Phase == corev1.PodFailed })
+	cs := containerStatus(p, "main")
+	if term := cs.State.Terminated; cs.State.Waiting != nil || term == nil || term.ExitCode != 128 || term.Reason != "StartError" || cs.RestartCount != 0 {
+		t.Errorf("container status %+v, want terminated 128 StartError with no restart", cs)
+	}
+}
+
+// TestCreatedContainerIsStartedAgain: a start that failed without the runtime recording it leaves the
+// container created; the kubelet starts a new attempt rather than leave the pod waiting for ever, even
+// under restartPolicy Never (nothing ran).
+func TestCreatedContainerIsStartedAgain(t *testing.T) {
+	rt := fake.New(fake.Options{Script: func(_ *runtime.Sandbox, cfg runtime.ContainerConfig) fake.Script {
+		if cfg.Attempt == 0 {
+			return fake.Script{StartError: errors.New("connection to the runtime lost"), StartErrorLeavesCreated: true}
+		}
+		return fake.Script{}
+	}})
+	e := newEnv(t, rt)
+	created := e.create(e.pod("created", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }))
+	p, _ := e.waitPodSince(created, "created", 30*time.Second, "Running and Ready", func(p *corev1.Pod) bool {
+		return p != nil && p.Status.Phase == corev1.PodRunning && conditionIs(p, corev1.PodReady, corev1.ConditionTrue)
+	})
+	if cs := containerStatus(p, "main"); cs.RestartCount != 1 {
+		t.Errorf("restartCount %d, want 1 (the attempt that never started, then this one)", cs.RestartCount)
 	}
 }
 

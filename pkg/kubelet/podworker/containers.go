@@ -52,9 +52,13 @@ func (w *Worker) syncRunning(ctx context.Context, pod *corev1.Pod) time.Duration
 		switch {
 		case r.current == nil:
 			next.at(w.start(ctx, pod, c, r, 0))
+		case r.current.State == runtime.StateCreated:
+			next.at(w.restart(ctx, pod, c, r))
 		case r.current.State == runtime.StateExited:
 			if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 				next.at(w.restart(ctx, pod, c, r))
+			} else {
+				r.waiting = nil // it stays as it ended (a failed start included)
 			}
 		}
 		break
@@ -68,6 +72,10 @@ func (w *Worker) syncRunning(ctx context.Context, pod *corev1.Pod) time.Duration
 		switch {
 		case r.current == nil:
 			next.at(w.start(ctx, pod, c, r, 0))
+		case r.current.State == runtime.StateCreated:
+			// Made but never started: a start that failed without the runtime recording it, or one a
+			// crash cut short. As the kubelet does, start a new attempt whatever the restart policy.
+			next.at(w.restart(ctx, pod, c, r))
 		case r.current.State == runtime.StateRunning:
 			w.ensureProbes(pod, c, r.current)
 			if kind, failed := w.probeFailed(r.current.ID); failed {
@@ -80,6 +88,8 @@ func (w *Worker) syncRunning(ctx context.Context, pod *corev1.Pod) time.Duration
 			w.stopProbes(r.current.ID)
 			if shouldRestart(pod.Spec.RestartPolicy, r.current.ExitCode) {
 				next.at(w.restart(ctx, pod, c, r))
+			} else {
+				r.waiting = nil // it stays as it ended (a failed start included)
 			}
 		}
 	}
@@ -214,8 +224,11 @@ func (w *Worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 	}
 	w.publishLogs()
 	if startErr != nil {
-		r.waiting = &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: startErr.Error()}
 		w.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Error: "+startErr.Error())
+		if r.current.State == runtime.StateExited && !shouldRestart(pod.Spec.RestartPolicy, r.current.ExitCode) {
+			return time.Time{} // no next attempt: the container shows as it ended
+		}
+		r.waiting = &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: startErr.Error()}
 		return time.Now().Add(retryDelay)
 	}
 	w.event(pod, c.Name, corev1.EventTypeNormal, "Started", "Started container "+c.Name)

@@ -32,8 +32,12 @@ type Script struct {
 	ExitCode int
 	// Reason overrides the exit reason (e.g. "OOMKilled"); empty means Completed for 0, else Error.
 	Reason string
-	// CreateError and StartError make CreateContainer or StartContainer fail.
+	// CreateError and StartError make CreateContainer or StartContainer fail. A failed start leaves
+	// the container exited with code 128 and reason StartError, as containerd reports it.
 	CreateError, StartError error
+	// StartErrorLeavesCreated makes a failed start leave the container created instead, as when the
+	// runtime could not record the failure (its daemon gone at that moment).
+	StartErrorLeavesCreated bool
 	// Output lines are written to the container's log file when it starts (as stdout, CRI format).
 	Output []string
 }
@@ -302,7 +306,9 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("container %s was already started", id)
 	}
 	if c.Script.StartError != nil {
-		c.forcedExit = &exit{at: time.Now(), code: 128, reason: "StartError"}
+		if !c.Script.StartErrorLeavesCreated {
+			c.forcedExit = &exit{at: time.Now(), code: 128, reason: "StartError"}
+		}
 		return c.Script.StartError
 	}
 	c.StartRequestedAt = time.Now()
