@@ -125,7 +125,8 @@ func (in *Instance) Restart() error {
 	in.exited = make(chan struct{})
 	go func() { in.Cmd.Wait(); close(in.exited) }()
 	deadline := time.After(3 * time.Minute)
-	for !strings.Contains(in.Output.String(), "ready in ") {
+	// The line `rayctl up` prints once ready (not any text containing it: "address already in use").
+	for !isReady(in.Output.String()) {
 		select {
 		case <-in.exited:
 			return fmt.Errorf("rayctl up exited before ready:\n%s", in.Output.String())
@@ -282,15 +283,54 @@ func withOwnNetwork(args []string) []string {
 	return out
 }
 
-// networks counts the networks handed out by this process.
-var networks atomic.Uint32
+// isReady reports whether `rayctl up`'s output has its "ready in N ms" line.
+func isReady(out string) bool {
+	return strings.HasPrefix(out, "ready in ") || strings.Contains(out, "\nready in ")
+}
 
-// nextNetwork returns a pod CIDR and bridge name no other instance of this test process has: a /24 in
-// 10.200.0.0/13 numbered by a counter, offset by the process id so that test processes running side by
-// side are unlikely to meet (and never meet within one process, as random picks could).
+// networks counts the networks this process has tried; claimed holds the lock files of those it took.
+var (
+	networks  atomic.Uint32
+	claimMu   sync.Mutex
+	claimed   []*os.File
+	netLocks  = filepath.Join(os.TempDir(), "rayctl-e2e-networks")
+	netsInAll = uint32(8 * 256)
+)
+
+// nextNetwork returns a pod CIDR (a /24 in 10.200.0.0/13) and a bridge name that no other instance
+// started by any test process on this machine has at the same time. Each test process claims a
+// network with an flock on a file of its own under the temporary directory, held until it exits (the
+// kernel lets go of it even when the process is killed); the search starts at an offset from the
+// process id, so processes side by side seldom even try the same one.
 func nextNetwork() (cidr, bridge string) {
-	n := (uint32(os.Getpid())*64 + networks.Add(1)) % (8 * 256)
+	start := uint32(os.Getpid()) * 64
+	var n uint32
+	for range netsInAll {
+		n = (start + networks.Add(1)) % netsInAll
+		if claimNetwork(n) {
+			break
+		}
+	}
 	return fmt.Sprintf("10.%d.%d.0/24", 200+n/256, n%256), fmt.Sprintf("rte%04d", n)
+}
+
+// claimNetwork takes network n for this process unless another process holds it.
+func claimNetwork(n uint32) bool {
+	if err := os.MkdirAll(netLocks, 0o700); err != nil {
+		return true // no lock directory: fall back on the offset alone
+	}
+	f, err := os.OpenFile(filepath.Join(netLocks, fmt.Sprintf("%04d.lock", n)), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	claimMu.Lock()
+	claimed = append(claimed, f)
+	claimMu.Unlock()
+	return true
 }
 
 // NetworkArgs are `rayctl up` arguments that give an instance started by hand (not through Start) a pod
