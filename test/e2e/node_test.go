@@ -575,6 +575,54 @@ func TestNodeCrashLoopBackOff(t *testing.T) {
 	})
 }
 
+// TestNodeStartError: a container whose program does not exist fails to start. The kubelet says
+// RunContainerError with the runtime's message, records the attempt as terminated with exit code 128
+// and reason StartError (as containerd reports it), and then goes by the restart policy: Always starts
+// it again with back-off, Never fails the pod.
+func TestNodeStartError(t *testing.T) {
+	in, _, ns := nodeSetup(t)
+	missing := func(name string) corev1.Container {
+		return corev1.Container{Name: name, Image: nodeSimImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"/no/such/program"}}
+	}
+	isStartError := func(term *corev1.ContainerStateTerminated) bool {
+		return term != nil && term.ExitCode == 128 && term.Reason == "StartError" && strings.Contains(term.Message, "/no/such/program")
+	}
+	t.Run("always", func(t *testing.T) {
+		t.Parallel()
+		ctx := nodeContext(t, 3*time.Minute)
+		pw := nodeWatchPod(t, ctx, in, ns, "always")
+		nodeCreatePod(t, ctx, in, ns, nodePod("always", corev1.RestartPolicyAlways, 1, missing("main")))
+		sawRunError := false
+		pod := pw.until(ctx, nodeTimeout, "a second failed start", func(p *corev1.Pod) bool {
+			cs := nodeContainer(p, "main")
+			if cs == nil {
+				return false
+			}
+			if w := cs.State.Waiting; w != nil && w.Reason == "RunContainerError" && strings.Contains(w.Message, "/no/such/program") {
+				sawRunError = true
+			}
+			return cs.RestartCount >= 1 && isStartError(cs.LastTerminationState.Terminated)
+		})
+		if !sawRunError {
+			t.Errorf("the container never waited with RunContainerError naming the program: %v", pw.history)
+		}
+		if p := pod.Status.Phase; p == corev1.PodFailed || p == corev1.PodSucceeded || nodeCond(pod, corev1.PodReady) == corev1.ConditionTrue {
+			t.Errorf("a container that cannot start: %s", nodePodSummary(pod))
+		}
+		nodeWaitEvents(t, ctx, in, ns, "always", "Failed")
+	})
+	t.Run("never", func(t *testing.T) {
+		t.Parallel()
+		ctx := nodeContext(t, 3*time.Minute)
+		pw := nodeWatchPod(t, ctx, in, ns, "never")
+		nodeCreatePod(t, ctx, in, ns, nodePod("never", corev1.RestartPolicyNever, 1, missing("main")))
+		pod := pw.until(ctx, nodeTimeout, "Failed", nodePhaseIs(corev1.PodFailed))
+		if cs := nodeContainer(pod, "main"); cs.RestartCount != 0 || !isStartError(cs.State.Terminated) {
+			t.Errorf("container status %+v; want terminated with 128 StartError naming the program, no restarts", cs)
+		}
+	})
+}
+
 // TestNodeGracefulDeletion: a container that handles SIGTERM ends on it within the grace period; one that
 // ignores it is killed when the grace period runs out. Either way the pod goes from the API once its
 // containers have stopped.
@@ -596,6 +644,11 @@ func TestNodeGracefulDeletion(t *testing.T) {
 			ctx := nodeContext(t, 3*time.Minute)
 			// The pod's own grace period is long: the deletion's must be the one used.
 			pod, pw := nodeStartPod(t, ctx, in, ns, nodePod(tc.name, corev1.RestartPolicyAlways, 120, nodeSh("main", tc.script)))
+			// Running is not enough: until the shell has set its trap, a SIGTERM to it (PID 1 of its
+			// container, where a signal with the default action is ignored) would be lost. "up" comes after.
+			eventually(t, ctx, time.Minute, "the container's trap set (its \"up\" line)", func(ctx context.Context) (bool, error) {
+				return strings.Contains(nodeContainerLog(t, ctx, in, pod, "main"), "up\n"), nil
+			})
 			started := time.Now()
 			must(t, "delete", in.Client.CoreV1().Pods(ns).Delete(ctx, tc.name, metav1.DeleteOptions{GracePeriodSeconds: &tc.grace}))
 			last := pw.untilDeleted(ctx, nodeTimeout)
