@@ -37,19 +37,17 @@ func TestContainerdKilledIsRestarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts rayctl up")
 	}
-	// Known flaky (1 of 5 clean-clone CI runs): after the restart the killed container's replacement
-	// failed with RunContainerError for two minutes; the cause is not found yet. A flaky test is a
-	// failing one, so it is off until then rather than left to chance (RAYCTL_E2E_CONTAINERD_RESTART=1
-	// runs it).
-	if os.Getenv("RAYCTL_E2E_CONTAINERD_RESTART") != "1" {
-		t.Skip("containerd restart test is off until its RunContainerError flake is understood (issue 6)")
-	}
 	if _, err := exec.LookPath("containerd"); err != nil || os.Geteuid() != 0 {
 		t.Skip("needs containerd installed and root (a private containerd)")
 	}
 	in := startPurgedInstance(t, "--runtime", "containerd")
 	ctx := nodeContext(t, 5*time.Minute)
 	ns := newNamespace(t, ctx, in)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpNodeFault(t, in, ns)
+		}
+	})
 
 	steady, sw := nodeStartPod(t, ctx, in, ns, nodePod("steady", corev1.RestartPolicyAlways, 1,
 		nodeSh("main", "echo hello; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done")))
@@ -134,6 +132,32 @@ func TestContainerdKilledIsRestarted(t *testing.T) {
 	}
 	t.Logf("figures: containerd back %s after the kill; the killed container running again %s after it (kubelet back-off included); a new pod Ready %s after it; the steady pod had %d status writes meanwhile, all Running and Ready",
 		backIn.Round(time.Millisecond), victimIn.Round(time.Millisecond), newPodIn.Round(time.Millisecond), len(history()))
+}
+
+// dumpNodeFault logs, for a failed test, the events of namespace ns (the kubelet's Failed events carry
+// the runtime's error) and the tail of the instance's containerd log.
+func dumpNodeFault(t *testing.T, in *framework.Instance, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	if l, err := in.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, ev := range l.Items {
+			fmt.Fprintf(&b, "  event %s %s/%s %s (x%d): %s\n", ev.Type, ev.InvolvedObject.Kind, ev.InvolvedObject.Name,
+				ev.Reason, max(ev.Count, 1), ev.Message)
+		}
+	}
+	if l, err := in.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range l.Items {
+			fmt.Fprintf(&b, "  pod %s: %s\n", p.Name, nodePodSummary(&p))
+		}
+	}
+	if log, err := os.ReadFile(filepath.Join(in.DataDir, "containerd", "containerd.log")); err == nil {
+		if len(log) > 6000 {
+			log = log[len(log)-6000:]
+		}
+		fmt.Fprintf(&b, "containerd.log tail:\n%s\n", log)
+	}
+	t.Logf("namespace %s after the failure:\n%s", ns, b.String())
 }
 
 // watchPodHistory records a summary of every version of pod ns/name after resourceVersion rv until the
