@@ -124,9 +124,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	)
 	if err != nil {
 		// A half-made container would keep its snapshot.
-		if c, lerr := r.client.LoadContainer(ctx, id); lerr == nil {
-			_ = c.Delete(ctx, ctrd.WithSnapshotCleanup)
+		dctx, cancel := r.teardownCtx(ctx)
+		if c, lerr := r.client.LoadContainer(dctx, id); lerr == nil {
+			_ = c.Delete(dctx, ctrd.WithSnapshotCleanup)
 		}
+		cancel()
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
 	return id, nil
@@ -186,7 +188,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		a.cancelWait()
 		a.closeLog()
-		_, _ = task.Delete(ctx, ctrd.WithProcessKill)
+		r.deleteTask(ctx, task)
 		return r.startFailed(ctx, c, fmt.Errorf("waiting for task %s: %w", id, err))
 	}
 	// Stamped before Start returns: a process that exits at once has its exit time taken by containerd
@@ -195,7 +197,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err := task.Start(ctx); err != nil {
 		a.cancelWait()
 		a.closeLog()
-		_, _ = task.Delete(ctx, ctrd.WithProcessKill)
+		r.deleteTask(ctx, task)
 		return r.startFailed(ctx, c, err)
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelStartedAt: started.UTC().Format(time.RFC3339Nano)}); err != nil {
@@ -212,8 +214,8 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // stays Created, which the kubelet also restarts.
 func (r *Runtime) startFailed(ctx context.Context, c ctrd.Container, err error) error {
 	err = fmt.Errorf("start container %s: %w", c.ID(), err)
-	// A fresh context: the caller's may be what ended the start.
-	lctx, cancel := context.WithTimeout(r.ctx(context.WithoutCancel(ctx)), 10*time.Second)
+	// The caller's context may be what ended the start.
+	lctx, cancel := r.teardownCtx(ctx)
 	defer cancel()
 	_, _ = c.SetLabels(lctx, map[string]string{
 		labelExitCode:   strconv.Itoa(startErrorCode),
@@ -495,7 +497,10 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		if err := r.awaitRecorded(ctx, id); err != nil {
 			return err
 		}
-		if _, err := task.Delete(ctx, ctrd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		dctx, cancel := r.teardownCtx(ctx)
+		_, err := task.Delete(dctx, ctrd.WithProcessKill)
+		cancel()
+		if err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("remove container %s: deleting its task: %w", id, err)
 		}
 	} else if !errdefs.IsNotFound(err) {
@@ -509,10 +514,29 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		a.cancelWait()
 		<-a.done
 	}
-	if err := c.Delete(ctx, ctrd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+	dctx, cancel := r.teardownCtx(ctx)
+	defer cancel()
+	if err := c.Delete(dctx, ctrd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
 	return nil
+}
+
+// teardownCtx is for the calls that take a task or container apart: once begun they run to the end
+// even when the caller's context ends (rayctl stopping), because a task deletion cut off half-way can
+// leave containerd without the task while its shim lives on, which nothing then removes.
+func (r *Runtime) teardownCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.ctx(context.WithoutCancel(ctx)), teardownTimeout)
+}
+
+// teardownTimeout bounds a teardown call (see teardownCtx).
+const teardownTimeout = 30 * time.Second
+
+// deleteTask deletes a task that is not to run, killing its process, even if ctx has ended.
+func (r *Runtime) deleteTask(ctx context.Context, task ctrd.Task) {
+	dctx, cancel := r.teardownCtx(ctx)
+	defer cancel()
+	_, _ = task.Delete(dctx, ctrd.WithProcessKill)
 }
 
 // ContainerStatus reports the container from its labels and task.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	ctrd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -72,7 +71,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdio runti
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(r.ctx(context.Background()), 10*time.Second)
+		dctx, cancel := r.teardownCtx(ctx)
 		defer cancel()
 		_, _ = proc.Delete(dctx, ctrd.WithProcessKill)
 	}()

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -460,6 +461,41 @@ func TestANewRuntimeReadoptsRunningContainers(t *testing.T) {
 	}
 	if s, _ := second.ContainerStatus(testCtx(t), id); s.State != runtime.StateExited {
 		t.Errorf("after stop: %+v", s)
+	}
+}
+
+// TestRemoveCutShortLeavesNoShim: a removal whose caller gives up half-way (rayctl stopping while the
+// kubelet removes a deleted pod's container) must not leave the task's shim running with containerd
+// no longer knowing of it, which no later removal or purge could find. Each container is removed with
+// a context that ends after a different delay, then once more with one that does not end.
+func TestRemoveCutShortLeavesNoShim(t *testing.T) {
+	e := setup(t)
+	r := e.runtime(t)
+	sb := e.pod(t, r, "cutshort")
+	var ids []string
+	for i := range 8 {
+		id, _ := e.run(t, r, sb, fmt.Sprintf("c%d", i), "exec sleep 1000")
+		ids = append(ids, id)
+	}
+	for i, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*4*time.Millisecond)
+		_ = r.RemoveContainer(ctx, id)
+		cancel()
+		if err := r.RemoveContainer(testCtx(t), id); err != nil {
+			t.Errorf("removing %s again: %v", id, err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, id := range ids {
+		for len(pidsWith("-id\x00"+id+"\x00")) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if pids := pidsWith("-id\x00" + id + "\x00"); len(pids) > 0 {
+			t.Errorf("container %s is removed but its shim (pids %v) still runs", id, pids)
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 	}
 }
 
