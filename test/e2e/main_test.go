@@ -47,6 +47,12 @@ func TestMain(m *testing.M) {
 		if err := sharedInst.Purge(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
+		if left := framework.KillLeftoverShims(sharedInst.DataDir); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "after the purge, containerd shims of the shared instance still ran (killed now): %s\n", strings.Join(left, "; "))
+			if code == 0 {
+				code = 1
+			}
+		}
 		os.RemoveAll(sharedInst.DataDir)
 	}
 	os.Exit(code)

@@ -217,6 +217,9 @@ func (in *Instance) Cleanup(t testing.TB) {
 	if err := in.Purge(); err != nil {
 		t.Log(err)
 	}
+	if left := KillLeftoverShims(in.DataDir); len(left) > 0 {
+		t.Errorf("after the purge, containerd shims of the instance still ran (killed now): %s", strings.Join(left, "; "))
+	}
 	if t.Failed() {
 		if b, err := os.ReadFile(filepath.Join(in.DataDir, "rayctl.log")); err == nil && len(b) > 0 {
 			tail := b
@@ -336,3 +339,44 @@ func claimNetwork(n uint32) bool {
 // NetworkArgs are `rayctl up` arguments that give an instance started by hand (not through Start) a pod
 // network of its own.
 func NetworkArgs() []string { return withOwnNetwork(nil) }
+
+// KillLeftoverShims kills every containerd shim serving a containerd under dataDir (a purged instance
+// must have none: each is a container's task nobody deleted) and describes each one it found.
+func KillLeftoverShims(dataDir string) []string {
+	prefix := filepath.Join(dataDir, "containerd") + string(filepath.Separator)
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+			continue
+		}
+		var id, address string
+		for i := 1; i+1 < len(args); i++ {
+			switch args[i] {
+			case "-id":
+				id = args[i+1]
+			case "-address":
+				address = args[i+1]
+			}
+		}
+		if !strings.HasPrefix(address, prefix) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err != nil {
+			continue
+		}
+		children := "no process"
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			children = "processes " + strings.TrimSpace(string(b))
+		}
+		found = append(found, fmt.Sprintf("pid %d for container %s (%s in it)", pid, id, children))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return found
+}
