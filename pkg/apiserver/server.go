@@ -238,6 +238,10 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	server := extensions.GenericAPIServer
+	// By the time the HTTP server shuts down, rayctl's components have stopped and requests have drained;
+	// what can remain is an HTTP/2 connection opened while shutdown began, which net/http's graceful
+	// shutdown never tells to go away and would wait for until the timeout (60 s by default).
+	server.ShutdownTimeout = httpShutdownTimeout
 
 	kubeletTLS, err := kubeletClientTLS(c)
 	if err != nil {
@@ -304,6 +308,9 @@ func readRBAC(manifests [][]byte) ([]runtime.Object, error) {
 func (s *Server) Run(ctx context.Context) error {
 	return s.prepared.RunWithContext(ctx)
 }
+
+// httpShutdownTimeout bounds the HTTP server's graceful shutdown (see New).
+const httpShutdownTimeout = 2 * time.Second
 
 // WaitReady returns when /readyz answers ok, or with ctx's error.
 func WaitReady(ctx context.Context, cfg *rest.Config) error {
