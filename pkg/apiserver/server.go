@@ -196,6 +196,9 @@ func New(c Config) (*Server, error) {
 	}
 	etcdOptions.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
 	etcdOptions.EnableWatchCache = true
+	// The Ray CRDs are half a megabyte each: a watch cache would hold a decoded copy of every one next
+	// to the apiextensions informer's, for three objects that are read at start-up and seldom after.
+	etcdOptions.WatchCacheSizes = []string{"customresourcedefinitions.apiextensions.k8s.io#0"}
 	resources := serverstorage.NewResourceConfig()
 	resources.EnableVersions(scheme.GroupVersions...)
 	for gv := range extensionsapiserver.DefaultAPIResourceConfigSource().GroupVersionConfigs {
