@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -122,19 +123,67 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 		return err
 	}
 	klog.InfoS("CRDs written", "count", len(names))
+	pending := map[string]bool{}
 	for i, name := range names {
-		if ready[i] {
-			continue
-		}
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-			return err == nil && established(crd), nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD %s did not become Established: %w", name, err)
+		if !ready[i] {
+			pending[name] = true
 		}
 	}
+	if err := waitEstablished(ctx, crds, pending, time.Minute); err != nil {
+		return err
+	}
 	klog.InfoS("CRDs established", "count", len(names))
+	return nil
+}
+
+// waitEstablished watches CRDs until every one named in pending is Established. A watch rather than a
+// poll: each read of a Ray CRD decodes and encodes half a megabyte, which a poll every few milliseconds
+// would spend the start-up's CPU on while the server establishes them.
+func waitEstablished(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, pending map[string]bool, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for len(pending) > 0 {
+		list, err := crds.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if retriable(err) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		for i := range list.Items {
+			if established(&list.Items[i]) {
+				delete(pending, list.Items[i].Name)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		w, err := crds.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
+		if err != nil {
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
+				delete(pending, crd.Name)
+			}
+			if len(pending) == 0 {
+				break
+			}
+		}
+		w.Stop()
+	}
+	if len(pending) > 0 {
+		var names []string
+		for name := range pending {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("CRDs %v did not become Established within %s", names, timeout)
+	}
 	return nil
 }
 
@@ -180,8 +229,7 @@ func retry(ctx context.Context, f func() error) error {
 		switch {
 		case last == nil:
 			return true, nil
-		case apierrors.IsServiceUnavailable(last), apierrors.IsTooManyRequests(last), apierrors.IsServerTimeout(last),
-			apierrors.IsConflict(last), apierrors.IsInternalError(last):
+		case retriable(last):
 			klog.V(2).InfoS("retrying during start-up", "err", last)
 			return false, nil
 		default:
@@ -192,4 +240,10 @@ func retry(ctx context.Context, f func() error) error {
 		return last
 	}
 	return err
+}
+
+// retriable reports whether err is worth retrying while the server starts.
+func retriable(err error) bool {
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsConflict(err) || apierrors.IsInternalError(err)
 }
