@@ -29,7 +29,7 @@ type records struct {
 	services corelisters.ServiceLister
 	slices   cache.Indexer
 	pods     cache.Indexer
-	synced   []cache.InformerSynced
+	synced   []cache.DoneChecker
 	ready    atomic.Bool
 }
 
@@ -54,13 +54,13 @@ func newRecords(cfg *rest.Config) (*records, error) {
 		return nil, err
 	}
 	r.slices, r.pods = sliceInf.GetIndexer(), podInf.GetIndexer()
-	r.synced = []cache.InformerSynced{svcInf.HasSynced, sliceInf.HasSynced, podInf.HasSynced}
+	r.synced = []cache.DoneChecker{svcInf.HasSyncedChecker(), sliceInf.HasSyncedChecker(), podInf.HasSyncedChecker()}
 	return r, nil
 }
 
 func (r *records) run(ctx context.Context) {
 	r.factory.Start(ctx.Done())
-	if cache.WaitForCacheSync(ctx.Done(), r.synced...) {
+	if cache.WaitFor(ctx, "", r.synced...) {
 		r.ready.Store(true)
 	}
 	<-ctx.Done()

@@ -249,7 +249,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	factory.Start(informerCtx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+	if !cache.WaitFor(ctx, "", podInformer.HasSyncedChecker()) {
 		return ctx.Err()
 	}
 	if err := k.adopt(ctx); err != nil {

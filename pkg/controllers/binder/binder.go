@@ -129,7 +129,7 @@ func (b *Binder) Run(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
+	if !cache.WaitFor(ctx, "", podInformer.HasSyncedChecker(), nodeInformer.HasSyncedChecker()) {
 		return ctx.Err()
 	}
 	var wg sync.WaitGroup

@@ -46,7 +46,7 @@ type Controller struct {
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
 	slices    discoverylisters.EndpointSliceLister
-	synced    []cache.InformerSynced
+	synced    []cache.DoneChecker
 	queue     workqueue.TypedRateLimitingInterface[string]
 	workers   int
 }
@@ -91,8 +91,8 @@ func NewForClient(client kubernetes.Interface, opts Options) *Controller {
 	epInf := f.Core().V1().Endpoints()
 	sliceInf := f.Discovery().V1().EndpointSlices()
 	c.services, c.pods, c.endpoints, c.slices = svcInf.Lister(), podInf.Lister(), epInf.Lister(), sliceInf.Lister()
-	c.synced = []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced,
-		epInf.Informer().HasSynced, sliceInf.Informer().HasSynced}
+	c.synced = []cache.DoneChecker{svcInf.Informer().HasSyncedChecker(), podInf.Informer().HasSyncedChecker(),
+		epInf.Informer().HasSyncedChecker(), sliceInf.Informer().HasSyncedChecker()}
 
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -129,7 +129,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("endpoints")
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitFor(ctx, "", c.synced...) {
 		if ctx.Err() != nil {
 			return nil
 		}
