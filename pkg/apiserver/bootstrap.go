@@ -18,8 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -138,51 +141,35 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 
 // waitEstablished watches CRDs until every one named in pending is Established. A watch rather than a
 // poll: each read of a Ray CRD decodes and encodes half a megabyte, which a poll every few milliseconds
-// would spend the start-up's CPU on while the server establishes them.
+// would spend the start-up's CPU on while the server establishes them. (No precondition: the initial
+// list arrives as events, and a precondition would wait for it by polling.)
 func waitEstablished(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, pending map[string]bool, timeout time.Duration) error {
+	if len(pending) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for len(pending) > 0 {
-		list, err := crds.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if retriable(err) {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			return err
-		}
-		for i := range list.Items {
-			if established(&list.Items[i]) {
-				delete(pending, list.Items[i].Name)
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		w, err := crds.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
-		if err != nil {
-			continue
-		}
-		for ev := range w.ResultChan() {
-			if crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
-				delete(pending, crd.Name)
-			}
-			if len(pending) == 0 {
-				break
-			}
-		}
-		w.Stop()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return crds.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return crds.Watch(ctx, opts)
+		},
 	}
-	if len(pending) > 0 {
-		var names []string
+	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
+		if crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
+			delete(pending, crd.Name)
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		names := make([]string, 0, len(pending))
 		for name := range pending {
 			names = append(names, name)
 		}
 		sort.Strings(names)
-		return fmt.Errorf("CRDs %v did not become Established within %s", names, timeout)
+		return fmt.Errorf("CRDs %v did not become Established within %s: %w", names, timeout, err)
 	}
 	return nil
 }
