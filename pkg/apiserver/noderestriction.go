@@ -4,20 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
-)
 
-// Node identities, as kubelets present them: the user system:node:<name> in the group system:nodes.
-const (
-	nodeUserPrefix = "system:node:"
-	nodesGroup     = "system:nodes"
+	nodeauth "github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 )
 
 var (
@@ -43,28 +37,15 @@ func newNodeRestriction() *nodeRestriction {
 	return &nodeRestriction{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
 }
 
-// nodeName returns the node u speaks for, if u is a node identity (a member of system:nodes named
-// system:node:<name>); the name is empty when u is in system:nodes but not named like a node.
-func nodeName(u user.Info) (string, bool) {
-	if u == nil || !slices.Contains(u.GetGroups(), nodesGroup) {
-		return "", false
-	}
-	name, _ := strings.CutPrefix(u.GetName(), nodeUserPrefix)
-	if name == u.GetName() {
-		name = ""
-	}
-	return name, true
-}
-
 // Validate refuses a node's write to anything that is not its own.
 func (p *nodeRestriction) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	node, isNode := nodeName(a.GetUserInfo())
+	node, isNode := nodeauth.Identity(a.GetUserInfo())
 	if !isNode {
 		return nil
 	}
 	if node == "" {
 		return admission.NewForbidden(a, fmt.Errorf("could not tell which node user %q (in group %s) is: want %s<node name>",
-			a.GetUserInfo().GetName(), nodesGroup, nodeUserPrefix))
+			a.GetUserInfo().GetName(), nodeauth.Group, nodeauth.UserPrefix))
 	}
 	switch a.GetResource().GroupResource() {
 	case podsResource:
@@ -90,7 +71,7 @@ func (p *nodeRestriction) admitPod(node string, a admission.Attributes) error {
 			if pod.Spec.NodeName != node {
 				return admission.NewForbidden(a, fmt.Errorf("node %q can only create pods with spec.nodeName set to itself, not %q", node, pod.Spec.NodeName))
 			}
-			return nil
+			return admitMirrorPod(node, pod, a)
 		case admission.Delete:
 			old, err := oldPod(a)
 			if err != nil {
@@ -125,6 +106,30 @@ func (p *nodeRestriction) admitPod(node string, a admission.Attributes) error {
 		return nil
 	}
 	return admission.NewForbidden(a, fmt.Errorf("node %q may not use pods/%s", node, a.GetSubresource()))
+}
+
+// admitMirrorPod lets a node create a pod only as the mirror of a static pod it runs, as Kubernetes
+// does: annotated kubernetes.io/config.mirror, and using no Secret, ConfigMap, claim or service account
+// other than the default (a mirror pod is a report, not a way for a node to reach more than its pods).
+func admitMirrorPod(node string, pod *corev1.Pod, a admission.Attributes) error {
+	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; !ok {
+		return admission.NewForbidden(a, fmt.Errorf("node %q can only create mirror pods (annotated %s), and this pod is not one", node, corev1.MirrorPodAnnotationKey))
+	}
+	if sa := pod.Spec.ServiceAccountName; sa != "" && sa != "default" {
+		return admission.NewForbidden(a, fmt.Errorf("node %q cannot create a mirror pod that uses service account %q", node, sa))
+	}
+	if s := nodeauth.Secrets(pod); len(s) > 0 {
+		return admission.NewForbidden(a, fmt.Errorf("node %q cannot create a mirror pod that uses secret %q", node, s[0]))
+	}
+	if c := nodeauth.ConfigMaps(pod); len(c) > 0 {
+		return admission.NewForbidden(a, fmt.Errorf("node %q cannot create a mirror pod that uses config map %q", node, c[0]))
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return admission.NewForbidden(a, fmt.Errorf("node %q cannot create a mirror pod with a persistent volume claim (volume %q)", node, v.Name))
+		}
+	}
+	return nil
 }
 
 // oldPod is the stored pod an update or delete applies to.

@@ -25,6 +25,18 @@ func TestNodeRestriction(t *testing.T) {
 	pod := func(node string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: labels}, Spec: corev1.PodSpec{NodeName: node}}
 	}
+	mirror := func(p *corev1.Pod) *corev1.Pod {
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
+		return p
+	}
+	withSecret := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}}
+		return p
+	}
+	withSA := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.ServiceAccountName = "robot"
+		return p
+	}
 	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
 	lease := func(ns, name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
@@ -53,8 +65,14 @@ func TestNodeRestriction(t *testing.T) {
 		{"labels through status", request{nodeA, admission.Update, pods, "status", "ns", "p", pod("a", map[string]string{"x": "y"}), pod("a", nil)},
 			"cannot update labels through pod status"},
 		{"status without the stored pod", request{nodeA, admission.Update, pods, "status", "ns", "p", pod("a", nil), nil}, "no stored pod"},
-		{"create a pod bound to itself", request{nodeA, admission.Create, pods, "", "ns", "p", pod("a", nil), nil}, ""},
-		{"create a pod bound elsewhere", request{nodeA, admission.Create, pods, "", "ns", "p", pod("b", nil), nil},
+		{"create a mirror pod bound to itself", request{nodeA, admission.Create, pods, "", "ns", "p", mirror(pod("a", nil)), nil}, ""},
+		{"create a pod that is not a mirror pod", request{nodeA, admission.Create, pods, "", "ns", "p", pod("a", nil), nil},
+			`node "a" can only create mirror pods (annotated kubernetes.io/config.mirror)`},
+		{"a mirror pod with a secret", request{nodeA, admission.Create, pods, "", "ns", "p", withSecret(mirror(pod("a", nil))), nil},
+			`cannot create a mirror pod that uses secret "s"`},
+		{"a mirror pod with a service account", request{nodeA, admission.Create, pods, "", "ns", "p", withSA(mirror(pod("a", nil))), nil},
+			`cannot create a mirror pod that uses service account "robot"`},
+		{"create a pod bound elsewhere", request{nodeA, admission.Create, pods, "", "ns", "p", mirror(pod("b", nil)), nil},
 			`node "a" can only create pods with spec.nodeName set to itself, not "b"`},
 		{"delete own pod", request{nodeA, admission.Delete, pods, "", "ns", "p", nil, pod("a", nil)}, ""},
 		{"delete another node's pod", request{nodeA, admission.Delete, pods, "", "ns", "p", nil, pod("b", nil)},

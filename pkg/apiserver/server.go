@@ -31,11 +31,13 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/openapi"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth"
+	"github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
@@ -57,9 +59,11 @@ type Config struct {
 	Serving *pki.KeyPair
 	// Loopback is the client certificate the server uses to call itself (a system:masters identity).
 	Loopback *pki.KeyPair
-	// EtcdEndpoint is etcd's client URL; EtcdClient the certificate to reach it with.
+	// EtcdEndpoint is etcd's client URL; EtcdClient the certificate to reach it with, and EtcdCAFile
+	// the CA (etcd's own) that etcd's serving certificate chains to.
 	EtcdEndpoint string
 	EtcdClient   *pki.KeyPair
+	EtcdCAFile   string
 	// CRDs are CustomResourceDefinition manifests (YAML or JSON) installed, and Established, before the
 	// server reports ready.
 	CRDs [][]byte
@@ -169,7 +173,14 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	rbacAuthz := rbac.New()
-	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz}); err != nil {
+	loopbackClient, err := kubernetes.NewForConfig(generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(
+		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: node.New(node.APIPods{Client: loopbackClient})},
+		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
+	); err != nil {
 		return nil, err
 	}
 
@@ -192,7 +203,7 @@ func New(c Config) (*Server, error) {
 		ServerList:    []string{c.EtcdEndpoint},
 		CertFile:      c.EtcdClient.CertFile,
 		KeyFile:       c.EtcdClient.KeyFile,
-		TrustedCAFile: c.CA.CertFile(),
+		TrustedCAFile: c.EtcdCAFile,
 	}
 	etcdOptions.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
 	etcdOptions.EnableWatchCache = true

@@ -600,3 +600,78 @@ func TestRBACNodeRestriction(t *testing.T) {
 	}, metav1.CreateOptions{})
 	must(t, "node A records an event about node B's pod", err)
 }
+
+// TestRBACNodeAuthorizer checks that a node reads only the Secrets, ConfigMaps and ServiceAccounts of pods
+// bound to it, one by name, and creates no pod but a mirror pod: holding a kubelet's certificate must not
+// open every Secret, nor let it start a hostPath pod of its own choosing.
+func TestRBACNodeAuthorizer(t *testing.T) {
+	in, ctx, ns := setup(t)
+	nodeA, nodeB := ns+"-a", ns+"-b"
+	a := newIdentity(t, in, "system:node:"+nodeA, "system:nodes")
+	for _, name := range []string{"used", "unused", "on-b"} {
+		_, err := in.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"k": name}}, metav1.CreateOptions{})
+		must(t, "creating secret "+name, err)
+		_, err = in.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{})
+		must(t, "creating config map "+name, err)
+	}
+	podUsing := func(name, node, ref string) *corev1.Pod {
+		p := boundPod(name)
+		p.Spec.NodeName = node
+		p.Spec.Volumes = []corev1.Volume{
+			{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: ref}}},
+			{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref}}}},
+		}
+		return p
+	}
+	_, err := in.Client.CoreV1().Pods(ns).Create(ctx, podUsing("on-a", nodeA, "used"), metav1.CreateOptions{})
+	must(t, "creating a pod on node A", err)
+	_, err = in.Client.CoreV1().Pods(ns).Create(ctx, podUsing("on-b", nodeB, "on-b"), metav1.CreateOptions{})
+	must(t, "creating a pod on node B", err)
+
+	s, err := a.client.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{})
+	must(t, "node A reads the secret its pod mounts", err)
+	if string(s.Data["k"]) != "used" {
+		t.Errorf("secret used holds %q", s.Data["k"])
+	}
+	_, err = a.client.CoreV1().ConfigMaps(ns).Get(ctx, "used", metav1.GetOptions{})
+	must(t, "node A reads the config map its pod mounts", err)
+	_, err = a.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("node A reads its pod's service account: %v", err)
+	}
+	for _, name := range []string{"unused", "on-b"} {
+		_, err = a.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		expectStatus(t, "node A reads secret "+name, err, 403, `no pod bound to node "`+nodeA+`" in namespace "`+ns+`" uses secret "`+name+`"`)
+		_, err = a.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		expectStatus(t, "node A reads config map "+name, err, 403, `uses configmap "`+name+`"`)
+	}
+	_, err = a.client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	expectStatus(t, "node A lists every secret", err, 403, "one by name, not list them all")
+	_, err = a.client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	expectStatus(t, "node A lists the namespace's secrets", err, 403, "one by name")
+	_, err = a.client.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{})
+	expectStatus(t, "node A watches secrets", err, 403, "one by name")
+	_, err = a.client.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+	expectStatus(t, "node A updates a secret its pod uses", err, 403, "may only read secrets")
+	// Once the pod is gone, so is the access.
+	zero := int64(0)
+	must(t, "deleting pod on-a", in.Client.CoreV1().Pods(ns).Delete(ctx, "on-a", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+	_, err = a.client.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{})
+	expectStatus(t, "node A reads the secret of a deleted pod", err, 403, "no pod bound to node")
+
+	// A pod of its own: only a mirror pod, and one that mounts no secret.
+	hostRoot := boundPod("host-root")
+	hostRoot.Spec.NodeName = nodeA
+	hostRoot.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+	_, err = a.client.CoreV1().Pods(ns).Create(ctx, hostRoot, metav1.CreateOptions{})
+	expectStatus(t, "node A creates a hostPath pod", err, 403, `node "`+nodeA+`" can only create mirror pods`)
+	sneaky := podUsing("mirror-with-secret", nodeA, "unused")
+	sneaky.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+	_, err = a.client.CoreV1().Pods(ns).Create(ctx, sneaky, metav1.CreateOptions{})
+	expectStatus(t, "node A creates a mirror pod that mounts a secret", err, 403, `cannot create a mirror pod that uses secret "unused"`)
+	mirror := boundPod("mirror")
+	mirror.Spec.NodeName = nodeA
+	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+	_, err = a.client.CoreV1().Pods(ns).Create(ctx, mirror, metav1.CreateOptions{})
+	must(t, "node A creates a mirror pod of its own", err)
+}

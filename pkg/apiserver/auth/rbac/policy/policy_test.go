@@ -129,7 +129,9 @@ func TestBootstrapPolicyGrants(t *testing.T) {
 		{"kubelet renews its lease", res(node, "update", "coordination.k8s.io", "leases", "kube-node-lease"), true},
 		{"kubelet has no leases elsewhere", res(node, "update", "coordination.k8s.io", "leases", "default"), false},
 		{"kubelet records events", res(node, "create", "events.k8s.io", "events", "x"), true},
-		{"kubelet reads secrets to mount", res(node, "get", "", "secrets", "x"), true},
+		// Reads of the secrets and config maps its pods use come from the node authorizer, not RBAC.
+		{"RBAC grants the kubelet no secrets", res(node, "get", "", "secrets", "x"), false},
+		{"RBAC grants the kubelet no config maps", res(node, "list", "", "configmaps", ""), false},
 		{"kubelet does not write secrets", res(node, "update", "", "secrets", "x"), false},
 		{"kubelet creates no RayClusters", res(node, "create", "ray.io", "rayclusters", "x"), false},
 

@@ -1,0 +1,86 @@
+package node_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/rayctl/rayctl/pkg/apiserver/auth/node"
+)
+
+// podsOn is a fixed set of pods.
+type podsOn []corev1.Pod
+
+func (p podsOn) OnNode(_ context.Context, ns, n string) ([]corev1.Pod, error) {
+	var out []corev1.Pod
+	for _, pod := range p {
+		if pod.Namespace == ns && pod.Spec.NodeName == n {
+			out = append(out, pod)
+		}
+	}
+	return out, nil
+}
+
+func TestNodeReadsOnlyWhatItsPodsUse(t *testing.T) {
+	pod := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Spec: corev1.PodSpec{
+			NodeName:           "a",
+			ServiceAccountName: "robot",
+			ImagePullSecrets:   []corev1.LocalObjectReference{{Name: "pull"}},
+			Volumes: []corev1.Volume{
+				{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret"}}},
+				{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}}}},
+				{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
+				}}}},
+			},
+			InitContainers: []corev1.Container{{Name: "i", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-env"}}}}}},
+			Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-cm"}, Key: "k"},
+			}}}}},
+		},
+	}
+	a := node.New(podsOn{pod})
+	nodeA := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes", "system:authenticated"}}
+	nodeB := &user.DefaultInfo{Name: "system:node:b", Groups: []string{"system:nodes", "system:authenticated"}}
+	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
+	for _, tc := range []struct {
+		u                        user.Info
+		verb, resource, ns, name string
+		want                     authorizer.Decision
+		why                      string
+	}{
+		{nodeA, "get", "secrets", "ns", "vol-secret", authorizer.DecisionAllow, `pod ns/p on node "a" uses secret "vol-secret"`},
+		{nodeA, "get", "secrets", "ns", "pull", authorizer.DecisionAllow, ""},
+		{nodeA, "get", "secrets", "ns", "init-env", authorizer.DecisionAllow, ""},
+		{nodeA, "watch", "secrets", "ns", "vol-secret", authorizer.DecisionAllow, ""},
+		{nodeA, "get", "configmaps", "ns", "vol-cm", authorizer.DecisionAllow, ""},
+		{nodeA, "get", "configmaps", "ns", "kube-root-ca.crt", authorizer.DecisionAllow, ""},
+		{nodeA, "get", "configmaps", "ns", "env-cm", authorizer.DecisionAllow, ""},
+		{nodeA, "get", "serviceaccounts", "ns", "robot", authorizer.DecisionAllow, ""},
+		{nodeA, "get", "secrets", "ns", "other", authorizer.DecisionDeny, `no pod bound to node "a" in namespace "ns" uses secret "other"`},
+		{nodeA, "get", "secrets", "elsewhere", "vol-secret", authorizer.DecisionDeny, ""},
+		{nodeA, "list", "secrets", "", "", authorizer.DecisionDeny, "one by name, not list them all"},
+		{nodeA, "watch", "configmaps", "ns", "", authorizer.DecisionDeny, "one by name"},
+		{nodeA, "update", "secrets", "ns", "vol-secret", authorizer.DecisionDeny, "may only read secrets, not update them"},
+		{nodeB, "get", "secrets", "ns", "vol-secret", authorizer.DecisionDeny, `no pod bound to node "b"`},
+		{nodeB, "get", "serviceaccounts", "ns", "robot", authorizer.DecisionDeny, ""},
+		{nodeA, "get", "pods", "ns", "p", authorizer.DecisionNoOpinion, ""},
+		{admin, "get", "secrets", "ns", "other", authorizer.DecisionNoOpinion, ""},
+	} {
+		attrs := authorizer.AttributesRecord{User: tc.u, Verb: tc.verb, Resource: tc.resource, Namespace: tc.ns, Name: tc.name, ResourceRequest: true, APIVersion: "v1"}
+		got, why, err := a.Authorize(context.Background(), attrs)
+		if err != nil {
+			t.Errorf("%s %s %s %s/%s: %v", tc.u.GetName(), tc.verb, tc.resource, tc.ns, tc.name, err)
+		}
+		if got != tc.want || !strings.Contains(why, tc.why) {
+			t.Errorf("%s %s %s %s/%s = %v (%q), want %v (%q)", tc.u.GetName(), tc.verb, tc.resource, tc.ns, tc.name, got, why, tc.want, tc.why)
+		}
+	}
+}
