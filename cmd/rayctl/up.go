@@ -145,7 +145,8 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	c := &component{out: out, start: started, times: map[string]int64{}}
 
 	var ca *pki.Authority
-	var serving, etcdServing, etcdClient, loopback, admin, kubeletClient *pki.KeyPair
+	var serving, loopback, admin, kubeletClient *pki.KeyPair
+	var etcdCreds *etcd.Credentials
 	if err := c.step("pki", func() (string, error) {
 		var err error
 		if ca, err = pki.LoadOrCreate(dir.Join("pki")); err != nil {
@@ -155,11 +156,8 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		if serving, err = ca.Serving("apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, loop); err != nil {
 			return "", err
 		}
-		if etcdServing, err = ca.Serving("etcd-server", []string{"localhost"}, loop); err != nil {
-			return "", err
-		}
-		if etcdClient, err = ca.Client("apiserver-etcd-client", "system:apiserver-etcd-client", nil); err != nil {
-			return "", err
+		if etcdCreds, err = etcd.IssueCredentials(dir.Join("pki", "etcd"), dir.Join("pki")); err != nil {
+			return "", damaged(dir, err)
 		}
 		if loopback, err = ca.Client("apiserver-loopback", "system:apiserver", []string{"system:masters"}); err != nil {
 			return "", err
@@ -178,10 +176,10 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	var store *etcd.Server
 	if err := c.step("etcd", func() (string, error) {
 		var err error
-		store, err = etcd.Start(ctx, etcd.Config{
-			Dir: dir.Join("etcd"), CAFile: ca.CertFile(), CertFile: etcdServing.CertFile, KeyFile: etcdServing.KeyFile,
-			Logger: logger.Named("etcd"), RequireData: dir.Initialized(), Fatal: etcdFatal(dir, os.Stderr), QuotaBackendBytes: o.etcdQuota,
-		})
+		store, err = etcd.Start(ctx, etcdCreds.ServerConfig(etcd.Config{
+			Dir: dir.Join("etcd"), Logger: logger.Named("etcd"), RequireData: dir.Initialized(), Fatal: etcdFatal(dir, os.Stderr),
+			QuotaBackendBytes: o.etcdQuota,
+		}))
 		if err != nil {
 			return "", damaged(dir, err)
 		}
@@ -208,7 +206,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		var err error
 		cfg := apiserver.Config{
 			Port: o.port, CA: ca, Serving: serving, Loopback: loopback, KubeletClient: kubeletClient,
-			EtcdEndpoint: store.Endpoint, EtcdClient: etcdClient, CRDs: crds,
+			EtcdEndpoint: store.Endpoint, EtcdClient: etcdCreds.APIServerClient, EtcdCAFile: etcdCreds.CA.CertFile(), CRDs: crds,
 		}
 		if o.chainBuffer > 0 {
 			o.recorder = chain.New(o.chainBuffer)

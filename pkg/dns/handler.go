@@ -19,7 +19,10 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		network = "tcp"
 	}
 	var resp *dns.Msg
-	if len(req.Question) == 1 && req.Opcode == dns.OpcodeQuery {
+	if !s.allowed(w.RemoteAddr()) {
+		resp = new(dns.Msg)
+		resp.SetRcode(req, dns.RcodeRefused)
+	} else if len(req.Question) == 1 && req.Opcode == dns.OpcodeQuery {
 		resp = s.answer(req, network)
 	} else {
 		resp = new(dns.Msg)

@@ -50,6 +50,10 @@ type Options struct {
 	TTL uint32
 	// RESTConfig reaches the API server the records come from.
 	RESTConfig *rest.Config
+	// AllowClient, when set, says whose queries are answered: UDP queries from anyone else get REFUSED,
+	// and TCP connections from anyone else are closed at once. The cluster's DNS serves pods, not every
+	// local user who can reach the pod bridge's address (their queries come from the gateway itself).
+	AllowClient func(net.IP) bool
 }
 
 // Server is the cluster DNS server. New binds its sockets; Run serves them.
@@ -61,6 +65,7 @@ type Server struct {
 	records   *records
 	servers   []*dns.Server
 	addrs     []string
+	allow     func(net.IP) bool
 	closeOnce sync.Once
 }
 
@@ -76,6 +81,7 @@ func New(opts Options) (*Server, error) {
 		zone:    dns.Fqdn(strings.ToLower(strings.Trim(firstNonEmpty(opts.Zone, DefaultZone), "."))),
 		ttl:     opts.TTL,
 		timeout: opts.ForwardTimeout,
+		allow:   opts.AllowClient,
 	}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
@@ -98,6 +104,9 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("dns: listen on %s: %w", addr, err)
 		}
 		s.addrs = append(s.addrs, pc.LocalAddr().String())
+		if s.allow != nil {
+			l = allowListener{Listener: l, allow: s.allow}
+		}
 		s.servers = append(s.servers, &dns.Server{PacketConn: pc, Handler: s}, &dns.Server{Listener: l, Handler: s})
 	}
 	ups := opts.Upstreams
@@ -188,4 +197,43 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// allowed says whether addr (a query's source) may be answered.
+func (s *Server) allowed(addr net.Addr) bool {
+	if s.allow == nil {
+		return true
+	}
+	ip := addrIP(addr)
+	return ip != nil && s.allow(ip)
+}
+
+func addrIP(addr net.Addr) net.IP {
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		return a.IP
+	case *net.TCPAddr:
+		return a.IP
+	}
+	return nil
+}
+
+// allowListener closes, as soon as they are accepted, connections from sources allow refuses.
+type allowListener struct {
+	net.Listener
+	allow func(net.IP) bool
+}
+
+// Accept implements net.Listener.
+func (l allowListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ip := addrIP(c.RemoteAddr()); ip != nil && l.allow(ip) {
+			return c, nil
+		}
+		c.Close()
+	}
 }

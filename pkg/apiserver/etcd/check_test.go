@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-
-	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 )
 
 // pristine is an etcd data directory that held some keys, made once for the package's tests.
@@ -23,15 +20,12 @@ var pristine string
 
 func testConfig(t *testing.T, dir string) Config {
 	t.Helper()
-	ca, err := pki.LoadOrCreate(filepath.Join(filepath.Dir(dir), "pki"))
+	pkiDir := filepath.Join(filepath.Dir(dir), "pki")
+	cr, err := IssueCredentials(filepath.Join(pkiDir, "etcd"), pkiDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ca.Serving("etcd-server", []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Config{Dir: dir, CAFile: ca.CertFile(), CertFile: kp.CertFile, KeyFile: kp.KeyFile}
+	return cr.ServerConfig(Config{Dir: dir})
 }
 
 // withData returns a copy of a data directory etcd wrote 500 keys of about 1 KiB into.

@@ -1,5 +1,6 @@
-// Package etcd runs rayctl's embedded, single-member etcd: data in the data dir, the client endpoint on
-// loopback behind client-certificate TLS (so other local users cannot read it), short raft ticks so the
+// Package etcd runs rayctl's embedded, single-member etcd: data in the data dir, the client and raft peer
+// endpoints on loopback behind client-certificate TLS with etcd's own CA (so other local users can
+// neither read it nor speak raft to it, and no API client certificate opens it), short raft ticks so the
 // member elects itself at once, and etcd's own logs sent to rayctl's log. Damaged data (check.go) is
 // refused with a DamagedError before etcd can crash, hang or start empty on it.
 package etcd
@@ -23,12 +24,19 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Config says where etcd keeps its data and which certificates guard its client port.
+// Config says where etcd keeps its data and which certificates guard its ports.
 type Config struct {
 	// Dir is the data directory (created 0700).
 	Dir string
-	// CAFile, CertFile and KeyFile are the serving certificate and the CA that client certificates must chain to.
-	CAFile, CertFile, KeyFile string
+	// CAFile is the CA that client and peer certificates must chain to: etcd's own, signing nothing but
+	// etcd's certificates and the API server's etcd client certificate.
+	CAFile string
+	// CertFile and KeyFile are the client port's serving certificate.
+	CertFile, KeyFile string
+	// PeerCertFile and PeerKeyFile are the raft peer port's certificate, for serving and as a client.
+	// A single member never dials a peer, but etcd always listens for them: with this certificate and
+	// client-certificate authentication nobody without one can reach raft.
+	PeerCertFile, PeerKeyFile string
 	// Logger receives etcd's logs; nil discards them.
 	Logger *zap.Logger
 	// MaxRequestBytes bounds one request; KubeRay's CRDs need more than etcd's 1.5 MiB default.
@@ -97,7 +105,7 @@ func Start(ctx context.Context, c Config) (s *Server, err error) {
 	cfg.SnapshotCount = 10000
 	cfg.Metrics = "basic"
 	clientURL := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
-	peerURL := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	peerURL := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
 	cfg.ListenPeerUrls = []url.URL{peerURL}
@@ -106,6 +114,15 @@ func Start(ctx context.Context, c Config) (s *Server, err error) {
 	cfg.ClientTLSInfo = transport.TLSInfo{
 		CertFile:       c.CertFile,
 		KeyFile:        c.KeyFile,
+		TrustedCAFile:  c.CAFile,
+		ClientCertAuth: true,
+	}
+	if c.PeerCertFile == "" || c.PeerKeyFile == "" || c.CAFile == "" {
+		return nil, errors.New("etcd needs a CA and a peer certificate: its raft port is never left open")
+	}
+	cfg.PeerTLSInfo = transport.TLSInfo{
+		CertFile:       c.PeerCertFile,
+		KeyFile:        c.PeerKeyFile,
 		TrustedCAFile:  c.CAFile,
 		ClientCertAuth: true,
 	}

@@ -10,8 +10,6 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 )
 
 // TestQuotaExceededThenRecovers fills a small quota through a client: the refused write says etcd is
@@ -28,15 +26,13 @@ func TestQuotaExceededThenRecovers(t *testing.T) {
 	}
 	defer s.Close()
 
-	ca, err := pki.LoadOrCreate(filepath.Join(filepath.Dir(dir), "pki"))
+	pkiDir := filepath.Join(filepath.Dir(dir), "pki")
+	cr, err := IssueCredentials(filepath.Join(pkiDir, "etcd"), pkiDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ca.Client("test", "test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsCfg, err := transport.TLSInfo{CertFile: kp.CertFile, KeyFile: kp.KeyFile, TrustedCAFile: ca.CertFile()}.ClientConfig()
+	kp := cr.APIServerClient
+	tlsCfg, err := transport.TLSInfo{CertFile: kp.CertFile, KeyFile: kp.KeyFile, TrustedCAFile: cr.CA.CertFile()}.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}

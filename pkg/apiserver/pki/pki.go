@@ -42,8 +42,14 @@ type KeyPair struct {
 	CertFile, KeyFile string
 }
 
-// LoadOrCreate opens the authority in dir, creating dir (0700) and a new CA the first time.
-func LoadOrCreate(dir string) (*Authority, error) {
+// LoadOrCreate opens rayctl's main authority in dir (the one that signs the API server's, kubelets' and
+// clients' certificates), creating dir (0700) and a new CA the first time.
+func LoadOrCreate(dir string) (*Authority, error) { return LoadOrCreateCA(dir, "rayctl-ca") }
+
+// LoadOrCreateCA opens the authority in dir, creating dir (0700) and a new CA called commonName the
+// first time. Each authority trusts only what it signed: etcd has one of its own, so that no
+// certificate the API server accepts opens etcd.
+func LoadOrCreateCA(dir, commonName string) (*Authority, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -84,7 +90,7 @@ func LoadOrCreate(dir string) (*Authority, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "rayctl-ca"},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
@@ -132,24 +138,41 @@ func (a *Authority) Pool() *x509.CertPool {
 // Serving returns the serving certificate called name, valid for hosts and ips, making it if it is
 // missing, expiring soon, or does not cover them.
 func (a *Authority) Serving(name string, hosts []string, ips []net.IP) (*KeyPair, error) {
-	return a.ensure(name, func(c *x509.Certificate) bool {
-		for _, h := range hosts {
-			if !slices.Contains(c.DNSNames, h) {
-				return false
-			}
-		}
-		for _, ip := range ips {
-			if !slices.ContainsFunc(c.IPAddresses, ip.Equal) {
-				return false
-			}
-		}
-		return true
-	}, &x509.Certificate{
+	return a.ensure(name, func(c *x509.Certificate) bool { return covers(c, hosts, ips) }, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: name},
 		DNSNames:    hosts,
 		IPAddresses: ips,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
+}
+
+// Peer returns the certificate called name for a server that is also a client of servers like itself
+// (etcd's raft peers), valid for hosts and ips, making it if it is missing, expiring soon, or does not
+// cover them.
+func (a *Authority) Peer(name string, hosts []string, ips []net.IP) (*KeyPair, error) {
+	return a.ensure(name, func(c *x509.Certificate) bool {
+		return covers(c, hosts, ips) && slices.Contains(c.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+	}, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		DNSNames:    hosts,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// covers says c names every one of hosts and ips.
+func covers(c *x509.Certificate, hosts []string, ips []net.IP) bool {
+	for _, h := range hosts {
+		if !slices.Contains(c.DNSNames, h) {
+			return false
+		}
+	}
+	for _, ip := range ips {
+		if !slices.ContainsFunc(c.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
 }
 
 // Client returns the client certificate called name for user with groups (the subject's common name and
