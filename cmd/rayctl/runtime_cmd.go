@@ -12,6 +12,9 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
 
+// errFakeRuntime says the data dir runs the fake runtime, which has no containers to reach.
+var errFakeRuntime = errors.New("no container runtime")
+
 // openRuntime reaches the container runtime of a data dir: the running instance's (through its
 // containerd socket), else the one recorded for it (a private containerd is started for the occasion).
 // The caller must Close the choice.
@@ -33,7 +36,7 @@ func openRuntime(ctx context.Context, dir *datadir.Dir) (*selector.Choice, error
 		return nil, err
 	}
 	if name == selector.Fake {
-		return nil, fmt.Errorf("the fake runtime of %s holds no images or containers", dir.Path)
+		return nil, fmt.Errorf("%w: the fake runtime of %s holds no images or containers", errFakeRuntime, dir.Path)
 	}
 	return selector.Select(ctx, name, opts)
 }
@@ -42,6 +45,11 @@ func openRuntime(ctx context.Context, dir *datadir.Dir) (*selector.Choice, error
 // holds, and the pod bridge.
 func purgeRuntime(ctx context.Context, dir *datadir.Dir) (string, error) {
 	choice, err := openRuntime(ctx, dir)
+	if errors.Is(err, errFakeRuntime) {
+		// No containers, sandboxes or pod networks: only the pods' volumes and logs.
+		n, err := purgePodDirs(dir)
+		return fmt.Sprintf("removed the volumes and logs of %d pods (fake runtime: no containers)", n), err
+	}
 	if err != nil {
 		return "", err
 	}
@@ -66,10 +74,18 @@ func purgeRuntime(ctx context.Context, dir *datadir.Dir) (string, error) {
 		_, err := choice.Network.Cleanup(nil)
 		errs = append(errs, err, choice.Network.RemoveBridge())
 	}
-	// Pods' volumes (tmpfs emptyDirs are mounts) and logs.
+	_, err = purgePodDirs(dir)
+	errs = append(errs, err)
+	return fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name), errors.Join(errs...)
+}
+
+// purgePodDirs unmounts and removes every pod's directory: its volumes (tmpfs emptyDirs and /dev/shm
+// are mounts) and logs. It returns how many pods it found.
+func purgePodDirs(dir *datadir.Dir) (int, error) {
 	pods, _ := os.ReadDir(dir.Join("pods"))
+	var errs []error
 	for _, p := range pods {
 		errs = append(errs, volume.Teardown(dir.Join("pods", p.Name(), "volumes")), os.RemoveAll(dir.Join("pods", p.Name())))
 	}
-	return fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name), errors.Join(errs...)
+	return len(pods), errors.Join(errs...)
 }
