@@ -300,3 +300,63 @@ func TestVersion(t *testing.T) {
 		t.Errorf("rayctl version:\n%s\nwant a line kubernetes v1.37.2", out)
 	}
 }
+
+// TestFakeRuntimePurgeAndDeleteData runs a pod with a memory-backed volume (KubeRay's shared-mem) on the
+// fake runtime, then `rayctl down --purge` and `--delete-data`: both succeed, nothing stays mounted
+// under the data dir, and the data dir is gone.
+func TestFakeRuntimePurgeAndDeleteData(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	in, err := framework.Start("", "--runtime", "fake")
+	if err != nil {
+		t.Fatalf("rayctl up --runtime fake: %v", err)
+	}
+	t.Cleanup(func() { in.Stop(); os.RemoveAll(in.DataDir) })
+	ns := newNamespace(t, ctx, in)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "shm"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "rayproject/ray:2.60.0", VolumeMounts: []corev1.VolumeMount{{Name: "shared-mem", MountPath: "/dev/shm"}}}},
+			Volumes:    []corev1.Volume{{Name: "shared-mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
+		},
+	}
+	_, err = in.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	must(t, "creating the pod", err)
+	framework.WaitFor(t, ctx, "the pod running", func() (bool, error) {
+		p, err := in.Client.CoreV1().Pods(ns).Get(ctx, "shm", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, err
+	})
+	if mounts := mountsUnder(t, in.DataDir); len(mounts) == 0 {
+		t.Error("the pod's memory-backed volume is not mounted under the data dir: the test would prove nothing")
+	}
+	must(t, "stopping rayctl", in.Stop())
+
+	out, err := in.Rayctl(ctx, "down", "--purge")
+	if err != nil {
+		t.Fatalf("rayctl down --purge on the fake runtime: %v\n%s", err, out)
+	}
+	if mounts := mountsUnder(t, in.DataDir); len(mounts) > 0 {
+		t.Errorf("after rayctl down --purge, still mounted under the data dir: %v", mounts)
+	}
+	out, err = in.Rayctl(ctx, "down", "--delete-data")
+	if err != nil {
+		t.Fatalf("rayctl down --delete-data on the fake runtime: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(in.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data dir is still there after --delete-data: %v\n%s", err, out)
+	}
+}
+
+// mountsUnder lists the mount points under dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	must(t, "reading mountinfo", err)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
