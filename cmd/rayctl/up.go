@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/klog/v2"
 
 	"github.com/rayctl/rayctl/configs"
@@ -207,6 +208,9 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		cfg := apiserver.Config{
 			Port: o.port, CA: ca, Serving: serving, Loopback: loopback, KubeletClient: kubeletClient,
 			EtcdEndpoint: store.Endpoint, EtcdClient: etcdCreds.APIServerClient, EtcdCAFile: etcdCreds.CA.CertFile(), CRDs: crds,
+			// etcd-readiness (the API server's own) reads through etcd at most every second and waits up to
+			// 2 s; this one says at once when raft has no leader.
+			ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("etcd-leader", func(*http.Request) error { return store.HasLeader() })},
 		}
 		if o.chainBuffer > 0 {
 			o.recorder = chain.New(o.chainBuffer)

@@ -27,6 +27,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -82,6 +83,8 @@ type Config struct {
 	// Debug are extra non-resource handlers by path prefix (e.g. "/debug/chain/"), behind the same
 	// authentication and authorization as every other request.
 	Debug map[string]http.Handler
+	// ReadyChecks are more /readyz checks (etcd's raft leadership, say), answered on every request.
+	ReadyChecks []healthz.HealthChecker
 	// LongRunning marks more requests (streams under Debug) as exempt from the request timeout.
 	LongRunning func(*http.Request) bool
 }
@@ -139,6 +142,7 @@ func New(c Config) (*Server, error) {
 			return longRunning(r, ri) || c.LongRunning(r)
 		}
 	}
+	generic.AddReadyzChecks(c.ReadyChecks...)
 	if c.Audit != nil && c.AuditPolicy != nil {
 		generic.AuditBackend, generic.AuditPolicyRuleEvaluator = c.Audit, c.AuditPolicy
 	}

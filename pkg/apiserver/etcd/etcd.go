@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
@@ -51,6 +53,10 @@ type Config struct {
 	// go on from (its logger's Panic and Fatal levels), from whichever goroutine meets it, with what etcd
 	// said. It must not return (print and exit, say).
 	Fatal func(msg string)
+
+	// looseReconfig turns etcd's strict reconfiguration check off (tests that make the member lose its
+	// quorum by adding a member that never starts).
+	looseReconfig bool
 }
 
 // Server is a running embedded etcd.
@@ -104,6 +110,7 @@ func Start(ctx context.Context, c Config) (s *Server, err error) {
 	cfg.AutoCompactionRetention = "5m"
 	cfg.SnapshotCount = 10000
 	cfg.Metrics = "basic"
+	cfg.StrictReconfigCheck = !c.looseReconfig
 	clientURL := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
 	peerURL := url.URL{Scheme: "https", Host: "127.0.0.1:0"}
 	cfg.ListenClientUrls = []url.URL{clientURL}
@@ -187,6 +194,16 @@ func closeWithin(e *embed.Etcd, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
+}
+
+// HasLeader returns nil when etcd's raft has a leader, else an error saying it has none: without one,
+// etcd serves no write and no consistent read, whatever the last successful check said. It answers at
+// once from the member's own raft state, for readiness checks.
+func (s *Server) HasLeader() error {
+	if s.etcd.Server.Leader() == types.ID(raft.None) {
+		return fmt.Errorf("etcd has no raft leader (term %d): it can serve no write and no consistent read", s.etcd.Server.Term())
+	}
+	return nil
 }
 
 // Err reports a fatal error of the running server.
