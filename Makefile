@@ -23,7 +23,13 @@ export GOTOOLCHAIN := local
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 
-.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint clean
+.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint clean ray
+
+# The one pinned Ray (hack/ray-version): `make ray` installs it into a venv that `rayctl up` finds beside
+# the binary (_output/ray/bin/ray) and runs Ray's images on with the process runtime.
+RAY_REQUIREMENT := $(shell cat hack/ray-version)
+RAY_VENV        := _output/ray
+PYTHON          ?= python3
 
 all: build
 
@@ -35,6 +41,15 @@ build:
 ## run: build, then start the control plane in the foreground (Ctrl-C stops it)
 run: build
 	$(RAYCTL) up
+
+## ray: a venv under _output/ray with the pinned ray[default] (hack/ray-version); needs Python 3.9+ and PyPI
+ray: $(RAY_VENV)/.installed
+
+$(RAY_VENV)/.installed: hack/ray-version
+	$(PYTHON) -m venv $(RAY_VENV)
+	$(RAY_VENV)/bin/pip install --quiet --disable-pip-version-check '$(RAY_REQUIREMENT)'
+	$(RAY_VENV)/bin/ray --version
+	touch $@
 
 ## test: every test — unit, integration and end-to-end (starts rayctl up as a process)
 test: build

@@ -54,6 +54,8 @@ type upOptions struct {
 	recorder *chain.Recorder
 	// etcdQuota bounds etcd's database in bytes (0: etcd's default).
 	etcdQuota int64
+	// ray says what runs Ray's images: auto, host or sim; rayPath is an explicit host `ray`.
+	ray, rayPath string
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -72,6 +74,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1 (0 picks a free one and writes it into the kubeconfig)")
 	cmd.Flags().BoolVar(&o.detach, "detach", false, "start in the background and return once ready; `rayctl down` stops it")
 	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (containerd if present, else process), containerd, process, or fake (benchmarks only)")
+	cmd.Flags().StringVar(&o.ray, "ray", rayAuto, "what runs Ray's images (rayproject/ray…) on the process runtime: auto (the host's Ray when found, else raysim), host (the host's Ray, or fail), or sim (raysim)")
+	cmd.Flags().StringVar(&o.rayPath, "ray-path", "", "the host's `ray` executable (default: the venv `make ray` makes beside rayctl, then ray on PATH)")
 	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
 	cmd.Flags().StringVar(&o.nodeName, "node-name", defaultNodeName(), "the name of this machine's Node")
@@ -144,6 +148,10 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 
 	fmt.Fprintf(out, "rayctl up (data dir %s)\n", dir.Path)
 	c := &component{out: out, start: started, times: map[string]int64{}}
+
+	// Finding the host's Ray starts Python (a second or two the first time): it runs beside the
+	// control plane's start and is awaited only by the runtime.
+	foundRay := findRay(ctx, o, dir)
 
 	var ca *pki.Authority
 	var serving, loopback, admin, kubeletClient *pki.KeyPair
@@ -243,12 +251,16 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 
 	var rt *selector.Choice
 	var images *preload.Runtime
+	ray, rayErr := foundRay()
+	if rayErr != nil {
+		return rayErr
+	}
 	if err := c.step("runtime", func() (string, error) {
 		var err error
 		if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: o.runtime, PodCIDR: o.podCIDR, Bridge: o.bridge}); err != nil {
 			return "", err
 		}
-		rt, images, err = startRuntime(ctx, dir, o, out, logger.Named("runtime"))
+		rt, images, err = startRuntime(ctx, dir, o, ray, out, logger.Named("runtime"))
 		if err != nil {
 			return "", err
 		}
@@ -257,6 +269,9 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return err
 	}
 	defer rt.Close()
+	if err := c.step("ray", func() (string, error) { return rayLine(ray, o.ray, rt.Name), nil }); err != nil {
+		return err
+	}
 
 	serverURL := "https://" + server.Addr
 	// Components talk to the API server only; they stop before it does.

@@ -12,6 +12,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
@@ -23,9 +24,10 @@ const SimImageRef = "rayctl.local/raysim:latest"
 
 // startRuntime picks the container runtime and starts loading the raysim image into it. What happens to
 // a private containerd later (it died, it was restarted) is printed to out and logged.
-func startRuntime(ctx context.Context, dir *datadir.Dir, o *upOptions, out io.Writer, logger *zap.Logger) (*selector.Choice, *preload.Runtime, error) {
+func startRuntime(ctx context.Context, dir *datadir.Dir, o *upOptions, ray *hostray.Ray, out io.Writer, logger *zap.Logger) (*selector.Choice, *preload.Runtime, error) {
 	choice, err := selector.Select(ctx, o.runtime, selector.Options{
 		DataDir: dir.Path,
+		HostRay: ray,
 		Network: network.Config{Bridge: o.bridge, CIDR: o.podCIDR},
 		NewFake: func() (runtime.Runtime, error) {
 			return fake.New(fake.Options{Images: []string{SimImageRef}}), nil

@@ -40,6 +40,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	if prog.SimOnPath {
 		env = prependPath(env, r.binDir)
 	}
+	if prog.RayBinDir != "" {
+		env = prependPath(env, prog.RayBinDir)
+	}
 	dir := cfg.WorkingDir
 	if dir == "" {
 		dir = img.WorkingDir

@@ -74,7 +74,7 @@ func (r *Runtime) EnsureImage(_ context.Context, ref string, _ runtime.PullPolic
 	}
 	img := virtualImage(ref)
 	if progress != nil {
-		progress("process runtime: image " + ref + " is not pulled; " + programNote(ref))
+		progress("process runtime: image " + ref + " is not pulled; " + r.programNote(ref))
 	}
 	m[ref] = img
 	return img, r.images.save(m)

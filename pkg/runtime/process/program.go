@@ -18,26 +18,17 @@ func isSimImage(ref string) bool { return strings.Contains(ref, "raysim") }
 func isRayImage(ref string) bool { return strings.Contains(ref, "rayproject/ray") }
 
 // programNote says what an image runs as here.
-func programNote(ref string) string {
+func (r *Runtime) programNote(ref string) string {
 	switch {
 	case isSimImage(ref):
 		return "its `ray` is raysim (this rayctl)"
 	case isRayImage(ref):
-		if p := hostRay(); p != "" {
-			return "its `ray` is the host's " + p
+		if r.hostRay != nil {
+			return "its `ray` and `python` are " + r.hostRay.String()
 		}
-		return "no `ray` on this host's PATH, so raysim (this rayctl) stands in for Ray"
+		return "no Ray on this host, so raysim (this rayctl) stands in for Ray"
 	}
 	return "its commands run with the host's programs"
-}
-
-// hostRay is a real `ray` on PATH, or "".
-func hostRay() string {
-	p, err := exec.LookPath("ray")
-	if err != nil {
-		return ""
-	}
-	return p
 }
 
 // Argv is the process a container runs, by the Pod API's rules: Command
@@ -62,8 +53,17 @@ type program struct {
 	// SimOnPath says `ray` inside shell commands must be raysim, so the
 	// runtime's bin dir (with a `ray` link to raysim) goes first in PATH.
 	SimOnPath bool
+	// RayBinDir, for Ray's images run on the host's Ray, goes first in PATH, so that `python` and
+	// `ray` in shell commands are the host Ray's.
+	RayBinDir string
 	// Warning tells the user about a stand-in (shown as the container's message).
 	Warning string
+}
+
+// isExecutable says path is a file someone may run.
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // resolve maps a container's argv onto host programs: `ray` becomes raysim
@@ -73,15 +73,23 @@ func (r *Runtime) resolve(ref string, argv []string) (*program, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("no command: neither the container nor its image (%s) gives one", ref)
 	}
-	useSim := isSimImage(ref) || hostRay() == ""
+	useSim := isSimImage(ref) || r.hostRay == nil
 	p := &program{Args: append([]string{}, argv...), SimOnPath: useSim}
-	if isRayImage(ref) && hostRay() == "" {
-		p.Warning = "image " + ref + ": no `ray` on this host's PATH, so raysim (rayctl's offline stand-in for Ray) runs instead"
+	if isRayImage(ref) && r.hostRay == nil {
+		p.Warning = "image " + ref + ": no Ray on this host, so raysim (rayctl's offline stand-in for Ray) runs instead"
 	}
 	base := filepath.Base(argv[0])
 	if base == "ray" && useSim {
 		p.Path, p.Args[0] = r.rayBinary, "ray"
 		return p, nil
+	}
+	if isRayImage(ref) && r.hostRay != nil {
+		// Ray's programs (ray, python, serve, pip …) are the host Ray's environment's.
+		p.RayBinDir = r.hostRay.BinDir
+		if found := filepath.Join(r.hostRay.BinDir, base); isExecutable(found) {
+			p.Path = found
+			return p, nil
+		}
 	}
 	if strings.Contains(argv[0], "/") {
 		if _, err := os.Stat(argv[0]); err == nil {

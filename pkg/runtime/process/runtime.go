@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
@@ -46,6 +47,9 @@ type Options struct {
 	// RayBinary is raysim's executable, run with argv[0] "ray" (this rayctl,
 	// os.Executable(), when empty).
 	RayBinary string
+	// HostRay runs Ray's images (rayproject/ray…): their `ray`, `python` and the rest come from it. Nil
+	// means raysim stands in for Ray.
+	HostRay *hostray.Ray
 }
 
 // Runtime runs containers as host processes.
@@ -54,6 +58,7 @@ type Runtime struct {
 	binDir    string
 	net       *network.Manager
 	rayBinary string
+	hostRay   *hostray.Ray
 	// isolated: containers get their own mount, UTS and network namespaces.
 	isolated bool
 	images   *imageStore
@@ -92,7 +97,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary,
+	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
 		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
 		images:   newImageStore(dir), live: map[string]*watch{}}
 	for _, d := range []string{r.binDir, filepath.Join(dir, "containers")} {

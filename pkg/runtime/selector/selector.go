@@ -19,6 +19,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/containerd"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/process"
 )
@@ -49,6 +50,8 @@ type Options struct {
 	// RayBinary is raysim's executable for the process runtime (this rayctl
 	// when empty).
 	RayBinary string
+	// HostRay is the host's Ray, which the process runtime runs Ray's images on (nil: raysim stands in).
+	HostRay *hostray.Ray
 	// NewFake makes the fake runtime (rayctl passes fake.New), so this
 	// package does not depend on it.
 	NewFake func() (runtime.Runtime, error)
@@ -247,7 +250,7 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 	if err != nil {
 		return nil, err
 	}
-	r, err := process.New(ctx, process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary})
+	r, err := process.New(ctx, process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay})
 	if err != nil {
 		return nil, err
 	}
