@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet/volume"
+	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
@@ -71,5 +73,15 @@ func purgeRuntime(ctx context.Context, dir *datadir.Dir) (string, error) {
 	for _, p := range pods {
 		errs = append(errs, volume.Teardown(dir.Join("pods", p.Name(), "volumes")), os.RemoveAll(dir.Join("pods", p.Name())))
 	}
-	return fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name), errors.Join(errs...)
+	summary := fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name)
+	// Last, what a crash left outside the runtime's records (tasks never started, shims containerd lost,
+	// snapshots without a container, cgroups).
+	if sw, ok := rt.(runtime.Sweeper); ok {
+		swept, err := sw.Sweep(ctx, nil)
+		errs = append(errs, err)
+		if len(swept) > 0 {
+			summary += "; also removed " + strings.Join(swept, ", ")
+		}
+	}
+	return summary, errors.Join(errs...)
 }
