@@ -181,6 +181,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		a.closeLog()
 		return r.startFailed(ctx, c, err)
 	}
+	crashPoint(crashAfterNewTask)
 	a.io = task.IO()
 	a.task = task
 	a.waitCtx, a.cancelWait = context.WithCancel(r.ctx(context.Background()))
