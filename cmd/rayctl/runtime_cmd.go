@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet/volume"
+	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
@@ -76,7 +78,17 @@ func purgeRuntime(ctx context.Context, dir *datadir.Dir) (string, error) {
 	}
 	_, err = purgePodDirs(dir)
 	errs = append(errs, err)
-	return fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name), errors.Join(errs...)
+	summary := fmt.Sprintf("removed %d containers and %d pod sandboxes (%s)", len(containers), len(sandboxes), choice.Name)
+	// Last, what a crash left outside the runtime's records (tasks never started, shims containerd lost,
+	// snapshots without a container, cgroups).
+	if sw, ok := rt.(runtime.Sweeper); ok {
+		swept, err := sw.Sweep(ctx, nil)
+		errs = append(errs, err)
+		if len(swept) > 0 {
+			summary += "; also removed " + strings.Join(swept, ", ")
+		}
+	}
+	return summary, errors.Join(errs...)
 }
 
 // purgePodDirs unmounts and removes every pod's directory: its volumes (tmpfs emptyDirs and /dev/shm

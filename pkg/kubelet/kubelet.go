@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -274,8 +275,24 @@ func (k *Kubelet) Run(ctx context.Context) error {
 }
 
 // adopt starts a worker for every pod bound here, handing it the runtime's sandbox and containers of
-// that pod, and removes the runtime's containers and sandboxes of pods that no longer exist.
+// that pod, and removes the runtime's containers and sandboxes of pods that no longer exist. First, a
+// runtime that can sweeps away what a crash left outside its records (see runtime.Sweeper), while no
+// worker creates containers yet.
 func (k *Kubelet) adopt(ctx context.Context) error {
+	pods := k.podLister.List()
+	live := map[string]bool{}
+	for _, obj := range pods {
+		live[string(obj.(*corev1.Pod).UID)] = true
+	}
+	if sw, ok := k.cfg.Runtime.(runtime.Sweeper); ok {
+		removed, err := sw.Sweep(ctx, live)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "sweeping what a crash left in the runtime")
+		}
+		if len(removed) > 0 {
+			klog.FromContext(ctx).Info("removed what an earlier run left in the runtime", "removed", strings.Join(removed, ", "))
+		}
+	}
 	sandboxes, err := k.cfg.Runtime.ListSandboxes(ctx)
 	if err != nil {
 		return err
@@ -293,10 +310,8 @@ func (k *Kubelet) adopt(ctx context.Context) error {
 	for _, s := range sandboxes {
 		sandboxOf[podworker.SandboxPodUID(s)] = s
 	}
-	live := map[string]bool{}
-	for _, obj := range k.podLister.List() {
+	for _, obj := range pods {
 		pod := obj.(*corev1.Pod)
-		live[string(pod.UID)] = true
 		k.startWorker(ctx, pod, sandboxOf[string(pod.UID)], byPod[string(pod.UID)])
 	}
 	orphans := map[string]bool{}

@@ -17,6 +17,17 @@ import (
 	"time"
 )
 
+// Sweeper is a Runtime that can find and remove what a crash left outside its own records: the
+// remains of a container whose creation or start was cut short (a task never started, a snapshot
+// without a container, a process containerd lost track of), and pod networks of pods that no longer
+// exist. The kubelet sweeps before it starts re-adopting pods; `rayctl down --purge` sweeps last.
+type Sweeper interface {
+	// Sweep removes those remains, and the network namespaces, IPs and sandbox records of pods not in
+	// live (nil: of every pod). Nothing may create containers meanwhile. It returns what it removed,
+	// one short phrase per kind ("2 shims").
+	Sweep(ctx context.Context, live map[string]bool) ([]string, error)
+}
+
 // Runtime runs pods' containers on this node.
 type Runtime interface {
 	// Name names the implementation ("containerd", "process", "fake").

@@ -100,7 +100,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
 	id := containerID(sb.PodUID, cfg.Name, cfg.Attempt)
-	spec = append(spec, withCgroupPath("/"+r.ns+"/"+id))
+	spec = append(spec, withCgroupPath(r.cgroupParent+"/"+id))
 	labels := map[string]string{}
 	for k, v := range cfg.Labels {
 		labels[k] = v
@@ -181,6 +181,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		a.closeLog()
 		return r.startFailed(ctx, c, err)
 	}
+	crashPoint(crashAfterNewTask)
 	a.io = task.IO()
 	a.task = task
 	a.waitCtx, a.cancelWait = context.WithCancel(r.ctx(context.Background()))
@@ -313,18 +314,22 @@ func (r *Runtime) recordExit(id string, code int, at time.Time) {
 	_, _ = c.SetLabels(ctx, map[string]string{
 		labelExitCode:   strconv.Itoa(code),
 		labelFinishedAt: at.UTC().Format(time.RFC3339Nano),
-		labelOOM:        strconv.FormatBool(oomKilled(r.ns, id)),
+		labelOOM:        strconv.FormatBool(r.oomKilled(id)),
 	})
 }
 
 // oomKilled reads the container's memory cgroup (v1 memory.oom_control or
 // v2 memory.events) for the kernel's OOM-kill count. The cgroup lasts until
-// the task is deleted.
-func oomKilled(ns, id string) bool {
-	for _, p := range []string{
-		filepath.Join("/sys/fs/cgroup/memory", ns, id, "memory.oom_control"),
-		filepath.Join("/sys/fs/cgroup", ns, id, "memory.events"),
-	} {
+// the task is deleted. Containers made before cgroups had a parent per data
+// dir sit directly under the namespace's.
+func (r *Runtime) oomKilled(id string) bool {
+	var paths []string
+	for _, parent := range []string{r.cgroupParent, "/" + r.ns} {
+		paths = append(paths,
+			filepath.Join("/sys/fs/cgroup/memory", parent, id, "memory.oom_control"),
+			filepath.Join("/sys/fs/cgroup", parent, id, "memory.events"))
+	}
+	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue
@@ -358,6 +363,9 @@ func (r *Runtime) readopt(ctx context.Context) error {
 		if starting || (cur != nil && !isClosed(cur.done)) {
 			continue // being started, or still tracked
 		}
+		if labels[labelStartedAt] == "" && r.taskCreated(ctx, c) {
+			continue // made but never started: nothing runs to follow (Sweep removes the task)
+		}
 		a, err := r.newAttachment(labels)
 		if err != nil {
 			continue
@@ -380,6 +388,16 @@ func (r *Runtime) readopt(ctx context.Context) error {
 		r.track(c.ID(), a, exitC)
 	}
 	return nil
+}
+
+// taskCreated reports whether the container's task exists and was never started.
+func (r *Runtime) taskCreated(ctx context.Context, c ctrd.Container) bool {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && st.Status == ctrd.Created
 }
 
 // StopContainer sends the stop signal (SIGTERM unless the image names
@@ -606,7 +624,7 @@ func (r *Runtime) status(ctx context.Context, c ctrd.Container) (*runtime.Contai
 		// tells of an OOM kill until the task is deleted).
 		r.recordExit(c.ID(), int(st.ExitStatus), st.ExitTime)
 		s.State, s.ExitCode, s.FinishedAt = runtime.StateExited, int(st.ExitStatus), st.ExitTime
-		s.Reason = exitReason(s.ExitCode, oomKilled(r.ns, c.ID()))
+		s.Reason = exitReason(s.ExitCode, r.oomKilled(c.ID()))
 	default:
 		s.State = runtime.StateUnknown
 	}

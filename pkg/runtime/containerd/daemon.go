@@ -43,6 +43,8 @@ type Daemon struct {
 	FIFODir string
 	// LogPath receives containerd's output.
 	LogPath string
+	// StateDir is containerd's state directory (task bundles live under it).
+	StateDir string
 
 	bin     string
 	cfgPath string
@@ -79,7 +81,8 @@ func StartPrivate(ctx context.Context, dir string) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{Dir: dir, FIFODir: filepath.Join(dir, "fifo"), LogPath: filepath.Join(dir, "containerd.log"), bin: bin}
+	d := &Daemon{Dir: dir, FIFODir: filepath.Join(dir, "fifo"), LogPath: filepath.Join(dir, "containerd.log"),
+		StateDir: filepath.Join(dir, "state"), bin: bin}
 	for _, sub := range []string{"root", "state", "fifo", "opt"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o711); err != nil {
 			return nil, err
@@ -110,7 +113,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), d.Address, d.Address+".ttrpc", filepath.Join(dir, "opt"))
+`, filepath.Join(dir, "root"), d.StateDir, d.Address, d.Address+".ttrpc", filepath.Join(dir, "opt"))
 	d.cfgPath = filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err

@@ -33,6 +33,11 @@ type Options struct {
 	// Snapshotter unpacks images and makes container filesystems
 	// (DefaultSnapshotter when empty).
 	Snapshotter string
+	// StateDir is the state directory of a containerd that serves this data dir alone (a private
+	// Daemon's StateDir); empty for a shared one. With it, Sweep also finds what a killed rayctl left
+	// outside containerd's records (shims, runc containers, bundles, mounts, old leases), and
+	// containers' cgroups sit under a parent of this data dir's own (see CgroupParent).
+	StateDir string
 }
 
 // Runtime runs pods' containers in containerd. Containers it makes carry
@@ -43,6 +48,11 @@ type Runtime struct {
 	snap    string
 	fifoDir string
 	net     *network.Manager
+	address string
+	// stateDir is Options.StateDir; cgroupParent holds the containers' cgroups.
+	stateDir, cgroupParent string
+	// started is when New connected: leases older than that are an earlier process's.
+	started time.Time
 
 	mu       sync.Mutex
 	attached map[string]*attachment // container id → its log copier
@@ -71,7 +81,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", opts.Address, err)
 	}
 	r := &Runtime{client: c, ns: opts.Namespace, snap: opts.Snapshotter, fifoDir: opts.FIFODir, net: opts.Network,
-		attached: map[string]*attachment{}, starting: map[string]bool{}}
+		address: opts.Address, stateDir: opts.StateDir, cgroupParent: CgroupParent(opts.Namespace, opts.StateDir),
+		started: time.Now(), attached: map[string]*attachment{}, starting: map[string]bool{}}
 	if _, err := r.Version(ctx); err != nil {
 		c.Close()
 		return nil, err

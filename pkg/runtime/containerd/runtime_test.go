@@ -101,11 +101,12 @@ func (e *env) close() {
 	// Whatever a failed test left running goes, so no shim outlives the daemon.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if r, err := New(ctx, Options{Address: e.daemon.Address, FIFODir: e.daemon.FIFODir, Network: e.net}); err == nil {
+	if r, err := New(ctx, Options{Address: e.daemon.Address, FIFODir: e.daemon.FIFODir, Network: e.net, StateDir: e.daemon.StateDir}); err == nil {
 		cs, _ := r.ListContainers(ctx)
 		for _, c := range cs {
 			_ = r.RemoveContainer(ctx, c.ID)
 		}
+		_, _ = r.Sweep(ctx, nil)
 		r.Close()
 	}
 	_, _ = e.net.Cleanup(nil)
@@ -118,7 +119,7 @@ func (e *env) runtime(t *testing.T) *Runtime {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := New(ctx, Options{Address: e.daemon.Address, FIFODir: e.daemon.FIFODir, Network: e.net})
+	r, err := New(ctx, Options{Address: e.daemon.Address, FIFODir: e.daemon.FIFODir, Network: e.net, StateDir: e.daemon.StateDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,3 +88,12 @@ func (r *Runtime) EnsureImage(ctx context.Context, image string, policy runtime.
 	}
 	return r.Runtime.EnsureImage(ctx, image, policy, progress)
 }
+
+// Sweep is the wrapped runtime's (see runtime.Sweeper); a runtime that cannot sweep has nothing to
+// remove. Images being loaded meanwhile are safe: they are loaded under leases of this process.
+func (r *Runtime) Sweep(ctx context.Context, live map[string]bool) ([]string, error) {
+	if sw, ok := r.Runtime.(runtime.Sweeper); ok {
+		return sw.Sweep(ctx, live)
+	}
+	return nil, nil
+}

@@ -187,7 +187,7 @@ func startPrivate(ctx context.Context, opts Options) (*Choice, error) {
 		_ = d.Stop()
 		return nil, err
 	}
-	r, err := containerd.New(ctx, containerd.Options{Address: d.Address, FIFODir: d.FIFODir, Network: nm})
+	r, err := containerd.New(ctx, containerd.Options{Address: d.Address, FIFODir: d.FIFODir, Network: nm, StateDir: d.StateDir})
 	if err != nil {
 		_ = d.Stop()
 		return nil, err

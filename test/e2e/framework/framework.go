@@ -71,7 +71,9 @@ type Instance struct {
 	Cmd *exec.Cmd
 	// ExtraArgs are passed to `rayctl up` on every (re)start.
 	ExtraArgs []string
-	exited    chan struct{}
+	// Env is added to the test process's environment for the next (re)starts ("KEY=value").
+	Env    []string
+	exited chan struct{}
 }
 
 // SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
@@ -118,6 +120,9 @@ func (in *Instance) Restart() error {
 	args := append([]string{"up", "--data-dir", in.DataDir, "--port", "0"}, in.ExtraArgs...)
 	in.Cmd = exec.Command(bin, args...)
 	in.Cmd.Stdout, in.Cmd.Stderr = in.Output, in.Output
+	if len(in.Env) > 0 {
+		in.Cmd.Env = append(os.Environ(), in.Env...)
+	}
 	in.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := in.Cmd.Start(); err != nil {
 		return err
