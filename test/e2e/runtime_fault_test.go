@@ -59,16 +59,18 @@ func TestContainerdKilledIsRestarted(t *testing.T) {
 	// Every version of the steady pod written from now on.
 	history := watchPodHistory(t, ctx, in, ns, "steady", steady.ResourceVersion)
 
+	// Running means the container's process started, not that its shell has exec'd sleep yet.
+	var procs []int
+	framework.WaitFor(t, ctx, "the victim's shell to exec `sleep "+marker+"`", func() (bool, error) {
+		procs = processesWithArgs("sleep", marker)
+		return len(procs) == 1, nil
+	})
 	old := containerdPIDs(in.DataDir)
 	if len(old) != 1 {
 		t.Fatalf("containerd processes of the instance: %v, want one", old)
 	}
 	killed := time.Now()
 	must(t, "killing containerd", syscall.Kill(old[0], syscall.SIGKILL))
-	procs := processesWithArgs("sleep", marker)
-	if len(procs) != 1 {
-		t.Fatalf("processes running `sleep %s`: %v, want one", marker, procs)
-	}
 	must(t, "killing the victim's process", syscall.Kill(procs[0], syscall.SIGKILL))
 	t.Logf("killed containerd (pid %d) and the victim's process (pid %d)", old[0], procs[0])
 
