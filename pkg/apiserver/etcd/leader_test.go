@@ -27,19 +27,7 @@ func TestHasLeaderTellsTheTruth(t *testing.T) {
 		t.Fatalf("a started member: %v", err)
 	}
 
-	pkiDir := filepath.Join(filepath.Dir(dir), "pki")
-	cr, err := IssueCredentials(filepath.Join(pkiDir, "etcd"), pkiDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsCfg, err := transport.TLSInfo{CertFile: cr.APIServerClient.CertFile, KeyFile: cr.APIServerClient.KeyFile, TrustedCAFile: cr.CA.CertFile()}.ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, TLS: tlsCfg, DialTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiServerClient(t, s, dir)
 	defer c.Close()
 	// 127.0.0.1:1 answers nobody: the new member never joins, and two voters need both for a quorum.
 	if _, err := c.MemberAdd(ctx, []string{"https://127.0.0.1:1"}); err != nil {
@@ -53,4 +41,24 @@ func TestHasLeaderTellsTheTruth(t *testing.T) {
 		}
 	}
 	t.Logf("HasLeader: %v", s.HasLeader())
+}
+
+// apiServerClient is a client of s with the API server's certificate (as testConfig issued it for dir).
+func apiServerClient(t *testing.T, s *Server, dir string) *clientv3.Client {
+	t.Helper()
+	pkiDir := filepath.Join(filepath.Dir(dir), "pki")
+	cr, err := IssueCredentials(filepath.Join(pkiDir, "etcd"), pkiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp := cr.APIServerClient
+	tlsCfg, err := transport.TLSInfo{CertFile: kp.CertFile, KeyFile: kp.KeyFile, TrustedCAFile: cr.CA.CertFile()}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, TLS: tlsCfg, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -26,20 +25,7 @@ func TestQuotaExceededThenRecovers(t *testing.T) {
 	}
 	defer s.Close()
 
-	pkiDir := filepath.Join(filepath.Dir(dir), "pki")
-	cr, err := IssueCredentials(filepath.Join(pkiDir, "etcd"), pkiDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp := cr.APIServerClient
-	tlsCfg, err := transport.TLSInfo{CertFile: kp.CertFile, KeyFile: kp.KeyFile, TrustedCAFile: cr.CA.CertFile()}.ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, TLS: tlsCfg, DialTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiServerClient(t, s, dir)
 	defer c.Close()
 
 	val := strings.Repeat("x", 256<<10)

@@ -146,7 +146,7 @@ func (r *Runtime) sweepUnknownTasks(tasks map[string]bool, s *sweepLog) map[stri
 	gone := map[string]bool{}
 	shims := r.unknownShims(tasks)
 	for _, sh := range shims {
-		gone[sh.id] = true
+		gone[sh.ID] = true
 		killShim(sh)
 	}
 	s.add("shims", len(shims))

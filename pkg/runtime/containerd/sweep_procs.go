@@ -14,32 +14,36 @@ import (
 	"time"
 )
 
-// shimProc is a running containerd shim.
-type shimProc struct {
-	pid             int
-	id, ns, address string
-	cwd             string // its bundle, where containerd started it
-	children        []int
+// Shim is a running containerd shim, as its command line and /proc describe it.
+type Shim struct {
+	// PID is the shim's process; Children the processes it started (a container's init, runc init).
+	PID      int
+	Children []int
+	// ID is the container's, Namespace containerd's, Address the socket of the containerd it serves.
+	ID, Namespace, Address string
+	// Bundle is its working directory: the task's bundle, where containerd started it.
+	Bundle string
 }
 
 // unknownShims lists the shims of the namespace serving this data dir's containerd (by its address, or
 // a bundle under its state dir) whose task containerd does not know.
-func (r *Runtime) unknownShims(tasks map[string]bool) []shimProc {
-	var out []shimProc
-	for _, sh := range shimProcs() {
-		if sh.ns != r.ns || tasks[sh.id] {
+func (r *Runtime) unknownShims(tasks map[string]bool) []Shim {
+	var out []Shim
+	for _, sh := range Shims() {
+		if sh.Namespace != r.ns || tasks[sh.ID] {
 			continue
 		}
-		if sh.address == r.address || within(sh.cwd, r.stateDir) {
+		if sh.Address == r.address || within(sh.Bundle, r.stateDir) {
 			out = append(out, sh)
 		}
 	}
 	return out
 }
 
-// shimProcs lists the running containerd shims (their command lines name namespace, id and address).
-func shimProcs() []shimProc {
-	var out []shimProc
+// Shims lists the containerd shims running on this machine, for any containerd (their command lines
+// name namespace, id and address).
+func Shims() []Shim {
+	var out []Shim
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -54,23 +58,23 @@ func shimProcs() []shimProc {
 		if err != nil {
 			continue
 		}
-		sh := shimProc{pid: pid}
+		sh := Shim{PID: pid}
 		for i := 1; i+1 < len(args); i++ {
 			switch args[i] {
 			case "-id":
-				sh.id = args[i+1]
+				sh.ID = args[i+1]
 			case "-namespace":
-				sh.ns = args[i+1]
+				sh.Namespace = args[i+1]
 			case "-address":
-				sh.address = args[i+1]
+				sh.Address = args[i+1]
 			}
 		}
-		if sh.id == "" {
+		if sh.ID == "" {
 			continue // the short-lived `start` or `delete` invocation
 		}
-		sh.cwd, _ = os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
-		sh.cwd = strings.TrimSuffix(sh.cwd, " (deleted)")
-		sh.children = childrenOf(pid)
+		sh.Bundle, _ = os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+		sh.Bundle = strings.TrimSuffix(sh.Bundle, " (deleted)")
+		sh.Children = childrenOf(pid)
 		out = append(out, sh)
 	}
 	return out
@@ -93,8 +97,8 @@ func childrenOf(pid int) []int {
 
 // killShim kills a shim's processes (`runc init` or a `runc create` in flight) and then the shim, and
 // waits a little for them to be gone.
-func killShim(sh shimProc) {
-	pids := append(append([]int{}, sh.children...), sh.pid)
+func killShim(sh Shim) {
+	pids := append(append([]int{}, sh.Children...), sh.PID)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rayctl/rayctl/pkg/runtime/containerd"
 )
 
 var (
@@ -350,38 +352,16 @@ func NetworkArgs() []string { return withOwnNetwork(nil) }
 func KillLeftoverShims(dataDir string) []string {
 	prefix := filepath.Join(dataDir, "containerd") + string(filepath.Separator)
 	var found []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
-			continue
-		}
-		var id, address string
-		for i := 1; i+1 < len(args); i++ {
-			switch args[i] {
-			case "-id":
-				id = args[i+1]
-			case "-address":
-				address = args[i+1]
-			}
-		}
-		if !strings.HasPrefix(address, prefix) {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid); err != nil {
+	for _, sh := range containerd.Shims() {
+		if !strings.HasPrefix(sh.Address, prefix) {
 			continue
 		}
 		children := "no process"
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-			children = "processes " + strings.TrimSpace(string(b))
+		if len(sh.Children) > 0 {
+			children = fmt.Sprintf("processes %v", sh.Children)
 		}
-		found = append(found, fmt.Sprintf("pid %d for container %s (%s in it)", pid, id, children))
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		found = append(found, fmt.Sprintf("pid %d for container %s (%s in it)", sh.PID, sh.ID, children))
+		_ = syscall.Kill(sh.PID, syscall.SIGKILL)
 	}
 	return found
 }
