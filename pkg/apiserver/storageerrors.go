@@ -103,6 +103,9 @@ func storageError(err error) error {
 	if err == nil {
 		return nil
 	}
+	if _, ok := err.(*tooLargeError); ok {
+		return err
+	}
 	var invalid storage.InvalidError
 	if errors.As(err, &invalid) {
 		// Its one source is APIObjectVersioner.ParseResourceVersion: a resourceVersion from the client.
@@ -186,8 +189,8 @@ func (v clientVersioner) ParseResourceVersion(resourceVersion string) (uint64, e
 }
 
 // sizeLimitCodec refuses to encode, for etcd, an object larger than limit, with a 413 that says the
-// object's size and the limit: etcd's client would refuse the request itself, as a gRPC error
-// the API server answers 500 (or, as out of space, 507).
+// object's size and the limit (see tooLargeError); etcd's client would refuse the request itself, as a
+// gRPC error the API server answers 500 (or, as out of space, 507).
 type sizeLimitCodec struct {
 	runtime.Codec
 	limit int
@@ -200,11 +203,31 @@ func (c sizeLimitCodec) Encode(obj runtime.Object, w io.Writer) error {
 		return err
 	}
 	if cw.n > c.limit {
-		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
-			"the object is too large to store: %s (%d bytes) as stored in etcd, managedFields and annotations included; "+
-				"rayctl stores objects of at most %d bytes (etcd's request limit)", mib(cw.n), cw.n, c.limit))
+		return &tooLargeError{size: cw.n, limit: c.limit}
 	}
 	return nil
+}
+
+// tooLargeError is an object too large to store. It is a 413 API error, and also reads as the etcd
+// client's own refusal ("trying to send message larger than max"), which k8s.io/apiserver's create,
+// update and patch handlers (server-side apply excepted) take as their cue to try once more without
+// managedFields, as with kube-apiserver: an object too large only because of its managedFields is
+// stored without them.
+type tooLargeError struct{ size, limit int }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the object is too large to store: %s (%d bytes) as stored in etcd, managedFields and annotations included; "+
+		"rayctl stores objects of at most %d bytes (etcd's request limit)", mib(e.size), e.size, e.limit)
+}
+
+// Status implements apierrors.APIStatus: 413 Request Entity Too Large.
+func (e *tooLargeError) Status() metav1.Status {
+	return apierrors.NewRequestEntityTooLargeError(e.Error()).Status()
+}
+
+// GRPCStatus is the etcd client's error for a request over its limit.
+func (e *tooLargeError) GRPCStatus() *grpcstatus.Status {
+	return grpcstatus.Newf(codes.ResourceExhausted, "trying to send message larger than max (%d vs. %d): %s", e.size, e.limit, e.Error())
 }
 
 func mib(n int) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -40,7 +40,7 @@ func WithLimit(next http.Handler, bodyLimit, expandedLimit int64, serializer run
 			var status error
 			if errors.Is(err, ErrTooLarge) {
 				status = apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
-					"the YAML body's aliases expand it past %d bytes (%v); send it with fewer aliases, or as JSON", expandedLimit, err))
+					"the YAML body's aliases make it too large: %v; send it with fewer aliases, or as JSON", err))
 			} else {
 				status = apierrors.NewBadRequest("the YAML body cannot be read: " + err.Error())
 			}

@@ -84,7 +84,7 @@ func (c *counter) size(n *yaml.Node) (int64, error) {
 // check returns v, and an error once v alone, or with the documents before, passes the limit.
 func (c *counter) check(v int64, n *yaml.Node) (int64, error) {
 	if c.base+v > c.limit {
-		return v, fmt.Errorf("%w (from line %d)", ErrTooLarge, n.Line)
+		return v, fmt.Errorf("%w: more than %d bytes by line %d", ErrTooLarge, c.limit, n.Line)
 	}
 	return v, nil
 }
