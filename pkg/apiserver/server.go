@@ -44,6 +44,7 @@ import (
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
+	"github.com/rayctl/rayctl/pkg/apiserver/yamlsize"
 )
 
 // Config is what the API server needs from the rest of rayctl.
@@ -124,8 +125,15 @@ func New(c Config) (*Server, error) {
 	// 1.5 MiB, and its etcd client sends at most 2 MiB, so a 2–3 MiB object fails there as a 500; here
 	// the limit is where storage's is, and the answer is a clear 413. (KubeRay's CRDs are ~0.2 MiB as JSON.)
 	generic.MaxRequestBodyBytes = 3 << 19
+	// A JSON patch's copy operations may add as much as a body may hold (k8s.io/apiserver's default is
+	// 3 MiB, as its default body limit).
+	generic.JSONPatchMaxCopyBytes = generic.MaxRequestBodyBytes
 	generic.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(rejectCustomResourceProtobuf(h, c.Serializer), c)
+		h = markPatch(rejectCustomResourceProtobuf(h, c.Serializer))
+		// A YAML body's aliases may make it as large as twice the body limit (what a body without
+		// aliases can count, see yamlsize.Size), not more; checked after authentication, before decoding.
+		h = yamlsize.WithLimit(h, c.MaxRequestBodyBytes, 2*c.MaxRequestBodyBytes, c.Serializer)
+		return genericapiserver.DefaultBuildHandlerChain(h, c)
 	}
 	// On shutdown, end open watches (kubectl get -w, informers) after a moment instead of letting the
 	// HTTP server wait a minute for them.
@@ -237,13 +245,14 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	// Writes refused for want of space answer 507, for built-in kinds and custom resources alike.
-	generic.RESTOptionsGetter = noSpaceGetter{generic.RESTOptionsGetter}
+	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
+	// and custom resources alike (storageerrors.go).
+	generic.RESTOptionsGetter = storageErrorsGetter{generic.RESTOptionsGetter}
 
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: noSpaceGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
+			CRDRESTOptionsGetter: storageErrorsGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
 			MasterCount:          1,
 		},
 	}
