@@ -72,10 +72,10 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1 (0 picks a free one and writes it into the kubeconfig)")
-	cmd.Flags().BoolVar(&o.detach, "detach", false, "start in the background and return once ready; `rayctl down` stops it")
+	cmd.Flags().BoolVar(&o.detach, "detach", false, "start in the background and return once ready; rayctl down stops it")
 	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (containerd if present, else process), containerd, process, or fake (benchmarks only)")
 	cmd.Flags().StringVar(&o.ray, "ray", rayAuto, "what runs Ray's images (rayproject/ray…) on the process runtime: auto (the host's Ray when found, else raysim), host (the host's Ray, or fail), or sim (raysim)")
-	cmd.Flags().StringVar(&o.rayPath, "ray-path", "", "the host's `ray` executable (default: the venv `make ray` makes beside rayctl, then ray on PATH)")
+	cmd.Flags().StringVar(&o.rayPath, "ray-path", "", "the host's ray executable (default: the venv that make ray makes beside rayctl, then ray on PATH)")
 	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
 	cmd.Flags().StringVar(&o.nodeName, "node-name", defaultNodeName(), "the name of this machine's Node")
@@ -87,7 +87,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&o.ctrl.reconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
 	cmd.Flags().StringVar(&o.ctrl.metricsAddr, "metrics-bind-address", "0", "where the Ray controllers serve Prometheus metrics, e.g. 127.0.0.1:8085 (0 = off; :8080 is Ray's metrics port)")
 	cmd.Flags().StringVar(&o.ctrl.healthAddr, "health-probe-bind-address", "0", "where the Ray controllers serve /healthz and /readyz, e.g. 127.0.0.1:8086 (0 = off)")
-	cmd.Flags().IntVar(&o.chainBuffer, "chain-buffer", chain.DefaultSize, "trigger-chain events kept for `rayctl trace` and `rayctl diagnose` (0 turns the recorder off)")
+	cmd.Flags().IntVar(&o.chainBuffer, "chain-buffer", chain.DefaultSize, "trigger-chain events kept for rayctl trace and rayctl diagnose (0 turns the recorder off)")
 	cmd.Flags().BoolVar(&o.ctrl.leaderElect, "leader-elect", true, "hold a Lease before running controllers, so two rayctl instances on one API server never both act")
 	return cmd
 }
