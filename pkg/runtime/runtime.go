@@ -98,6 +98,17 @@ type Image struct {
 	// Entrypoint and Cmd are the image config's defaults; WorkingDir, Env and User likewise.
 	Entrypoint, Cmd, Env []string
 	WorkingDir, User     string
+	// Notes are what the runtime tells the user about running this image here (the kubelet posts each
+	// as an event of the pod): e.g. that a stand-in runs it, or a program of another version.
+	Notes []Note `json:"-"`
+}
+
+// Note is one thing a runtime tells about an image, as a pod event would say it.
+type Note struct {
+	// Warning marks a note the user should act on (a Warning event); else it is Normal.
+	Warning bool
+	// Reason is a short CamelCase word; Message the sentence.
+	Reason, Message string
 }
 
 // SandboxConfig describes a pod's sandbox.

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -31,9 +34,9 @@ func hostRay(t *testing.T) string {
 // --ray=sim says raysim runs both; --ray=host with a path that is no Ray refuses to start, naming it.
 func TestHostRayIsFound(t *testing.T) {
 	t.Parallel()
+	ctx := testContext(t)
 	ray := hostRay(t)
-	args := append(framework.ControlPlaneOnly(), "--runtime", "process")
-	in, err := framework.Start("", args...)
+	in, err := framework.Start("", "--runtime", "process", "--controllers", "none")
 	if err != nil {
 		t.Fatalf("rayctl up: %v", err)
 	}
@@ -43,6 +46,43 @@ func TestHostRayIsFound(t *testing.T) {
 	if !strings.HasSuffix(line, want) {
 		t.Errorf("the start-up's ray line is %q, want it to end in %q\n%s", line, want, in.Output.String())
 	}
+
+	// A pod of an older Ray image runs the host's Ray (its python imports Ray 2.60.0), and its events say
+	// so, with a warning that the versions differ.
+	ns := newNamespace(t, ctx, in)
+	pod := nodePod("ray-version", corev1.RestartPolicyNever, 0, corev1.Container{
+		Name: "c", Image: "rayproject/ray:2.46.0-py311",
+		Command: []string{"python", "-c", "import ray; print('ray', ray.__version__)"},
+	})
+	_, err = in.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	must(t, "creating the pod", err)
+	framework.WaitFor(t, ctx, "the pod to succeed", func() (bool, error) {
+		p, err := in.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("the pod failed: %s", nodePodSummary(p))
+		}
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+	got, err := in.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	must(t, "reading the pod", err)
+	if log := nodeContainerLog(t, ctx, in, got, "c"); !strings.Contains(log, "ray 2.60.0") {
+		t.Errorf("the container's python printed %q, want ray 2.60.0", log)
+	}
+	events := nodeWaitEvents(t, ctx, in, ns, pod.Name, "HostRay", "RayVersionMismatch")
+	for _, e := range events {
+		switch e.Reason {
+		case "HostRay":
+			if e.Type != corev1.EventTypeNormal || !strings.Contains(e.Message, "host Ray 2.60.0 ("+ray+") runs image rayproject/ray:2.46.0-py311") {
+				t.Errorf("HostRay event: %s %q", e.Type, e.Message)
+			}
+		case "RayVersionMismatch":
+			if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Message, "is Ray 2.46.0, but the host's Ray 2.60.0 runs it") {
+				t.Errorf("RayVersionMismatch event: %s %q", e.Type, e.Message)
+			}
+		}
+	}
+	zero := int64(0)
+	must(t, "deleting the pod", in.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
 	must(t, "stopping", in.Stop())
 
 	in.ExtraArgs = append(in.ExtraArgs, "--ray", "sim")

@@ -254,12 +254,14 @@ func (w *Worker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 		policy = runtime.PullIfNotPresent
 	}
 	present := false
+	var presentImage *runtime.Image
 	if policy != runtime.PullAlways {
 		if imgs, err := w.deps.Runtime.ListImages(ctx); err == nil {
 			for _, img := range imgs {
 				if img.Ref == c.Image {
 					present = true
 					r.imageID = img.ID
+					presentImage = img
 				}
 			}
 		}
@@ -267,6 +269,7 @@ func (w *Worker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	switch {
 	case present:
 		w.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+		w.imageNotes(pod, c.Name, presentImage)
 		r.pull.reset()
 		return time.Time{}
 	case policy == runtime.PullNever:
@@ -292,7 +295,20 @@ func (w *Worker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 	r.imageID = img.ID
 	took := time.Since(start).Round(time.Millisecond)
 	w.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.", c.Image, took, took, img.Size))
+	w.imageNotes(pod, c.Name, img)
 	return time.Time{}
+}
+
+// imageNotes posts what the runtime tells about running img (which program stands in, a version that
+// differs) as events of the container.
+func (w *Worker) imageNotes(pod *corev1.Pod, container string, img *runtime.Image) {
+	for _, n := range img.Notes {
+		kind := corev1.EventTypeNormal
+		if n.Warning {
+			kind = corev1.EventTypeWarning
+		}
+		w.event(pod, container, kind, n.Reason, n.Message)
+	}
 }
 
 // containerConfig builds what the runtime needs to create attempt of c.

@@ -70,14 +70,14 @@ func (r *Runtime) EnsureImage(_ context.Context, ref string, _ runtime.PullPolic
 		return nil, err
 	}
 	if img, ok := m[ref]; ok {
-		return img, nil
+		return r.noted(img), nil
 	}
 	img := virtualImage(ref)
 	if progress != nil {
 		progress("process runtime: image " + ref + " is not pulled; " + r.programNote(ref))
 	}
 	m[ref] = img
-	return img, r.images.save(m)
+	return r.noted(img), r.images.save(m)
 }
 
 // ImportImage reads an OCI image layout tarball's index, manifests and
@@ -168,7 +168,7 @@ func (r *Runtime) ListImages(context.Context) ([]*runtime.Image, error) {
 	}
 	out := make([]*runtime.Image, 0, len(m))
 	for _, img := range m {
-		out = append(out, img)
+		out = append(out, r.noted(img))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Ref < out[j].Ref })
 	return out, nil

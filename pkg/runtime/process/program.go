@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
@@ -29,6 +30,43 @@ func (r *Runtime) programNote(ref string) string {
 		return "no Ray on this host, so raysim (this rayctl) stands in for Ray"
 	}
 	return "its commands run with the host's programs"
+}
+
+// noted is a copy of img with what this runtime tells about running it (see imageNotes).
+func (r *Runtime) noted(img *runtime.Image) *runtime.Image {
+	c := *img
+	c.Notes = r.imageNotes(img.Ref)
+	return &c
+}
+
+// imageNotes says which Ray runs an image of Ray's or raysim's, and warns when the image's tag names
+// another Ray version than the host's.
+func (r *Runtime) imageNotes(ref string) []runtime.Note {
+	switch {
+	case isSimImage(ref):
+		return []runtime.Note{{Reason: "RaySim", Message: "raysim (rayctl's offline stand-in for Ray) runs image " + ref}}
+	case !isRayImage(ref):
+		return nil
+	case r.hostRay == nil:
+		return []runtime.Note{{Warning: true, Reason: "RaySim", Message: "no Ray on this host: raysim (rayctl's offline stand-in for Ray) runs image " + ref + " (make ray installs Ray)"}}
+	}
+	notes := []runtime.Note{{Reason: "HostRay", Message: r.hostRay.String() + " runs image " + ref + " as host processes"}}
+	if v := imageRayVersion(ref); v != "" && v != r.hostRay.Version {
+		notes = append(notes, runtime.Note{Warning: true, Reason: "RayVersionMismatch",
+			Message: fmt.Sprintf("image %s is Ray %s, but the host's Ray %s runs it", ref, v, r.hostRay.Version)})
+	}
+	return notes
+}
+
+// rayTag is the Ray version at the start of a Ray image's tag: rayproject/ray:2.46.0-py310-gpu → 2.46.0.
+var rayTag = regexp.MustCompile(`:([0-9]+\.[0-9]+\.[0-9]+)`)
+
+// imageRayVersion is the Ray version an image's tag names, or "" (latest, nightly, a digest).
+func imageRayVersion(ref string) string {
+	if m := rayTag.FindStringSubmatch(ref); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // Argv is the process a container runs, by the Pod API's rules: Command

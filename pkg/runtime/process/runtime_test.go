@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/crilog"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
@@ -395,4 +397,32 @@ func dialRead(addr string) (string, error) {
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line), err
+}
+
+func TestImageNotesSayWhichRayRuns(t *testing.T) {
+	host := &hostray.Ray{Path: "/opt/ray/bin/ray", BinDir: "/opt/ray/bin", Version: "2.60.0"}
+	for _, tc := range []struct {
+		ref     string
+		host    *hostray.Ray
+		reasons []string
+		warn    []bool
+	}{
+		{"rayproject/ray:2.60.0", host, []string{"HostRay"}, []bool{false}},
+		{"rayproject/ray:2.46.0-py310-gpu", host, []string{"HostRay", "RayVersionMismatch"}, []bool{false, true}},
+		{"docker.io/rayproject/ray:latest", host, []string{"HostRay"}, []bool{false}},
+		{"rayproject/ray:2.60.0", nil, []string{"RaySim"}, []bool{true}},
+		{"rayctl.local/raysim:latest", host, []string{"RaySim"}, []bool{false}},
+		{"busybox:1.36", host, nil, nil},
+	} {
+		r := &Runtime{hostRay: tc.host}
+		notes := r.imageNotes(tc.ref)
+		var reasons []string
+		var warn []bool
+		for _, n := range notes {
+			reasons, warn = append(reasons, n.Reason), append(warn, n.Warning)
+		}
+		if !slices.Equal(reasons, tc.reasons) || !slices.Equal(warn, tc.warn) {
+			t.Errorf("%s (host Ray %v): notes %+v, want reasons %v warnings %v", tc.ref, tc.host != nil, notes, tc.reasons, tc.warn)
+		}
+	}
 }
