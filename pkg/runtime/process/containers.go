@@ -36,7 +36,18 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
-	env := mergeEnv(os.Environ(), img.Env, cfg.Env)
+	hostname := sb.Config.Hostname
+	if hostname == "" {
+		hostname = sb.Config.Name
+	}
+	if !r.isolated || sb.Config.HostNetwork {
+		hostname, _ = os.Hostname()
+	}
+	own, err := r.privateDirs(sb, cfg.Name, cfg.RunAsUser, isRayImage(cfg.Image))
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	env := containerEnv(cfg, img, hostname, own.home)
 	if prog.SimOnPath {
 		env = prependPath(env, r.binDir)
 	}
@@ -46,6 +57,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	dir := cfg.WorkingDir
 	if dir == "" {
 		dir = img.WorkingDir
+	}
+	if dir == "" && r.isolated && isRayImage(cfg.Image) {
+		dir = rayHome
 	}
 	if dir == "" {
 		dir = sb.Config.Dir
@@ -64,12 +78,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	if r.isolated {
 		rec.NetNSPath = sb.NetNSPath
 		if !sb.Config.HostNetwork {
-			rec.Hostname = sb.Config.Hostname
-			if rec.Hostname == "" {
-				rec.Hostname = sb.Config.Name
-			}
+			rec.Hostname = hostname
 		}
-		rec.Mounts = withSandboxFiles(sb, cfg.Mounts)
+		rec.Mounts = append(own.mounts, withSandboxFiles(sb, cfg.Mounts)...)
+		rec.Mounts = append(rec.Mounts, keepUnderTmp(r.hostPaths(prog)...)...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 )
 
 // nsSetup is a container's isolation: the pod's network namespace, its
-// hostname (empty: the host's) and its bind mounts.
+// hostname (empty: the host's) and its bind mounts (made in order).
 type nsSetup struct {
 	netns    string
 	hostname string
@@ -25,11 +25,24 @@ type nsSetup struct {
 
 // spawn starts cmd; when isolated, from an OS thread that has entered a new
 // mount namespace (with the mounts made), a new UTS namespace (with the
-// hostname) and the pod's network namespace, which the child inherits. The
-// thread is never handed back to Go's scheduler.
+// hostname) and the pod's network namespace, which the child inherits, and
+// in a new PID namespace whose PID 1 is the container init (see
+// containerInit), which runs cmd's program as cmd's user. The thread is
+// never handed back to Go's scheduler.
 func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 	if !isolated {
 		return cmd.Start()
+	}
+	wrapInit(cmd)
+	var netns *os.File
+	if ns.netns != "" {
+		// Opened before the mounts, which may hide its path.
+		f, err := os.Open(ns.netns)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		netns = f
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -45,9 +58,12 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 				return fmt.Errorf("making mounts private: %w", err)
 			}
-			for _, m := range ns.mounts {
-				if err := bindMount(m); err != nil {
-					return err
+			if err := bindMounts(ns.mounts); err != nil {
+				return err
+			}
+			if cmd.Dir != "" {
+				if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+					return fmt.Errorf("working dir: %w", err)
 				}
 			}
 			if ns.hostname != "" {
@@ -55,9 +71,9 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 					return fmt.Errorf("sethostname: %w", err)
 				}
 			}
-			if ns.netns != "" {
-				if err := setns(ns.netns, unix.CLONE_NEWNET); err != nil {
-					return err
+			if netns != nil {
+				if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
+					return fmt.Errorf("entering %s: %w", ns.netns, err)
 				}
 			}
 			return cmd.Start()
@@ -66,15 +82,55 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 	return <-errc
 }
 
-// bindMount mounts m.HostPath at m.ContainerPath, making the target (an
-// empty dir or file, on the host's filesystem) if it is missing.
-func bindMount(m runtime.Mount) error {
-	src, err := os.Stat(m.HostPath)
+// wrapInit makes cmd run its program under the container init, as PID 1 of
+// a new PID namespace; the init, not the kernel, drops to cmd's user, since
+// it must mount /proc first.
+func wrapInit(cmd *exec.Cmd) {
+	uid, gid := "-", "-"
+	if c := cmd.SysProcAttr.Credential; c != nil {
+		uid, gid = strconv.FormatUint(uint64(c.Uid), 10), strconv.FormatUint(uint64(c.Gid), 10)
+		cmd.SysProcAttr.Credential = nil
+	}
+	cmd.Args = append([]string{initArg0, uid, gid, cmd.Path}, cmd.Args...)
+	cmd.Path = "/proc/self/exe" // this binary, even where its path is hidden
+	cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
+}
+
+// bindMounts makes ms in order. Every source is opened first, so a mount
+// that covers a host dir (a private /tmp) does not hide later sources.
+func bindMounts(ms []runtime.Mount) error {
+	srcs := make([]*os.File, len(ms))
+	defer func() {
+		for _, f := range srcs {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for i, m := range ms {
+		f, err := os.OpenFile(m.HostPath, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("mount source: %w", err)
+		}
+		srcs[i] = f
+	}
+	for i, m := range ms {
+		if err := bindMount(m, srcs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindMount mounts src (m.HostPath, opened) at m.ContainerPath, making the
+// target (an empty dir or file) if it is missing.
+func bindMount(m runtime.Mount, src *os.File) error {
+	st, err := src.Stat()
 	if err != nil {
 		return fmt.Errorf("mount source: %w", err)
 	}
 	if _, err := os.Stat(m.ContainerPath); errors.Is(err, os.ErrNotExist) {
-		if src.IsDir() {
+		if st.IsDir() {
 			err = os.MkdirAll(m.ContainerPath, 0o755)
 		} else if err = os.MkdirAll(filepath.Dir(m.ContainerPath), 0o755); err == nil {
 			var f *os.File
@@ -86,7 +142,8 @@ func bindMount(m runtime.Mount) error {
 			return fmt.Errorf("making mount target %s: %w", m.ContainerPath, err)
 		}
 	}
-	if err := unix.Mount(m.HostPath, m.ContainerPath, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	from := fmt.Sprintf("/proc/self/fd/%d", src.Fd())
+	if err := unix.Mount(from, m.ContainerPath, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind-mounting %s at %s: %w", m.HostPath, m.ContainerPath, err)
 	}
 	if m.ReadOnly {
@@ -97,23 +154,30 @@ func bindMount(m runtime.Mount) error {
 	return nil
 }
 
-func setns(path string, kind int) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.Setns(int(f.Fd()), kind); err != nil {
-		return fmt.Errorf("entering %s: %w", path, err)
-	}
-	return nil
-}
-
 // enter starts cmd inside the namespaces of process pid (mount, UTS,
-// network) when isolated.
+// network, and its PID namespace for the child) when isolated. Every
+// namespace is opened before any is entered: inside the container's mount
+// namespace /proc shows only the container's processes.
 func enter(cmd *exec.Cmd, isolated bool, pid int) error {
 	if !isolated {
 		return cmd.Start()
+	}
+	kinds := []struct {
+		name string
+		kind int
+	}{{"pid", unix.CLONE_NEWPID}, {"mnt", unix.CLONE_NEWNS}, {"uts", unix.CLONE_NEWUTS}, {"net", unix.CLONE_NEWNET}}
+	var fds []*os.File
+	defer func() {
+		for _, f := range fds {
+			f.Close()
+		}
+	}()
+	for _, k := range kinds {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, k.name))
+		if err != nil {
+			return err
+		}
+		fds = append(fds, f)
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -123,12 +187,9 @@ func enter(cmd *exec.Cmd, isolated bool, pid int) error {
 			if err := unix.Unshare(unix.CLONE_FS); err != nil {
 				return err
 			}
-			for _, ns := range []struct {
-				name string
-				kind int
-			}{{"mnt", unix.CLONE_NEWNS}, {"uts", unix.CLONE_NEWUTS}, {"net", unix.CLONE_NEWNET}} {
-				if err := setns(fmt.Sprintf("/proc/%d/ns/%s", pid, ns.name), ns.kind); err != nil {
-					return err
+			for i, k := range kinds {
+				if err := unix.Setns(int(fds[i].Fd()), k.kind); err != nil {
+					return fmt.Errorf("entering the container's %s namespace: %w", k.name, err)
 				}
 			}
 			return cmd.Start()

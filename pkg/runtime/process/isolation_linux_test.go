@@ -1,0 +1,147 @@
+package process
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// isolatedFixture is a fixture whose containers get their own namespaces.
+func isolatedFixture(t *testing.T) *fixture {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces need root")
+	}
+	f := newFixture(t)
+	if !f.r.Isolated() {
+		t.Fatal("root on Linux should isolate")
+	}
+	return f
+}
+
+// execOut runs a shell script in container id and returns its output and exit code.
+func execOut(t *testing.T, r *Runtime, id, script string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	code, err := r.Exec(testCtx(t), id, []string{"/bin/sh", "-c", script}, runtime.ExecIO{Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("exec %q: %v", script, err)
+	}
+	return out.String(), code
+}
+
+// hostHas reports whether a process on the host has marker in its command line.
+func hostHas(marker string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err == nil && strings.Contains(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})), marker) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAPodSeesAndSignalsOnlyItsOwnProcesses(t *testing.T) {
+	f := isolatedFixture(t)
+	a, b := f.pod(t, "alpha"), f.pod(t, "beta")
+	digits := fmtDigits()
+	marker, pattern := "sleep 4242."+digits, "sleep 4242[.]"+digits // the pattern does not match the shell running pkill
+	ida, la := f.run(t, f.r, a, sh("victim", "echo ready; exec "+marker))
+	idb, lb := f.run(t, f.r, b, sh("killer", "echo ready; exec sleep 1000"))
+	waitLog(t, la, "ready")
+	waitLog(t, lb, "ready")
+	ra, _ := f.r.load(ida)
+
+	// /proc in beta shows beta's processes only: its init, its sleep, this shell.
+	out, _ := execOut(t, f.r, idb, `cat /proc/1/cmdline | tr '\0' ' '; echo; for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; done`)
+	if strings.Contains(out, marker) || !strings.HasPrefix(out, initArg0+" ") || !strings.Contains(out, "sleep 1000") {
+		t.Errorf("beta's processes:\n%s", out)
+	}
+	// What `ray stop` does, from beta: kill by name; and by alpha's host pid.
+	if out, code := execOut(t, f.r, idb, "pkill -f '"+pattern+"'"); code != 1 {
+		t.Errorf("pkill in beta found alpha's process: %d %s", code, out)
+	}
+	if out, code := execOut(t, f.r, idb, "kill -9 "+itoa(ra.Pid)+" "+itoa(ra.Pid+1)); code == 0 {
+		t.Errorf("beta killed alpha's host pids: %s", out)
+	}
+	if s, _ := f.r.ContainerStatus(testCtx(t), ida); s.State != runtime.StateRunning {
+		t.Fatalf("alpha's container: %+v", s)
+	}
+	// Within alpha, exec sees and signals alpha's processes.
+	if out, code := execOut(t, f.r, ida, "pkill -f '"+pattern+"'"); code != 0 {
+		t.Errorf("pkill in alpha: %d %s", code, out)
+	}
+	if s := waitExited(t, f.r, ida); s.ExitCode != 143 {
+		t.Errorf("alpha after pkill: %+v", s)
+	}
+}
+
+func TestStoppingAContainerKillsItsWholePIDNamespace(t *testing.T) {
+	f := isolatedFixture(t)
+	sb := f.pod(t, "daemons")
+	marker := "sleep 4545." + fmtDigits()
+	// A daemon in a session of its own, deaf to SIGTERM: the group kill misses it.
+	id, logPath := f.run(t, f.r, sb, sh("main", `setsid sh -c "trap '' TERM; exec `+marker+`" & echo ready; exec sleep 1000`))
+	waitLog(t, logPath, "ready")
+	for deadline := time.Now().Add(30 * time.Second); !hostHas(marker); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon never started")
+		}
+	}
+	if err := f.r.StopContainer(testCtx(t), id, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := f.r.ContainerStatus(testCtx(t), id); s.ExitCode != 143 {
+		t.Errorf("status: %+v", s)
+	}
+	for deadline := time.Now().Add(30 * time.Second); hostHas(marker); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon outlived its container")
+		}
+	}
+}
+
+func TestEachContainerHasAPrivateTmp(t *testing.T) {
+	f := isolatedFixture(t)
+	a, b := f.pod(t, "alpha"), f.pod(t, "beta")
+	name := "/tmp/private-" + fmtDigits()
+	ida, la := f.run(t, f.r, a, sh("writer", "mkdir -p /tmp/ray && echo alpha > /tmp/ray/session_latest && echo mine > "+name+" && echo ready; exec sleep 1000"))
+	waitLog(t, la, "ready")
+	if out, _ := execOut(t, f.r, ida, "cat "+name+" /tmp/ray/session_latest"); out != "mine\nalpha\n" {
+		t.Errorf("alpha reads back %q", out)
+	}
+	id, lb := f.run(t, f.r, b, sh("reader", "cat "+name+" /tmp/ray/session_latest 2>/dev/null || echo absent"))
+	waitExited(t, f.r, id)
+	waitLog(t, lb, "stdout F absent")
+	if _, err := os.Stat(name); !os.IsNotExist(err) {
+		t.Errorf("alpha's /tmp file is on the host's /tmp: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(a.Config.Dir, "rt", "writer", name)); err != nil || string(got) != "mine\n" {
+		t.Errorf("alpha's /tmp is not under its pod dir: %q %v", got, err)
+	}
+}
+
+func TestRayImagesGetAHomeOfTheirOwn(t *testing.T) {
+	f := isolatedFixture(t)
+	sb := f.pod(t, "head")
+	cfg := runtime.ContainerConfig{Name: "ray-head", Image: "rayproject/ray:2.60.0",
+		Command: []string{"/bin/sh", "-c", "echo home=$HOME; pwd; touch $HOME/.written && echo wrote"}}
+	id, logPath := f.run(t, f.r, sb, cfg)
+	if s := waitExited(t, f.r, id); s.ExitCode != 0 {
+		t.Errorf("status %+v", s)
+	}
+	waitLog(t, logPath, "wrote")
+	got := strings.Join(logLines(t, logPath), "|")
+	if !strings.Contains(got, "stdout home=/home/ray|stdout /home/ray|") {
+		t.Errorf("log %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(sb.Config.Dir, "rt", "ray-head", "home", ".written")); err != nil {
+		t.Errorf("the home is not the pod's: %v", err)
+	}
+}

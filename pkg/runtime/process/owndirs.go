@@ -1,0 +1,113 @@
+package process
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// rayHome is the home (and working) dir of Ray's images, whose user is ray.
+const rayHome = "/home/ray"
+
+// defaultPath is a container's PATH when its image sets none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// rayDefaults keep Ray quiet and offline unless the image or the pod says
+// otherwise: no usage stats, no warning about Docker's CPU count.
+var rayDefaults = []string{"RAY_USAGE_STATS_ENABLED=0", "RAY_DISABLE_DOCKER_CPU_WARNING=1"}
+
+// containerEnv is a container's environment: PATH, HOSTNAME and HOME, Ray's
+// defaults for Ray's images, then the image's env and the config's, each
+// replacing what came before. rayctl's own environment is no part of it.
+func containerEnv(cfg runtime.ContainerConfig, img *runtime.Image, hostname, home string) []string {
+	base := []string{"PATH=" + defaultPath, "HOSTNAME=" + hostname, "HOME=" + home}
+	if isRayImage(cfg.Image) {
+		base = append(base, rayDefaults...)
+	}
+	return mergeEnv(base, img.Env, cfg.Env)
+}
+
+// ownDirs are a container's private dirs and how it sees them.
+type ownDirs struct {
+	// home is $HOME inside the container.
+	home string
+	// mounts put the private dirs at /tmp (and the home) when isolated.
+	mounts []runtime.Mount
+}
+
+// privateDirs makes a container's own /tmp, and for Ray's images its home,
+// under the pod dir (rt/<container>/), emptied at each creation as a
+// container's writable layer is. When isolated they are mounted at /tmp and
+// /home/ray; otherwise only HOME points at the home dir (the host's /tmp is
+// shared).
+func (r *Runtime) privateDirs(sb *runtime.Sandbox, name string, uid *int64, ray bool) (*ownDirs, error) {
+	base := sb.Config.Dir
+	if base == "" {
+		base = filepath.Join(r.dir, "pods", sb.PodUID)
+	}
+	base = filepath.Join(base, "rt", name)
+	if err := os.RemoveAll(base); err != nil {
+		return nil, err
+	}
+	tmp, home := filepath.Join(base, "tmp"), filepath.Join(base, "home")
+	for _, d := range []string{tmp, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Chmod(tmp, 0o1777); err != nil {
+		return nil, err
+	}
+	if uid != nil && os.Geteuid() == 0 {
+		if err := os.Chown(home, int(*uid), -1); err != nil {
+			return nil, err
+		}
+	}
+	own := &ownDirs{home: "/root"}
+	if uid != nil && *uid != 0 {
+		own.home = "/"
+	}
+	if !r.isolated {
+		if ray {
+			own.home = home
+		}
+		return own, nil
+	}
+	own.mounts = []runtime.Mount{{HostPath: tmp, ContainerPath: "/tmp"}}
+	if ray {
+		own.home = rayHome
+		own.mounts = append(own.mounts, runtime.Mount{HostPath: home, ContainerPath: rayHome})
+	}
+	return own, nil
+}
+
+// hostPaths are the host files a container's program needs: the program,
+// and raysim's bin dir and binary or the host Ray's bin dir it has on PATH.
+func (r *Runtime) hostPaths(p *program) []string {
+	out := []string{p.Path}
+	if p.SimOnPath {
+		out = append(out, r.binDir, r.rayBinary)
+	}
+	if p.RayBinDir != "" {
+		out = append(out, p.RayBinDir)
+	}
+	return out
+}
+
+// keepUnderTmp mounts those of paths that lie under the host's /tmp back at
+// their own paths, read-only, since the container's private /tmp hides them.
+func keepUnderTmp(paths ...string) []runtime.Mount {
+	var out []runtime.Mount
+	seen := map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if !strings.HasPrefix(p, "/tmp/") || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, runtime.Mount{HostPath: p, ContainerPath: p, ReadOnly: true})
+	}
+	return out
+}
