@@ -82,10 +82,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 		}
 		rec.Mounts = append(own.mounts, withSandboxFiles(sb, cfg.Mounts)...)
 		rec.Mounts = append(rec.Mounts, keepUnderTmp(r.hostPaths(prog)...)...)
+		if rec.Cgroups, err = makeCgroups(rec.ID, cfg.Resources); err != nil {
+			return "", fmt.Errorf("create container %s: resource limits: %w", cfg.Name, err)
+		}
+		rec.Mounts = append(rec.Mounts, rec.Cgroups...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.save(rec); err != nil {
+		removeCgroups(rec.Cgroups)
 		return "", err
 	}
 	return rec.ID, nil
@@ -192,7 +197,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if _, err := os.Stat(cmd.Dir); err != nil && !r.isolated {
 		return fail(fmt.Errorf("working dir %s: %w", cmd.Dir, err))
 	}
-	if err := spawn(cmd, r.isolated, nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts}); err != nil {
+	ns := nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts}
+	for _, cg := range rec.Cgroups {
+		ns.cgroups = append(ns.cgroups, cg.ContainerPath)
+	}
+	if err := spawn(cmd, r.isolated, ns); err != nil {
 		readers[0].Close()
 		readers[1].Close()
 		return fail(err)
@@ -404,6 +413,9 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	r.mu.Unlock()
 	if w != nil {
 		w.logs.Wait()
+	}
+	if rec, err := r.load(id); err == nil {
+		removeCgroups(rec.Cgroups)
 	}
 	if err := os.RemoveAll(r.fifoDir(id)); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,21 +19,27 @@ const initArg0 = "rayctl-container-init"
 // The container init runs from init() so that any binary linking this package
 // (rayctl, this package's tests) can be it, before main or the tests start.
 func init() {
-	if len(os.Args) < 5 || os.Args[0] != initArg0 {
+	if len(os.Args) < 6 || os.Args[0] != initArg0 {
 		return
 	}
-	os.Exit(containerInit(os.Args[1], os.Args[2], os.Args[3], os.Args[4:]))
+	os.Exit(containerInit(os.Args[1], os.Args[2], os.Args[3], os.Args[4], os.Args[5:]))
 }
 
-// containerInit is PID 1 of a container: it mounts a fresh /proc (so the
+// containerInit is PID 1 of a container: it joins the cgroups mounted at
+// cgroups (comma-separated dirs, "-" for none), mounts a fresh /proc (so the
 // container sees only its own processes), starts the program as uid:gid
 // ("-" keeps root) in a process group of its own, forwards every signal it
 // gets to that group, reaps orphans, and exits with the program's status.
 // Its exit ends the PID namespace: the kernel kills whatever is left in it.
-func containerInit(uid, gid, prog string, argv []string) int {
+func containerInit(uid, gid, cgroups, prog string, argv []string) int {
 	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "container init: %v\n", err)
 		return 128
+	}
+	if cgroups != "-" {
+		if err := joinCgroups(strings.Split(cgroups, ",")); err != nil {
+			return fail(err)
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fail(fmt.Errorf("mounting /proc: %w", err))

@@ -145,3 +145,35 @@ func TestRayImagesGetAHomeOfTheirOwn(t *testing.T) {
 		t.Errorf("the home is not the pod's: %v", err)
 	}
 }
+
+func TestLimitsShowInTheContainersCgroup(t *testing.T) {
+	f := isolatedFixture(t)
+	if _, err := ownCgroup("memory"); err != nil {
+		t.Skip(err)
+	}
+	sb := f.pod(t, "limited")
+	cfg := sh("limited", "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us; grep -E ':(memory|cpu)[:,]' /proc/self/cgroup | grep -c rayctl.process; echo ready; exec sleep 1000")
+	cfg.Resources = runtime.Resources{MemoryBytes: 256 << 20, CPUMillis: 500}
+	id, logPath := f.run(t, f.r, sb, cfg)
+	waitLog(t, logPath, "ready")
+	got := strings.Join(logLines(t, logPath), "|")
+	if !strings.HasPrefix(got, "stdout 268435456|stdout 50000|stdout 2|") {
+		t.Errorf("the container's cgroup: %q", got)
+	}
+	rec, _ := f.r.load(id)
+	if len(rec.Cgroups) != 2 {
+		t.Fatalf("cgroups %+v", rec.Cgroups)
+	}
+	b, err := os.ReadFile(filepath.Join(rec.Cgroups[0].HostPath, "memory.limit_in_bytes"))
+	if err != nil || strings.TrimSpace(string(b)) != "268435456" {
+		t.Errorf("host side: %q %v", b, err)
+	}
+	if err := f.r.RemoveContainer(testCtx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	for _, cg := range rec.Cgroups {
+		if _, err := os.Stat(cg.HostPath); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s outlived its container: %v", cg.HostPath, err)
+		}
+	}
+}

@@ -16,11 +16,13 @@ import (
 )
 
 // nsSetup is a container's isolation: the pod's network namespace, its
-// hostname (empty: the host's) and its bind mounts (made in order).
+// hostname (empty: the host's), its bind mounts (made in order) and the
+// container paths of the cgroups among them, which its init joins.
 type nsSetup struct {
 	netns    string
 	hostname string
 	mounts   []runtime.Mount
+	cgroups  []string
 }
 
 // spawn starts cmd; when isolated, from an OS thread that has entered a new
@@ -33,7 +35,7 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 	if !isolated {
 		return cmd.Start()
 	}
-	wrapInit(cmd)
+	wrapInit(cmd, ns.cgroups)
 	var netns *os.File
 	if ns.netns != "" {
 		// Opened before the mounts, which may hide its path.
@@ -85,13 +87,16 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 // wrapInit makes cmd run its program under the container init, as PID 1 of
 // a new PID namespace; the init, not the kernel, drops to cmd's user, since
 // it must mount /proc first.
-func wrapInit(cmd *exec.Cmd) {
-	uid, gid := "-", "-"
+func wrapInit(cmd *exec.Cmd, cgroups []string) {
+	uid, gid, cgs := "-", "-", "-"
+	if len(cgroups) > 0 {
+		cgs = strings.Join(cgroups, ",")
+	}
 	if c := cmd.SysProcAttr.Credential; c != nil {
 		uid, gid = strconv.FormatUint(uint64(c.Uid), 10), strconv.FormatUint(uint64(c.Gid), 10)
 		cmd.SysProcAttr.Credential = nil
 	}
-	cmd.Args = append([]string{initArg0, uid, gid, cmd.Path}, cmd.Args...)
+	cmd.Args = append([]string{initArg0, uid, gid, cgs, cmd.Path}, cmd.Args...)
 	cmd.Path = "/proc/self/exe" // this binary, even where its path is hidden
 	cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
 }

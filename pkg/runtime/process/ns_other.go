@@ -14,6 +14,7 @@ type nsSetup struct {
 	netns    string
 	hostname string
 	mounts   []runtime.Mount
+	cgroups  []string
 }
 
 func spawn(cmd *exec.Cmd, _ bool, _ nsSetup) error { return cmd.Start() }

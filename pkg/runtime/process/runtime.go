@@ -2,20 +2,34 @@
 // container is a host process (its own session and process group) whose
 // stdout and stderr go to its log file in the CRI format.
 //
-// As root on Linux each container also gets a private mount namespace, where
-// its mounts are bind-mounted at their container paths (and the sandbox's
-// hosts, resolv.conf and hostname files over /etc's), a UTS namespace with
-// the pod's hostname, and the pod's network namespace from the network
-// package, so every pod has its own IP. Elsewhere (not root, not Linux) pods
-// share the host's network and hostname, and a mount's ContainerPath is not
-// honoured: only its HostPath exists, so programs must be given host paths.
-// Missing mount targets are created on the host's filesystem (empty dirs or
-// files) because a private mount namespace still shares the host's files.
+// As root on Linux each container is also isolated as a container would be:
+//   - a PID namespace of its own, whose PID 1 is a small init (this binary
+//     re-executed, see containerInit) that mounts a fresh /proc, forwards
+//     signals to the program, reaps orphans, and whose exit kills whatever
+//     is left in the namespace;
+//   - a private mount namespace, where its mounts are bind-mounted at their
+//     container paths (and the sandbox's hosts, resolv.conf and hostname
+//     files over /etc's), with a private /tmp (and, for Ray's images,
+//     /home/ray) from rt/<container>/ under the pod dir;
+//   - a UTS namespace with the pod's hostname, and the pod's network
+//     namespace from the network package, so every pod has its own IP;
+//   - cgroup v1 memory and cpu cgroups from its limits, mounted over
+//     /sys/fs/cgroup/{memory,cpu} inside, where Ray reads its limit.
+//
+// Elsewhere (not root, not Linux) pods share the host's processes, /tmp,
+// network and hostname, limits are not applied, and a mount's ContainerPath
+// is not honoured: only its HostPath exists, so programs must be given host
+// paths. Missing mount targets are created on the host's filesystem (empty
+// dirs or files) because a private mount namespace still shares the host's
+// files.
+//
+// A container's environment is the image's and the pod's (with PATH,
+// HOSTNAME and HOME), never rayctl's own.
 //
 // The image decides only which program runs: `ray` is raysim (this rayctl
 // run as "ray") for raysim's image, and for rayproject/ray images when the
 // host has no `ray`; everything else runs the host's programs by name.
-// Resource limits and TTYs are not applied.
+// TTYs are not supported.
 package process
 
 import (
@@ -169,7 +183,10 @@ type record struct {
 	// Namespaces: the pod's netns (empty for the host's), hostname, mounts.
 	NetNSPath, Hostname string
 	Mounts              []runtime.Mount
-	UID, GID            *int64
+	// Cgroups are the container's cgroups (HostPath) and where they are
+	// mounted inside (ContainerPath); they are among Mounts too.
+	Cgroups  []runtime.Mount
+	UID, GID *int64
 	// Pid and StartTicks (from /proc/<pid>/stat) identify the process.
 	Pid        int
 	StartTicks uint64

@@ -1,0 +1,122 @@
+package process
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// cgroupRoot is where the cgroup v1 controllers are mounted, one dir each.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cfsPeriod is the CFS period, in µs, that CPU limits are quotas of (as runc's).
+const cfsPeriod = 100000
+
+// errNoCgroupV1 says the host has no cgroup v1 memory and cpu controllers.
+var errNoCgroupV1 = errors.New("no cgroup v1 memory and cpu controllers (cgroup v2 is not supported yet)")
+
+// cgroupFile is one limit: a value for a file of a controller's cgroup.
+type cgroupFile struct {
+	ctrl, file string
+	value      int64
+}
+
+// cgroupFiles are res's limits as runc writes them for cgroup v1.
+func cgroupFiles(res runtime.Resources) []cgroupFile {
+	var out []cgroupFile
+	if res.MemoryBytes > 0 {
+		out = append(out, cgroupFile{"memory", "memory.limit_in_bytes", res.MemoryBytes})
+	}
+	if res.CPUMillis > 0 {
+		quota := max(res.CPUMillis*cfsPeriod/1000, 1000) // 1 ms: the kernel's minimum
+		out = append(out, cgroupFile{"cpu", "cpu.cfs_period_us", cfsPeriod}, cgroupFile{"cpu", "cpu.cfs_quota_us", quota})
+	}
+	if res.CPUShares > 0 {
+		out = append(out, cgroupFile{"cpu", "cpu.shares", res.CPUShares})
+	}
+	return out
+}
+
+// makeCgroups makes container id's cgroup v1 cgroups (memory, cpu: those
+// res limits), under rayctl's own (rayctl.process/<id>), with res's limits.
+// Each is to be mounted over its controller's dir inside the container,
+// where the container init joins it and programs such as Ray read their
+// limits. No limits: no cgroups.
+func makeCgroups(id string, res runtime.Resources) (cgs []runtime.Mount, err error) {
+	defer func() {
+		if err != nil {
+			removeCgroups(cgs)
+		}
+	}()
+	dirs := map[string]string{}
+	for _, f := range cgroupFiles(res) {
+		dir, ok := dirs[f.ctrl]
+		if !ok {
+			own, err := ownCgroup(f.ctrl)
+			if err != nil {
+				return cgs, err
+			}
+			dir = filepath.Join(cgroupRoot, f.ctrl, own, "rayctl.process", id)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return cgs, err
+			}
+			dirs[f.ctrl] = dir
+			cgs = append(cgs, runtime.Mount{HostPath: dir, ContainerPath: filepath.Join(cgroupRoot, f.ctrl)})
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.file), []byte(strconv.FormatInt(f.value, 10)), 0o644); err != nil {
+			return cgs, fmt.Errorf("cgroup %s: %w", f.file, err)
+		}
+	}
+	return cgs, nil
+}
+
+// ownCgroup is this process's cgroup path in the v1 hierarchy of ctrl.
+func ownCgroup(ctrl string) (string, error) {
+	if _, err := os.Stat(filepath.Join(cgroupRoot, ctrl, "cgroup.procs")); err != nil {
+		return "", errNoCgroupV1
+	}
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// hierarchy-ID:controller-list:path
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == ctrl {
+				return parts[2], nil
+			}
+		}
+	}
+	return "", errNoCgroupV1
+}
+
+// removeCgroups removes the cgroups once their processes are gone; a
+// cgroup still in use stays.
+func removeCgroups(cgs []runtime.Mount) {
+	for _, cg := range cgs {
+		_ = os.Remove(cg.HostPath)
+	}
+}
+
+// joinCgroups moves the calling process (the container init, before it
+// starts the program) into the cgroups mounted at dirs.
+func joinCgroups(dirs []string) error {
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("joining cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
