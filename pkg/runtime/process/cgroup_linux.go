@@ -2,7 +2,6 @@ package process
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,9 +16,6 @@ const cgroupRoot = "/sys/fs/cgroup"
 
 // cfsPeriod is the CFS period, in µs, that CPU limits are quotas of (as runc's).
 const cfsPeriod = 100000
-
-// errNoCgroupV1 says the host has no cgroup v1 memory and cpu controllers.
-var errNoCgroupV1 = errors.New("no cgroup v1 memory and cpu controllers (cgroup v2 is not supported yet)")
 
 // cgroupFile is one limit: a value for a file of a controller's cgroup.
 type cgroupFile struct {
@@ -79,7 +75,7 @@ func makeCgroups(id string, res runtime.Resources) (cgs []runtime.Mount, err err
 // ownCgroup is this process's cgroup path in the v1 hierarchy of ctrl.
 func ownCgroup(ctrl string) (string, error) {
 	if _, err := os.Stat(filepath.Join(cgroupRoot, ctrl, "cgroup.procs")); err != nil {
-		return "", errNoCgroupV1
+		return "", errNoCgroups
 	}
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
@@ -99,7 +95,7 @@ func ownCgroup(ctrl string) (string, error) {
 			}
 		}
 	}
-	return "", errNoCgroupV1
+	return "", errNoCgroups
 }
 
 // removeCgroups removes the cgroups once their processes are gone; a

@@ -2,15 +2,11 @@
 
 package process
 
-import (
-	"errors"
-
-	"github.com/rayctl/rayctl/pkg/runtime"
-)
+import "github.com/rayctl/rayctl/pkg/runtime"
 
 // makeCgroups applies no limits: there are no cgroups on this platform.
 func makeCgroups(string, runtime.Resources) ([]runtime.Mount, error) {
-	return nil, errors.New("resource limits need Linux cgroups, not on this platform")
+	return nil, errNoCgroups
 }
 
 // removeCgroups has nothing to remove on this platform.

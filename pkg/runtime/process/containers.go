@@ -82,7 +82,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 		}
 		rec.Mounts = append(own.mounts, withSandboxFiles(sb, cfg.Mounts)...)
 		rec.Mounts = append(rec.Mounts, keepUnderTmp(r.hostPaths(prog)...)...)
-		if rec.Cgroups, err = makeCgroups(rec.ID, cfg.Resources); err != nil {
+		rec.Cgroups, err = makeCgroups(rec.ID, cfg.Resources)
+		if errors.Is(err, errNoCgroups) {
+			rec.Message = strings.TrimPrefix(rec.Message+"; "+err.Error(), "; ")
+		} else if err != nil {
 			return "", fmt.Errorf("create container %s: resource limits: %w", cfg.Name, err)
 		}
 		rec.Mounts = append(rec.Mounts, rec.Cgroups...)
