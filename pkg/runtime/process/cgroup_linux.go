@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
@@ -98,11 +101,18 @@ func ownCgroup(ctrl string) (string, error) {
 	return "", errNoCgroups
 }
 
-// removeCgroups removes the cgroups once their processes are gone; a
-// cgroup still in use stays.
+// removeCgroups removes the cgroups of a container whose processes are
+// gone. A cgroup stays busy until the last of them is reaped (a container
+// re-adopted after a restart is seen gone while a zombie), so a busy one is
+// retried for a while; one still busy then is left.
 func removeCgroups(cgs []runtime.Mount) {
 	for _, cg := range cgs {
-		_ = os.Remove(cg.HostPath)
+		for i := 0; i < 100; i++ {
+			if err := unix.Rmdir(cg.HostPath); err != unix.EBUSY {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 
