@@ -119,6 +119,9 @@ type SandboxConfig struct {
 	Hostname, Subdomain string
 	// HostNetwork puts the pod in the host's network namespace.
 	HostNetwork bool
+	// ShareProcessNamespace gives the pod's containers one PID namespace (spec.shareProcessNamespace);
+	// otherwise each container has its own, where a runtime isolates processes.
+	ShareProcessNamespace bool
 	// DNS holds the resolv.conf contents to give the pod (nameservers, searches, options).
 	DNS DNSConfig
 	// HostAliases are extra /etc/hosts lines.

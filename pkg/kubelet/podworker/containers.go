@@ -421,9 +421,10 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 	cfg := runtime.SandboxConfig{
 		PodUID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name,
 		Hostname: hostname, Subdomain: pod.Spec.Subdomain,
-		HostNetwork: pod.Spec.HostNetwork,
-		DNS:         PodDNS(pod, w.deps.ClusterDNS, w.deps.ClusterDomain, w.deps.HostDNS),
-		Dir:         dir,
+		HostNetwork:           pod.Spec.HostNetwork,
+		ShareProcessNamespace: pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace,
+		DNS:                   PodDNS(pod, w.deps.ClusterDNS, w.deps.ClusterDomain, w.deps.HostDNS),
+		Dir:                   dir,
 		Labels: map[string]string{
 			LabelPodUID: string(pod.UID), LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace,
 		},

@@ -201,6 +201,13 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return fail(fmt.Errorf("working dir %s: %w", cmd.Dir, err))
 	}
 	ns := nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts}
+	if r.isolated {
+		if ns.pidns, err = r.podPIDNS(rec.PodUID); err != nil {
+			readers[0].Close()
+			readers[1].Close()
+			return fail(err)
+		}
+	}
 	for _, cg := range rec.Cgroups {
 		ns.cgroups = append(ns.cgroups, cg.ContainerPath)
 	}

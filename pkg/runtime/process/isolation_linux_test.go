@@ -177,3 +177,44 @@ func TestLimitsShowInTheContainersCgroup(t *testing.T) {
 		}
 	}
 }
+
+func TestAPodThatSharesItsProcessNamespaceSharesItAmongItsContainersOnly(t *testing.T) {
+	f := isolatedFixture(t)
+	sb, err := f.r.RunSandbox(testCtx(t), runtime.SandboxConfig{PodUID: "uid-" + randHex(6), Namespace: "default", Name: "shared",
+		Dir: t.TempDir(), ShareProcessNamespace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.r.RemoveSandbox(testCtx(t), sb.PodUID) })
+	other := f.pod(t, "other")
+	digits := fmtDigits()
+	marker, pattern := "sleep 4646."+digits, "sleep 4646[.]"+digits
+	ida, la := f.run(t, f.r, sb, sh("app", "echo ready; exec "+marker))
+	idb, lb := f.run(t, f.r, sb, sh("sidecar", "echo ready; exec sleep 1000"))
+	ido, lo := f.run(t, f.r, other, sh("other", "echo ready; exec sleep 1000"))
+	for _, l := range []string{la, lb, lo} {
+		waitLog(t, l, "ready")
+	}
+	if out, code := execOut(t, f.r, ido, "pgrep -f '"+pattern+"'"); code != 1 {
+		t.Errorf("another pod sees the shared pod's process: %d %s", code, out)
+	}
+	if out, _ := execOut(t, f.r, idb, "tr '\\0' ' ' < /proc/1/cmdline"); !strings.HasPrefix(out, pauseArg0) {
+		t.Errorf("the shared namespace's PID 1 is %q", out)
+	}
+	if out, code := execOut(t, f.r, idb, "pkill -f '"+pattern+"'"); code != 0 {
+		t.Errorf("the sidecar cannot signal the app: %d %s", code, out)
+	}
+	if s := waitExited(t, f.r, ida); s.ExitCode != 143 {
+		t.Errorf("the app: %+v", s)
+	}
+	if s, _ := f.r.ContainerStatus(testCtx(t), idb); s.State != runtime.StateRunning {
+		t.Errorf("the sidecar died with the app: %+v", s)
+	}
+	// Removing the sandbox ends its namespace, and the sidecar with it.
+	if err := f.r.RemoveSandbox(testCtx(t), sb.PodUID); err != nil {
+		t.Fatal(err)
+	}
+	if s := waitExited(t, f.r, idb); s.ExitCode != 137 {
+		t.Errorf("the sidecar after the sandbox's removal: %+v", s)
+	}
+}

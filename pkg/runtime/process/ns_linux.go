@@ -16,13 +16,15 @@ import (
 )
 
 // nsSetup is a container's isolation: the pod's network namespace, its
-// hostname (empty: the host's), its bind mounts (made in order) and the
-// container paths of the cgroups among them, which its init joins.
+// hostname (empty: the host's), its bind mounts (made in order), the
+// container paths of the cgroups among them, which its init joins, and the
+// pod's shared PID namespace (empty: a new one of its own).
 type nsSetup struct {
 	netns    string
 	hostname string
 	mounts   []runtime.Mount
 	cgroups  []string
+	pidns    string
 }
 
 // spawn starts cmd; when isolated, from an OS thread that has entered a new
@@ -35,16 +37,22 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 	if !isolated {
 		return cmd.Start()
 	}
-	wrapInit(cmd, ns.cgroups)
-	var netns *os.File
-	if ns.netns != "" {
-		// Opened before the mounts, which may hide its path.
-		f, err := os.Open(ns.netns)
+	wrapInit(cmd, ns.cgroups, ns.pidns == "")
+	// The namespaces are opened before the mounts, which may hide their paths.
+	var netns, pidns *os.File
+	for _, n := range []struct {
+		path string
+		f    **os.File
+	}{{ns.netns, &netns}, {ns.pidns, &pidns}} {
+		if n.path == "" {
+			continue
+		}
+		f, err := os.Open(n.path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		netns = f
+		*n.f = f
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -78,6 +86,11 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 					return fmt.Errorf("entering %s: %w", ns.netns, err)
 				}
 			}
+			if pidns != nil { // for the child
+				if err := unix.Setns(int(pidns.Fd()), unix.CLONE_NEWPID); err != nil {
+					return fmt.Errorf("entering the pod's PID namespace: %w", err)
+				}
+			}
 			return cmd.Start()
 		}()
 	}()
@@ -85,9 +98,9 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 }
 
 // wrapInit makes cmd run its program under the container init, as PID 1 of
-// a new PID namespace; the init, not the kernel, drops to cmd's user, since
+// a new PID namespace when newPIDNS (else in the pod's); the init, not the kernel, drops to cmd's user, since
 // it must mount /proc first.
-func wrapInit(cmd *exec.Cmd, cgroups []string) {
+func wrapInit(cmd *exec.Cmd, cgroups []string, newPIDNS bool) {
 	uid, gid, cgs := "-", "-", "-"
 	if len(cgroups) > 0 {
 		cgs = strings.Join(cgroups, ",")
@@ -98,7 +111,9 @@ func wrapInit(cmd *exec.Cmd, cgroups []string) {
 	}
 	cmd.Args = append([]string{initArg0, uid, gid, cgs, cmd.Path}, cmd.Args...)
 	cmd.Path = "/proc/self/exe" // this binary, even where its path is hidden
-	cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
+	if newPIDNS {
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWPID
+	}
 }
 
 // bindMounts makes ms in order. Every source is opened first, so a mount

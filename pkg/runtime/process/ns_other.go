@@ -15,6 +15,7 @@ type nsSetup struct {
 	hostname string
 	mounts   []runtime.Mount
 	cgroups  []string
+	pidns    string
 }
 
 func spawn(cmd *exec.Cmd, _ bool, _ nsSetup) error { return cmd.Start() }

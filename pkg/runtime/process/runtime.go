@@ -6,7 +6,9 @@
 //   - a PID namespace of its own, whose PID 1 is a small init (this binary
 //     re-executed, see containerInit) that mounts a fresh /proc, forwards
 //     signals to the program, reaps orphans, and whose exit kills whatever
-//     is left in the namespace;
+//     is left in the namespace; a pod with shareProcessNamespace has one
+//     for all its containers instead, held by a pause process from
+//     RunSandbox to RemoveSandbox;
 //   - a private mount namespace, where its mounts are bind-mounted at their
 //     container paths (and the sandbox's hosts, resolv.conf and hostname
 //     files over /etc's), with a private /tmp (and, for Ray's images,
@@ -145,13 +147,27 @@ func (r *Runtime) Version(context.Context) (string, error) {
 	return "process://" + goruntime.GOOS + "-" + mode, nil
 }
 
-// RunSandbox sets the pod's network and DNS files up (see network.Manager).
+// RunSandbox sets the pod's network and DNS files up (see network.Manager)
+// and, when isolated and its containers share a PID namespace, starts the
+// process that holds it.
 func (r *Runtime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (*runtime.Sandbox, error) {
-	return r.net.RunSandbox(cfg)
+	sb, err := r.net.RunSandbox(cfg)
+	if err != nil || !r.isolated || !cfg.ShareProcessNamespace {
+		return sb, err
+	}
+	if err := r.startPodPIDNS(cfg.PodUID); err != nil {
+		_ = r.net.RemoveSandbox(cfg.PodUID)
+		return nil, err
+	}
+	return sb, nil
 }
 
-// RemoveSandbox tears the pod's network down.
+// RemoveSandbox ends the pod's shared PID namespace, if any, and tears its
+// network down.
 func (r *Runtime) RemoveSandbox(_ context.Context, podUID string) error {
+	if err := r.stopPodPIDNS(podUID); err != nil {
+		return err
+	}
 	return r.net.RemoveSandbox(podUID)
 }
 
