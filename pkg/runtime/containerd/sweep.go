@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	ctrd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -288,7 +291,7 @@ func (r *Runtime) sweepCgroups(tasks, gone map[string]bool) int {
 	roots := cgroupRoots()
 	n := 0
 	removed := func(p string) {
-		if os.Remove(p) == nil {
+		if removeCgroup(p) {
 			n++
 		}
 	}
@@ -316,6 +319,45 @@ func (r *Runtime) sweepCgroups(tasks, gone map[string]bool) int {
 		}
 	}
 	return n
+}
+
+// cgroupRemoveTimeout bounds how long removeCgroup waits for what it killed in a cgroup to be gone.
+const cgroupRemoveTimeout = 5 * time.Second
+
+// removeCgroup removes the cgroup dir, which no task of containerd holds. Processes still in it are
+// what a crash left outside containerd's knowledge (a `runc init` whose shim is gone, or one still
+// exiting after its shim was killed): they are killed, and the removal retried until they are gone.
+// It reports whether it removed the cgroup.
+func removeCgroup(dir string) bool {
+	deadline := time.Now().Add(cgroupRemoveTimeout)
+	for {
+		err := os.Remove(dir)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return false
+		}
+		for _, pid := range cgroupProcs(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cgroupProcs lists the processes in the cgroup dir.
+func cgroupProcs(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // cgroupRoots are the mounted cgroup hierarchies: each v1 controller's and the v2 (unified) one.
