@@ -73,12 +73,14 @@ func TestAPodSeesAndSignalsOnlyItsOwnProcesses(t *testing.T) {
 	if s, _ := f.r.ContainerStatus(testCtx(t), ida); s.State != runtime.StateRunning {
 		t.Fatalf("alpha's container: %+v", s)
 	}
-	// Within alpha, exec sees and signals alpha's processes.
-	if out, code := execOut(t, f.r, ida, "pkill -f '"+pattern+"'"); code != 0 {
+	// Within alpha, exec sees and signals alpha's processes: the victim ends by SIGTERM. (The exec's own
+	// shell may end by SIGKILL, 137: the victim's end ends alpha's PID namespace, and the kernel kills
+	// what is left in it, the exec included, if it has not exited first.)
+	if out, code := execOut(t, f.r, ida, "pkill -f '"+pattern+"'"); code != 0 && code != 137 {
 		t.Errorf("pkill in alpha: %d %s", code, out)
 	}
 	if s := waitExited(t, f.r, ida); s.ExitCode != 143 {
-		t.Errorf("alpha after pkill: %+v", s)
+		t.Errorf("alpha after pkill: %+v (want 143: pkill found the victim and sent SIGTERM)", s)
 	}
 }
 

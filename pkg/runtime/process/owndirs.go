@@ -91,9 +91,23 @@ func (r *Runtime) hostPaths(p *program) []string {
 		out = append(out, r.binDir, r.rayBinary)
 	}
 	if p.RayBinDir != "" {
-		out = append(out, p.RayBinDir)
+		out = append(out, rayEnvironment(p.RayBinDir))
 	}
 	return out
+}
+
+// rayEnvironment is what a container needs of the host Ray in binDir: the whole virtual environment
+// (its lib holds Ray itself) when binDir is a venv's, else binDir.
+func rayEnvironment(binDir string) string {
+	if root := filepath.Dir(binDir); fileExists(filepath.Join(root, "pyvenv.cfg")) {
+		return root
+	}
+	return binDir
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // keepUnderTmp mounts those of paths that lie under the host's /tmp back at
