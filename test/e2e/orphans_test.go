@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -308,21 +309,36 @@ func (s *instanceState) describe() string {
 // runcContainersUnder lists runc's containers (containerd 1.6's runc root for the namespace) whose
 // bundle is under stateDir.
 func runcContainersUnder(t *testing.T, stateDir string) []string {
+	// The runc root is shared by every instance on the machine (containerd 1.6 puts it under
+	// /run/containerd whatever its state dir), and other tests' containers come and go meanwhile: read
+	// each container's state.json, skipping one deleted while we read, rather than `runc list`, which
+	// fails outright when a container vanishes under it.
 	root := filepath.Join("/run/containerd/runc", containerd.Namespace)
-	if _, err := os.Stat(root); err != nil {
-		return nil
-	}
-	b, err := exec.Command("runc", "--root", root, "list", "--format", "json").Output()
+	entries, err := os.ReadDir(root)
 	if err != nil {
-		t.Logf("runc list: %v", err)
 		return nil
 	}
-	var list []struct{ ID, Bundle string }
-	_ = json.Unmarshal(b, &list)
 	var ids []string
-	for _, c := range list {
-		if strings.HasPrefix(c.Bundle, stateDir+"/") {
-			ids = append(ids, c.ID)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(root, e.Name(), "state.json"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("reading runc's state of %s: %v", e.Name(), err)
+			continue
+		}
+		var st struct {
+			Config struct{ Labels []string } `json:"config"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Errorf("runc's state of %s: %v", e.Name(), err)
+			continue
+		}
+		for _, l := range st.Config.Labels {
+			if bundle, ok := strings.CutPrefix(l, "bundle="); ok && strings.HasPrefix(bundle, stateDir+"/") {
+				ids = append(ids, e.Name())
+			}
 		}
 	}
 	return ids
