@@ -72,12 +72,16 @@ func (r *Runtime) EnsureImage(_ context.Context, ref string, _ runtime.PullPolic
 	if img, ok := m[ref]; ok {
 		return r.noted(img), nil
 	}
-	img := virtualImage(ref)
+	img := r.noted(virtualImage(ref))
 	if progress != nil {
-		progress("process runtime: image " + ref + " is not pulled; " + r.programNote(ref))
+		msg := "its commands run with the host's programs"
+		if len(img.Notes) > 0 {
+			msg = img.Notes[0].Message
+		}
+		progress("process runtime: image " + ref + " is not pulled; " + msg)
 	}
 	m[ref] = img
-	return r.noted(img), r.images.save(m)
+	return img, r.images.save(m)
 }
 
 // ImportImage reads an OCI image layout tarball's index, manifests and

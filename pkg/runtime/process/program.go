@@ -18,20 +18,6 @@ func isSimImage(ref string) bool { return strings.Contains(ref, "raysim") }
 // rayproject/ray-ml, …).
 func isRayImage(ref string) bool { return strings.Contains(ref, "rayproject/ray") }
 
-// programNote says what an image runs as here.
-func (r *Runtime) programNote(ref string) string {
-	switch {
-	case isSimImage(ref):
-		return "its `ray` is raysim (this rayctl)"
-	case isRayImage(ref):
-		if r.hostRay != nil {
-			return "its `ray` and `python` are " + r.hostRay.String()
-		}
-		return "no Ray on this host, so raysim (this rayctl) stands in for Ray"
-	}
-	return "its commands run with the host's programs"
-}
-
 // noted is a copy of img with what this runtime tells about running it (see imageNotes).
 func (r *Runtime) noted(img *runtime.Image) *runtime.Image {
 	c := *img
