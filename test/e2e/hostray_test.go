@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -19,7 +20,7 @@ func hostRay(t *testing.T) string {
 	t.Helper()
 	bin, err := framework.Binary()
 	must(t, "the rayctl binary", err)
-	ray := filepath.Join(filepath.Dir(filepath.Dir(bin)), "ray", "bin", "ray")
+	ray := hostray.BesideBinary(bin)
 	if _, err := os.Stat(ray); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("no Ray at %s: .ci/run installs it with `make ray` (%v)", ray, err)

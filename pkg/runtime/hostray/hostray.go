@@ -45,12 +45,18 @@ func Candidates(explicit string) []string {
 		out = append(out, explicit)
 	}
 	if exe, err := os.Executable(); err == nil {
-		out = append(out, filepath.Join(filepath.Dir(filepath.Dir(exe)), "ray", "bin", "ray"))
+		out = append(out, BesideBinary(exe))
 	}
 	if p, err := exec.LookPath("ray"); err == nil {
 		out = append(out, p)
 	}
 	return out
+}
+
+// BesideBinary is where `make ray` puts `ray` for the rayctl binary at bin: …/_output/bin/rayctl →
+// …/_output/ray/bin/ray.
+func BesideBinary(bin string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(bin)), "ray", "bin", "ray")
 }
 
 // ErrNotFound says no candidate is there at all.
