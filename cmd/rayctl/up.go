@@ -73,8 +73,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&o.port, "port", 6443, "API server port on 127.0.0.1 (0 picks a free one and writes it into the kubeconfig)")
 	cmd.Flags().BoolVar(&o.detach, "detach", false, "start in the background and return once ready; rayctl down stops it")
-	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (containerd if present, else process), containerd, process, or fake (benchmarks only)")
-	cmd.Flags().StringVar(&o.ray, "ray", rayAuto, "what runs Ray's images (rayproject/ray…) on the process runtime: auto (the host's Ray when found, else raysim), host (the host's Ray, or fail), or sim (raysim)")
+	cmd.Flags().StringVar(&o.runtime, "runtime", "auto", "container runtime: auto (process when the host's Ray runs Ray's images, else containerd if present, else process), containerd, process, or fake (benchmarks only)")
+	cmd.Flags().StringVar(&o.ray, "ray", selector.RayAuto, "what runs Ray's images (rayproject/ray…): auto (the host's Ray when found, else the images on containerd, else raysim), host (the host's Ray, on the process runtime, or fail), image (containerd pulls and runs them), or sim (raysim, on the process runtime)")
 	cmd.Flags().StringVar(&o.rayPath, "ray-path", "", "the host's ray executable (default: the venv that make ray makes beside rayctl, then ray on PATH)")
 	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
@@ -269,7 +269,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		return err
 	}
 	defer rt.Close()
-	if err := c.step("ray", func() (string, error) { return rayLine(ray, o.ray, rt.Name), nil }); err != nil {
+	if err := c.step("ray", func() (string, error) { return rayLine(rt, ray, o.ray), nil }); err != nil {
 		return err
 	}
 

@@ -10,16 +10,9 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
 
-// What `--ray` may say runs Ray's images.
-const (
-	rayAuto = "auto"
-	rayHost = "host"
-	raySim  = "sim"
-)
-
 // findRay starts looking for the host's Ray as o says and returns a function that waits for the answer:
-// the Ray to run Ray's images on, or nil for raysim; an error only when --ray=host finds none, or
-// --ray is not one of auto, host, sim.
+// the Ray found, or nil; an error only when --ray=host or --ray-path finds none. --ray=image and
+// --ray=sim do not look.
 func findRay(ctx context.Context, o *upOptions, dir *datadir.Dir) func() (*hostray.Ray, error) {
 	type answer struct {
 		ray *hostray.Ray
@@ -27,15 +20,13 @@ func findRay(ctx context.Context, o *upOptions, dir *datadir.Dir) func() (*hostr
 	}
 	done := make(chan answer, 1)
 	switch o.ray {
-	case raySim:
-		done <- answer{}
-	case rayAuto, rayHost:
+	case selector.RayAuto, selector.RayHost:
 		go func() {
 			r, err := hostray.Find(ctx, hostray.Candidates(o.rayPath), o.rayPath != "", dir.Join("hostray.json"))
 			switch {
 			case err == nil:
 				done <- answer{ray: r}
-			case o.ray == rayHost || o.rayPath != "":
+			case o.ray == selector.RayHost || o.rayPath != "":
 				done <- answer{err: fmt.Errorf("--ray=%s: %w", o.ray, err)}
 			case errors.Is(err, hostray.ErrNotFound):
 				done <- answer{} // raysim, as without Ray
@@ -44,7 +35,7 @@ func findRay(ctx context.Context, o *upOptions, dir *datadir.Dir) func() (*hostr
 			}
 		}()
 	default:
-		done <- answer{err: fmt.Errorf("--ray=%q: want %s, %s or %s", o.ray, rayAuto, rayHost, raySim)}
+		done <- answer{} // the runtime's choice says whether --ray is valid
 	}
 	return func() (*hostray.Ray, error) {
 		a := <-done
@@ -52,19 +43,20 @@ func findRay(ctx context.Context, o *upOptions, dir *datadir.Dir) func() (*hostr
 	}
 }
 
-// rayLine says, for the start-up's "ray" line, what runs Ray's images and raysim's on runtime, as
-// --ray=mode chose.
-func rayLine(ray *hostray.Ray, mode, runtime string) string {
+// rayLine says, for the start-up's "ray" line, what runs Ray's images and raysim's on the runtime
+// chosen; found is the host's Ray (nil: none), mode what --ray said.
+func rayLine(c *selector.Choice, found *hostray.Ray, mode string) string {
 	sim := "raysim for " + SimImageRef
 	switch {
-	case runtime != selector.Process:
-		if ray != nil {
-			return fmt.Sprintf("the %s runtime runs images: rayproject/ray images are pulled (%s is used by --runtime process); %s", runtime, ray, sim)
-		}
-		return fmt.Sprintf("the %s runtime runs images: rayproject/ray images are pulled; %s", runtime, sim)
-	case ray != nil:
-		return fmt.Sprintf("%s for rayproject/ray images; %s", ray, sim)
-	case mode == raySim:
+	case c.Name == selector.Fake:
+		return "the fake runtime runs no processes: no Ray, no raysim"
+	case c.Ray == selector.RayHost:
+		return fmt.Sprintf("%s for rayproject/ray images; %s", c.HostRay, sim)
+	case c.Ray == selector.RayImage && found != nil:
+		return fmt.Sprintf("the %s runtime pulls rayproject/ray images from their registry (%s runs them with --ray=host); %s", c.Name, found, sim)
+	case c.Ray == selector.RayImage:
+		return fmt.Sprintf("the %s runtime pulls rayproject/ray images from their registry; %s", c.Name, sim)
+	case mode == selector.RaySim:
 		return "raysim for rayproject/ray images and " + SimImageRef + " (--ray=sim)"
 	}
 	return "no Ray on this host (make ray installs one): raysim for rayproject/ray images and " + SimImageRef

@@ -27,6 +27,7 @@ const SimImageRef = "rayctl.local/raysim:latest"
 func startRuntime(ctx context.Context, dir *datadir.Dir, o *upOptions, ray *hostray.Ray, out io.Writer, logger *zap.Logger) (*selector.Choice, *preload.Runtime, error) {
 	choice, err := selector.Select(ctx, o.runtime, selector.Options{
 		DataDir: dir.Path,
+		Ray:     o.ray,
 		HostRay: ray,
 		Network: network.Config{Bridge: o.bridge, CIDR: o.podCIDR},
 		NewFake: func() (runtime.Runtime, error) {

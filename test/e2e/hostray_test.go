@@ -10,9 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/rayctl/rayctl/pkg/runtime/containerd"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
+
+// startupLine is the line `rayctl up` printed for its start-up step name ("runtime", "ray", …).
+func startupLine(in *framework.Instance, name string) string {
+	return regexp.MustCompile(`(?m)^  `+name+` .*$`).FindString(in.Output.String())
+}
 
 // hostRay is the venv `make ray` makes beside the rayctl under test, or the test is skipped (outside CI)
 // or fails (in CI, where .ci/run installs it) saying why.
@@ -30,21 +36,25 @@ func hostRay(t *testing.T) string {
 	return ray
 }
 
-// TestHostRayIsFound starts rayctl on the process runtime beside the `make ray` venv: it says at start-up
-// that the host's Ray, with its version and path, runs Ray's images, and raysim rayctl's own image.
-// --ray=sim says raysim runs both; --ray=host with a path that is no Ray refuses to start, naming it.
+// TestHostRayIsFound starts rayctl with --runtime=auto beside the `make ray` venv: it takes the process
+// runtime, since the host's Ray runs Ray's images (containerd would pull them), and says at start-up
+// which Ray, with its version and path, runs Ray's images, and that raysim runs rayctl's own image.
+// --ray=sim says raysim runs both; --runtime=containerd says containerd pulls Ray's images;
+// --ray=host with containerd, or with a path that is no Ray, refuses to start, saying why.
 func TestHostRayIsFound(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	ray := hostRay(t)
-	in, err := framework.Start("", "--runtime", "process", "--controllers", "none")
+	in, err := framework.Start("", "--runtime", "auto", "--controllers", "none")
 	if err != nil {
 		t.Fatalf("rayctl up: %v", err)
 	}
 	t.Cleanup(func() { in.Cleanup(t) })
-	line := regexp.MustCompile(`(?m)^  ray .*$`).FindString(in.Output.String())
+	if line := startupLine(in, "runtime"); !strings.Contains(line, "process (the host's Ray runs Ray's images; containerd would pull them (--ray=image);") {
+		t.Errorf("with the host's Ray, --runtime=auto says %q, want the process runtime and why", line)
+	}
 	want := "host Ray 2.60.0 (" + ray + ") for rayproject/ray images; raysim for rayctl.local/raysim:latest"
-	if !strings.HasSuffix(line, want) {
+	if line := startupLine(in, "ray"); !strings.HasSuffix(line, want) {
 		t.Errorf("the start-up's ray line is %q, want it to end in %q\n%s", line, want, in.Output.String())
 	}
 
@@ -88,10 +98,25 @@ func TestHostRayIsFound(t *testing.T) {
 
 	in.ExtraArgs = append(in.ExtraArgs, "--ray", "sim")
 	must(t, "rayctl up --ray sim", in.Restart())
-	if line := regexp.MustCompile(`(?m)^  ray .*$`).FindString(in.Output.String()); !strings.Contains(line, "raysim for rayproject/ray images and rayctl.local/raysim:latest (--ray=sim)") {
+	if line := startupLine(in, "ray"); !strings.Contains(line, "raysim for rayproject/ray images and rayctl.local/raysim:latest (--ray=sim)") {
 		t.Errorf("with --ray=sim the ray line is %q", line)
 	}
 	must(t, "stopping", in.Stop())
+
+	if containerd.Available() && os.Geteuid() == 0 {
+		in.ExtraArgs = append(in.ExtraArgs, "--ray", "auto", "--runtime", "containerd")
+		must(t, "rayctl up --runtime containerd", in.Restart())
+		want := "the containerd runtime pulls rayproject/ray images from their registry (host Ray 2.60.0 (" + ray + ") runs them with --ray=host)"
+		if line := startupLine(in, "ray"); !strings.Contains(line, want) {
+			t.Errorf("with --runtime=containerd the ray line is %q, want %q", line, want)
+		}
+		must(t, "stopping", in.Stop())
+		in.ExtraArgs = append(in.ExtraArgs, "--ray", "host")
+		if err := in.Restart(); err == nil || !strings.Contains(err.Error(), "--ray=host runs Ray's images on the host's Ray, with the process runtime; --runtime=containerd runs the images themselves (--ray=image)") {
+			t.Errorf("rayctl up --ray host --runtime containerd: %v, want a refusal saying why", err)
+		}
+		in.ExtraArgs = append(in.ExtraArgs, "--runtime", "auto")
+	}
 
 	notRay := filepath.Join(t.TempDir(), "ray")
 	must(t, "writing a ray that is none", os.WriteFile(notRay, []byte("#!/bin/sh\necho 'command not found' >&2; exit 127\n"), 0o755))

@@ -34,7 +34,7 @@ func (r *Runtime) imageNotes(ref string) []runtime.Note {
 	case !isRayImage(ref):
 		return nil
 	case r.hostRay == nil:
-		return []runtime.Note{{Warning: true, Reason: "RaySim", Message: "no Ray on this host: raysim (rayctl's offline stand-in for Ray) runs image " + ref + " (make ray installs Ray)"}}
+		return []runtime.Note{{Warning: true, Reason: "RaySim", Message: "raysim (rayctl's offline stand-in for Ray) runs image " + ref + ", not Ray: no host Ray is in use (make ray installs one; rayctl up --ray=sim asks for raysim)"}}
 	}
 	notes := []runtime.Note{{Reason: "HostRay", Message: r.hostRay.String() + " runs image " + ref + " as host processes"}}
 	if v := imageRayVersion(ref); v != "" && v != r.hostRay.Version {
@@ -100,7 +100,7 @@ func (r *Runtime) resolve(ref string, argv []string) (*program, error) {
 	useSim := isSimImage(ref) || r.hostRay == nil
 	p := &program{Args: append([]string{}, argv...), SimOnPath: useSim}
 	if isRayImage(ref) && r.hostRay == nil {
-		p.Warning = "image " + ref + ": no Ray on this host, so raysim (rayctl's offline stand-in for Ray) runs instead"
+		p.Warning = "image " + ref + ": no host Ray is in use, so raysim (rayctl's offline stand-in for Ray) runs instead"
 	}
 	base := filepath.Base(argv[0])
 	if base == "ray" && useSim {

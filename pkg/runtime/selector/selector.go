@@ -1,8 +1,11 @@
 // Package selector picks the container runtime `rayctl up --runtime=…`
 // names: containerd, process, fake, or auto, which takes a containerd socket
 // that answers, else a private containerd when the binary is installed (and
-// rayctl is root), else the process runtime. It sits apart from package
-// runtime because it imports the implementations, which import runtime.
+// rayctl is root), else the process runtime. It also settles what runs Ray's
+// images (`--ray=…`, see Plan): the host's Ray and raysim run on the process
+// runtime, the images themselves on containerd, so auto takes the process
+// runtime when the host's Ray runs them. It sits apart from package runtime
+// because it imports the implementations, which import runtime.
 package selector
 
 import (
@@ -32,6 +35,18 @@ const (
 	Fake       = "fake"
 )
 
+// What runs Ray's images (rayproject/ray…), as `rayctl up --ray=…` names it.
+const (
+	// RayAuto is the host's Ray when one is found, else the images themselves where containerd runs, else raysim.
+	RayAuto = "auto"
+	// RayHost is the host's Ray, on the process runtime; without one, rayctl refuses to start.
+	RayHost = "host"
+	// RayImage is the images themselves, pulled from their registry and run by containerd.
+	RayImage = "image"
+	// RaySim is raysim, rayctl's offline stand-in, on the process runtime.
+	RaySim = "sim"
+)
+
 // DefaultSystemSocket is where a system containerd listens.
 const DefaultSystemSocket = "/run/containerd/containerd.sock"
 
@@ -50,7 +65,10 @@ type Options struct {
 	// RayBinary is raysim's executable for the process runtime (this rayctl
 	// when empty).
 	RayBinary string
-	// HostRay is the host's Ray, which the process runtime runs Ray's images on (nil: raysim stands in).
+	// Ray says what runs Ray's images: RayAuto (when empty), RayHost, RayImage or RaySim.
+	Ray string
+	// HostRay is the host's Ray, found or nil; the process runtime runs Ray's images on it when Ray
+	// allows (nil: raysim stands in).
 	HostRay *hostray.Ray
 	// NewFake makes the fake runtime (rayctl passes fake.New), so this
 	// package does not depend on it.
@@ -69,6 +87,10 @@ type Choice struct {
 	Runtime runtime.Runtime
 	// Name is "containerd", "process" or "fake".
 	Name string
+	// Ray is what runs Ray's images: RayHost, RayImage or RaySim (never RayAuto).
+	Ray string
+	// HostRay is the host's Ray when Ray is RayHost, else nil.
+	HostRay *hostray.Ray
 	// Reason says which and why, e.g. "containerd 1.6.20 (private, started in 140 ms)".
 	Reason string
 	// Address is the containerd socket in use (empty for other runtimes), for commands such as
@@ -97,7 +119,107 @@ func Select(ctx context.Context, name string, opts Options) (*Choice, error) {
 	if opts.Network.StateDir == "" {
 		opts.Network.StateDir = filepath.Join(opts.DataDir, "network")
 	}
-	switch name {
+	plan, err := Plan(name, opts.Ray, opts.HostRay)
+	if err != nil {
+		return nil, err
+	}
+	opts.HostRay = plan.HostRay
+	c, err := selectRuntime(ctx, plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.Ray, c.HostRay = plan.Ray, plan.HostRay
+	switch {
+	case c.Name == Containerd:
+		c.Ray, c.HostRay = RayImage, nil
+	case c.Name == Process && plan.Ray == RayImage:
+		c.Ray = RaySim // auto found no containerd to run the images
+	}
+	return c, nil
+}
+
+// RayPlan is what Plan settles: the runtime to ask Select for and what runs Ray's images on it.
+type RayPlan struct {
+	// Runtime is the runtime name, auto only when the choice of Ray leaves it open.
+	Runtime string
+	// Why says why Runtime is the process runtime when --runtime=auto did not say so ("" otherwise).
+	Why string
+	// Ray is RayHost, RayImage or RaySim; with Runtime auto, RayImage stands for "containerd's images
+	// if containerd runs, else raysim".
+	Ray string
+	// HostRay is the host's Ray when Ray is RayHost.
+	HostRay *hostray.Ray
+}
+
+// Plan settles what --runtime=runtime and --ray=ray mean together, given the host's Ray found (nil:
+// none). The host's Ray and raysim run Ray's images as host processes, so they need the process runtime;
+// containerd runs the images themselves (it pulls rayproject/ray, which needs a registry). With
+// --runtime=auto, the host's Ray found (or --ray=sim) takes the process runtime, so that KubeRay's
+// samples run real Ray on a machine without a registry, unedited. A pair that contradicts itself is an
+// error saying what to ask for instead.
+func Plan(runtime, ray string, found *hostray.Ray) (RayPlan, error) {
+	if runtime == "" {
+		runtime = Auto
+	}
+	if ray == "" {
+		ray = RayAuto
+	}
+	p := RayPlan{Runtime: runtime}
+	switch ray {
+	case RayAuto:
+		switch {
+		case found == nil:
+			p.Ray = RaySim
+			if runtime != Process {
+				p.Ray = RayImage
+			}
+		case runtime == Auto || runtime == Process:
+			p.Runtime, p.Ray, p.HostRay = Process, RayHost, found
+			if runtime == Auto {
+				p.Why = "the host's Ray runs Ray's images; containerd would pull them (--ray=image)"
+			}
+		default:
+			p.Ray = RayImage
+		}
+	case RayHost:
+		if found == nil {
+			return p, errors.New("--ray=host: no Ray found on this host")
+		}
+		if runtime == Containerd {
+			return p, errors.New("--ray=host runs Ray's images on the host's Ray, with the process runtime; --runtime=containerd runs the images themselves (--ray=image)")
+		}
+		p.Ray, p.HostRay = RayHost, found
+		if runtime == Auto {
+			p.Runtime, p.Why = Process, "--ray=host"
+		}
+	case RaySim:
+		if runtime == Containerd {
+			return p, errors.New("--ray=sim runs Ray's images on raysim, with the process runtime; --runtime=containerd runs the images themselves (--ray=image)")
+		}
+		p.Ray = RaySim
+		if runtime == Auto {
+			p.Runtime, p.Why = Process, "--ray=sim"
+		}
+	case RayImage:
+		if runtime == Process {
+			return p, errors.New("--ray=image needs containerd, which pulls and runs Ray's images; the process runtime runs them on the host's Ray or raysim (--ray=host, --ray=sim)")
+		}
+		p.Ray = RayImage
+		if runtime == Auto {
+			p.Runtime, p.Why = Containerd, ""
+		}
+	default:
+		return p, fmt.Errorf("--ray=%q: want %s, %s, %s or %s", ray, RayAuto, RayHost, RayImage, RaySim)
+	}
+	if runtime == Fake {
+		p.Runtime, p.Why, p.HostRay = Fake, "", nil
+	}
+	return p, nil
+}
+
+// selectRuntime makes the runtime plan names.
+func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, error) {
+	switch name := plan.Runtime; name {
 	case Fake:
 		if opts.NewFake == nil {
 			return nil, errors.New("runtime fake: no constructor given")
@@ -108,6 +230,9 @@ func Select(ctx context.Context, name string, opts Options) (*Choice, error) {
 		}
 		return &Choice{Runtime: r, Name: Fake, Reason: "fake (no processes; pods only report running)", Close: r.Close}, nil
 	case Process:
+		if plan.Why != "" {
+			return selectProcess(ctx, opts, plan.Why)
+		}
 		return selectProcess(ctx, opts, "asked for")
 	case Containerd:
 		if c, err := useSocket(ctx, opts); err == nil {
@@ -129,8 +254,9 @@ func Select(ctx context.Context, name string, opts Options) (*Choice, error) {
 			return selectProcess(ctx, opts, "the private containerd failed: "+firstLine(err.Error()))
 		}
 		return c, nil
+	default:
+		return nil, fmt.Errorf("unknown runtime %q (want auto, containerd, process or fake)", name)
 	}
-	return nil, fmt.Errorf("unknown runtime %q (want auto, containerd, process or fake)", name)
 }
 
 func firstLine(s string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/containerd"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
@@ -130,4 +131,46 @@ func TestFakeAndUnknownNames(t *testing.T) {
 		t.Fatalf("process: %+v %v", c, err)
 	}
 	closeChoice(t, c)
+}
+
+// TestPlan is the rule for --runtime and --ray together: the host's Ray takes the process runtime under
+// auto (so KubeRay's samples run real Ray without a registry), containerd runs the images themselves,
+// and a pair that contradicts itself is refused saying what to ask for.
+func TestPlan(t *testing.T) {
+	ray := &hostray.Ray{Path: "/venv/bin/ray", Version: "2.60.0"}
+	for _, tc := range []struct {
+		runtime, ray string
+		found        *hostray.Ray
+		want         RayPlan
+		err          string
+	}{
+		{runtime: Auto, ray: RayAuto, found: ray, want: RayPlan{Runtime: Process, Ray: RayHost, HostRay: ray, Why: "the host's Ray runs Ray's images; containerd would pull them (--ray=image)"}},
+		{runtime: Auto, ray: RayAuto, want: RayPlan{Runtime: Auto, Ray: RayImage}},
+		{runtime: Process, ray: RayAuto, want: RayPlan{Runtime: Process, Ray: RaySim}},
+		{runtime: Process, ray: RayAuto, found: ray, want: RayPlan{Runtime: Process, Ray: RayHost, HostRay: ray}},
+		{runtime: Containerd, ray: RayAuto, found: ray, want: RayPlan{Runtime: Containerd, Ray: RayImage}},
+		{runtime: Auto, ray: RayHost, found: ray, want: RayPlan{Runtime: Process, Ray: RayHost, HostRay: ray, Why: "--ray=host"}},
+		{runtime: Auto, ray: RayHost, err: "no Ray found"},
+		{runtime: Containerd, ray: RayHost, found: ray, err: "--runtime=containerd runs the images themselves (--ray=image)"},
+		{runtime: Auto, ray: RaySim, found: ray, want: RayPlan{Runtime: Process, Ray: RaySim, Why: "--ray=sim"}},
+		{runtime: Containerd, ray: RaySim, err: "(--ray=image)"},
+		{runtime: Auto, ray: RayImage, found: ray, want: RayPlan{Runtime: Containerd, Ray: RayImage}},
+		{runtime: Process, ray: RayImage, err: "--ray=image needs containerd"},
+		{runtime: Fake, ray: RayAuto, found: ray, want: RayPlan{Runtime: Fake, Ray: RayImage}},
+		{runtime: Auto, ray: "hots", err: `--ray="hots": want auto, host, image or sim`},
+	} {
+		got, err := Plan(tc.runtime, tc.ray, tc.found)
+		name := "--runtime=" + tc.runtime + " --ray=" + tc.ray
+		if tc.found != nil {
+			name += " (Ray found)"
+		}
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one containing %q", name, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.err == "" && got != tc.want:
+			t.Errorf("%s: %+v, want %+v", name, got, tc.want)
+		}
+	}
 }

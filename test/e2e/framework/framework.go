@@ -107,7 +107,7 @@ func Start(dataDir string, extraArgs ...string) (*Instance, error) {
 		}
 		dataDir = d
 	}
-	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: withOwnNetwork(extraArgs)}
+	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: withRuntime(withOwnNetwork(extraArgs))}
 	return in, in.Restart()
 }
 
@@ -271,23 +271,36 @@ func ControlPlaneOnly() []string {
 	return []string{"--controllers=none", "--kube-controllers=none", "--kubelet=false"}
 }
 
+// withRuntime names the runtime for an instance whose args name neither a runtime nor a Ray: containerd
+// where it runs (root, installed), so that the suite runs on the same runtime whether or not the host has
+// Ray (with `make ray`'s venv, --runtime=auto would take the process runtime). A test of auto's choice
+// says --runtime=auto.
+func withRuntime(args []string) []string {
+	if hasFlag(args, "--runtime") || hasFlag(args, "--ray") || !containerd.Available() || os.Geteuid() != 0 {
+		return args
+	}
+	return append(args, "--runtime=containerd")
+}
+
+// hasFlag reports whether args name flag, as "--flag value" or "--flag=value".
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
 // withOwnNetwork gives an instance its own pod CIDR and bridge unless args name them, so instances
 // running side by side (parallel tests, CI) never share a bridge or hand out the same pod IPs.
 func withOwnNetwork(args []string) []string {
-	has := func(flag string) bool {
-		for _, a := range args {
-			if a == flag || strings.HasPrefix(a, flag+"=") {
-				return true
-			}
-		}
-		return false
-	}
 	out := append([]string{}, args...)
 	cidr, bridge := nextNetwork()
-	if !has("--pod-cidr") {
+	if !hasFlag(args, "--pod-cidr") {
 		out = append(out, "--pod-cidr", cidr)
 	}
-	if !has("--bridge") {
+	if !hasFlag(args, "--bridge") {
 		out = append(out, "--bridge", bridge)
 	}
 	return out
@@ -344,8 +357,8 @@ func claimNetwork(n uint32) bool {
 }
 
 // NetworkArgs are `rayctl up` arguments that give an instance started by hand (not through Start) a pod
-// network of its own.
-func NetworkArgs() []string { return withOwnNetwork(nil) }
+// network of its own, and the runtime Start would name.
+func NetworkArgs() []string { return withRuntime(withOwnNetwork(nil)) }
 
 // KillLeftoverShims kills every containerd shim serving a containerd under dataDir (a purged instance
 // must have none: each is a container's task nobody deleted) and describes each one it found.
