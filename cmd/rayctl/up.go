@@ -264,6 +264,10 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		if err != nil {
 			return "", err
 		}
+		// The runtime chosen, not "auto": `down --purge` must find it whatever auto would take then.
+		if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: rt.Name, PodCIDR: o.podCIDR, Bridge: o.bridge}); err != nil {
+			return "", err
+		}
 		return rt.Reason, nil
 	}); err != nil {
 		return err

@@ -161,7 +161,8 @@ func (d *Dir) ReadState() (*State, error) {
 // NodeConfig is how this data dir's node runs pods; it outlives the process so that `rayctl down --purge`
 // and `rayctl image` find the same runtime and network.
 type NodeConfig struct {
-	// Runtime is the --runtime choice (auto, containerd, process, fake).
+	// Runtime is the runtime the node chose (containerd, process, fake), or the --runtime asked for
+	// (auto too) when it stopped before choosing.
 	Runtime string `json:"runtime"`
 	// PodCIDR and Bridge are the pod network's range and bridge.
 	PodCIDR string `json:"podCIDR"`
