@@ -130,7 +130,23 @@ type SandboxConfig struct {
 	Dir string
 	// Labels are recorded with the sandbox and returned by ListSandboxes.
 	Labels map[string]string
+	// Ports are the ports the pod's containers declare (spec.containers[].ports). Where pods share the
+	// host's network, no two pods may declare one port.
+	Ports []Port `json:",omitempty"`
 }
+
+// Port is a port a container declares.
+type Port struct {
+	// Container is the declaring container; Name the port's name, if any.
+	Container, Name string
+	// Port is the containerPort; Protocol "TCP" (when empty), "UDP" or "SCTP".
+	Port     int32
+	Protocol string `json:",omitempty"`
+}
+
+// ErrPortHeld says (wrapped) that a pod sharing the host's network declares a port that another pod or
+// program on the host holds.
+var ErrPortHeld = errors.New("port held")
 
 // DNSConfig is a pod's resolv.conf.
 type DNSConfig struct {

@@ -432,6 +432,11 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 	for _, a := range pod.Spec.HostAliases {
 		cfg.HostAliases = append(cfg.HostAliases, runtime.HostAlias{IP: a.IP, Hostnames: a.Hostnames})
 	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			cfg.Ports = append(cfg.Ports, runtime.Port{Container: c.Name, Name: p.Name, Port: p.ContainerPort, Protocol: string(p.Protocol)})
+		}
+	}
 	sb, err := w.deps.Runtime.RunSandbox(ctx, cfg)
 	if err != nil {
 		return err

@@ -53,6 +53,8 @@ type Manager struct {
 	gateway net.IP
 	ipam    *ipam
 	mu      sync.Mutex
+	// hostPorts serialises the port check and record of sandboxes on the host's network.
+	hostPorts sync.Mutex
 }
 
 // Attachment is a pod's place on the network.

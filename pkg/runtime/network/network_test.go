@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -321,5 +322,62 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
+	}
+}
+
+// TestHostNetworkPortsAreNotShared: where pods share the host's network (HostOnly, as without root), a
+// pod declaring a port another pod declares is refused naming the port and that pod, and so is one whose
+// port a program on the host holds; once the holder's sandbox is gone the port is free again. The pod
+// already holding its sandbox is not refused its own ports again (the kubelet re-adopting it).
+func TestHostNetworkPortsAreNotShared(t *testing.T) {
+	m, err := New(Config{StateDir: t.TempDir(), HostOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := int32(l.Addr().(*net.TCPAddr).Port)
+	free := func() int32 {
+		l, err := net.Listen("tcp", ":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return int32(l.Addr().(*net.TCPAddr).Port)
+	}()
+	head := runtime.SandboxConfig{PodUID: "uid-head", Namespace: "ns", Name: "head",
+		Ports: []runtime.Port{{Container: "ray-head", Name: "metrics", Port: free}}}
+	if _, err := m.RunSandbox(head); err != nil {
+		t.Fatalf("the first pod declaring port %d: %v", free, err)
+	}
+	if _, err := m.RunSandbox(head); err != nil {
+		t.Fatalf("the same pod's sandbox again: %v", err)
+	}
+	worker := runtime.SandboxConfig{PodUID: "uid-worker", Namespace: "ns", Name: "worker",
+		Ports: []runtime.Port{{Container: "ray-worker", Name: "metrics", Port: free}}}
+	_, err = m.RunSandbox(worker)
+	want := fmt.Sprintf("port %d/TCP (metrics, container ray-worker) is declared by pod ns/head (container ray-head): pods share the host's network here", free)
+	if !errors.Is(err, runtime.ErrPortHeld) || !strings.Contains(err.Error(), want) {
+		t.Errorf("a second pod declaring port %d: %v, want ErrPortHeld saying %q", free, err, want)
+	}
+	if _, err := m.Sandbox("uid-worker"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("the refused pod has a sandbox recorded: %v", err)
+	}
+	udp := runtime.SandboxConfig{PodUID: "uid-udp", Name: "udp", Ports: []runtime.Port{{Container: "c", Port: free, Protocol: "UDP"}}}
+	if _, err := m.RunSandbox(udp); err != nil {
+		t.Errorf("UDP %d beside TCP %d: %v", free, free, err)
+	}
+	prog := runtime.SandboxConfig{PodUID: "uid-prog", Name: "prog", Ports: []runtime.Port{{Container: "c", Port: taken}}}
+	if _, err := m.RunSandbox(prog); !errors.Is(err, runtime.ErrPortHeld) || !strings.Contains(err.Error(), "in use on this host by a program outside rayctl's pods") {
+		t.Errorf("a pod declaring port %d, which a program holds: %v", taken, err)
+	}
+	if err := m.RemoveSandbox("uid-head"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RunSandbox(worker); err != nil {
+		t.Errorf("port %d after its holder's sandbox is gone: %v", free, err)
 	}
 }

@@ -39,6 +39,13 @@ func (m *Manager) RunSandbox(cfg runtime.SandboxConfig) (*runtime.Sandbox, error
 		ResolvConfPath: filepath.Join(cfg.Dir, ResolvConfFile),
 		HostnamePath:   filepath.Join(cfg.Dir, HostnameFile)}
 	if cfg.HostNetwork || m.cfg.HostOnly {
+		// The ports are checked and the sandbox recorded under one lock, so two pods declaring one
+		// port cannot both pass.
+		m.hostPorts.Lock()
+		defer m.hostPorts.Unlock()
+		if err := m.checkHostPorts(cfg); err != nil {
+			return nil, err
+		}
 		sb.IP = HostIP()
 	} else {
 		att, err := m.Setup(cfg.PodUID)
