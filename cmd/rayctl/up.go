@@ -311,7 +311,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 
 	if err := c.step("controllers", func() (string, error) {
-		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, o.recorder, logger)
+		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, o.recorder, rt.HostRay, logger)
 		if err != nil {
 			return "", err
 		}

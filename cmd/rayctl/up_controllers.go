@@ -26,6 +26,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 )
 
 // The two controller managers of `rayctl up`, as on a real cluster: KubeRay's operator (the Ray
@@ -114,7 +115,8 @@ func identityConfig(ca *pki.Authority, serverURL, certName, user string, groups 
 }
 
 // controllerManagers builds the managers the flags ask for (none when nothing is selected).
-func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, rec *chain.Recorder, logger *zap.Logger) ([]*controllerManager, []string, error) {
+// hostRay is the host's Ray the node runs Ray's images on (nil: none).
+func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, rec *chain.Recorder, hostRay *hostray.Ray, logger *zap.Logger) ([]*controllerManager, []string, error) {
 	type spec struct {
 		name, cert, user, leaseID string
 		controllers               []string
@@ -155,6 +157,14 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 			opts.JobSelector = manager.KubeRayJobSelector
 			opts.WatchNamespaces = f.watchNamespaces
 			opts.MetricsAddr, opts.HealthAddr = f.metricsAddr, f.healthAddr
+			if hostRay != nil {
+				opts.HostRayVersion = func(image string) string {
+					if hostray.RunsImage(image) {
+						return hostRay.Version
+					}
+					return ""
+				}
+			}
 			if f.reconcileConcurrency > 0 {
 				opts.ReconcileConcurrency = f.reconcileConcurrency
 			}

@@ -97,6 +97,8 @@ type Options struct {
 	CacheByObject map[client.Object]cache.ByObject
 	// Observer sees every controller's trigger chain; nil means chainhooks.Nop.
 	Observer chainhooks.Observer
+	// HostRayVersion is passed to the controllers as Env.HostRayVersion (nil: no node runs a host Ray).
+	HostRayVersion func(image string) string
 	// Logger is the manager's logger; the zero value discards.
 	Logger logr.Logger
 }
@@ -219,8 +221,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			RequeueAfter:         opts.RequeueAfter,
 			ResyncPeriod:         opts.ResyncPeriod,
 			// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
-			Recorder: mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
-			Hooks:    chainhooks.New(name, opts.Observer),
+			Recorder:       mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
+			Hooks:          chainhooks.New(name, opts.Observer),
+			HostRayVersion: opts.HostRayVersion,
 		}
 		hooks[name] = env.Hooks
 		if err := opts.Registry.setup(name)(mgr, env); err != nil {

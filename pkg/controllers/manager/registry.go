@@ -29,6 +29,10 @@ type Env struct {
 	Recorder record.EventRecorder
 	// Hooks reports the controller's trigger chain to the manager's Observer.
 	Hooks *chainhooks.Hooks
+	// HostRayVersion, when set, says which version of the host's Ray runs a pod of image on this
+	// node's runtime ("" when the image runs as itself, or raysim runs it): rayctl runs Ray's images
+	// on the host's Ray, which may differ from what a RayCluster's spec.rayVersion says.
+	HostRayVersion func(image string) string
 }
 
 // SetupFunc adds one controller to mgr.

@@ -53,6 +53,9 @@ const (
 	EventFailedToDeleteWorkers   = "FailedToDeleteWorkerPodCollection"
 	EventDeletedPod              = "DeletedPod"
 	EventFailedToDeletePods      = "FailedToDeletePodCollection"
+	// EventRayVersionMismatch is rayctl's own: spec.rayVersion differs from the host's Ray that runs the
+	// cluster's image.
+	EventRayVersionMismatch = "RayVersionMismatch"
 )
 
 // maxClusterNameLength keeps `<name>-serve-svc` within 63 characters, as KubeRay requires.
@@ -68,6 +71,7 @@ type Reconciler struct {
 	requeueAfter time.Duration
 	resync       time.Duration
 	now          func() time.Time
+	hostRay      func(image string) string
 }
 
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
@@ -85,7 +89,7 @@ func NewReconciler(c client.Client, env manager.Env, build BuildOptions) *Reconc
 		client: c, recorder: rec, hooks: hooks, build: build,
 		expect:       expectations.New(expectations.DefaultTimeout),
 		requeueAfter: env.RequeueAfter, resync: env.ResyncPeriod,
-		now: time.Now,
+		now: time.Now, hostRay: env.HostRayVersion,
 	}
 }
 
@@ -354,6 +358,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 		}
 		r.expect.Expect(group(c, ""), pod.Name, expectations.Create)
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedHeadPod, "Created head Pod %s/%s", pod.Namespace, pod.Name)
+		r.warnRayVersion(c, pod)
 		return nil
 	default:
 		names := make([]string, len(heads))
@@ -459,4 +464,18 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 		}
 	}
 	return nil
+}
+
+// warnRayVersion records a Warning on c when its spec.rayVersion names another Ray than the host's Ray
+// that runs its head pod's image on this node. It is said once per head pod created, never a failure:
+// the cluster runs on the host's Ray all the same.
+func (r *Reconciler) warnRayVersion(c *rayv1.RayCluster, head *corev1.Pod) {
+	if r.hostRay == nil || c.Spec.RayVersion == "" || len(head.Spec.Containers) == 0 {
+		return
+	}
+	image := head.Spec.Containers[0].Image
+	if v := r.hostRay(image); v != "" && v != c.Spec.RayVersion {
+		r.recorder.Eventf(c, corev1.EventTypeWarning, EventRayVersionMismatch,
+			"spec.rayVersion is %s, but the host's Ray %s runs image %s on this node", c.Spec.RayVersion, v, image)
+	}
 }

@@ -33,6 +33,10 @@ type Ray struct {
 	Version string `json:"version"`
 }
 
+// RunsImage reports whether ref is one of Ray's own images (rayproject/ray, rayproject/ray-ml, …),
+// the images the host's Ray runs in their stead.
+func RunsImage(ref string) bool { return strings.Contains(ref, "rayproject/ray") }
+
 // String describes r for people: "host Ray 2.60.0 (/path/bin/ray)".
 func (r *Ray) String() string { return fmt.Sprintf("host Ray %s (%s)", r.Version, r.Path) }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 )
 
 // isSimImage reports whether ref is raysim's image.
@@ -16,7 +17,7 @@ func isSimImage(ref string) bool { return strings.Contains(ref, "raysim") }
 
 // isRayImage reports whether ref is one of Ray's own images (rayproject/ray,
 // rayproject/ray-ml, …).
-func isRayImage(ref string) bool { return strings.Contains(ref, "rayproject/ray") }
+func isRayImage(ref string) bool { return hostray.RunsImage(ref) }
 
 // noted is a copy of img with what this runtime tells about running it (see imageNotes).
 func (r *Runtime) noted(img *runtime.Image) *runtime.Image {
