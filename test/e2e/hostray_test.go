@@ -17,7 +17,7 @@ import (
 
 // startupLine is the line `rayctl up` printed for its start-up step name ("runtime", "ray", …).
 func startupLine(in *framework.Instance, name string) string {
-	return regexp.MustCompile(`(?m)^  `+name+` .*$`).FindString(in.Output.String())
+	return regexp.MustCompile(`(?m)^  ` + name + ` .*$`).FindString(in.Output.String())
 }
 
 // hostRay is the venv `make ray` makes beside the rayctl under test, or the test is skipped (outside CI)

@@ -82,6 +82,12 @@ func TestRay(t *testing.T) {
 func raySetup(t *testing.T, in *framework.Instance) *rayEnv {
 	t.Helper()
 	t.Parallel()
+	return newRayEnv(t, in)
+}
+
+// newRayEnv is raySetup for a test that is parallel already (or must not be).
+func newRayEnv(t *testing.T, in *framework.Instance) *rayEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	t.Cleanup(cancel)
 	rc, err := rayclient.NewForConfig(in.Config)
@@ -206,12 +212,18 @@ func clusterState(c *rayv1.RayCluster) string {
 // head pod and workers live worker pods, all Running and Ready, and returns the cluster and its pods.
 func (e *rayEnv) waitClusterReady(t *testing.T, name string, workers int) (*rayv1.RayCluster, *corev1.Pod, []corev1.Pod) {
 	t.Helper()
+	return e.waitClusterReadyWithin(t, name, workers, rayTimeout)
+}
+
+// waitClusterReadyWithin is waitClusterReady with a timeout of its own.
+func (e *rayEnv) waitClusterReadyWithin(t *testing.T, name string, workers int, timeout time.Duration) (*rayv1.RayCluster, *corev1.Pod, []corev1.Pod) {
+	t.Helper()
 	var (
 		cluster *rayv1.RayCluster
 		head    *corev1.Pod
 		wpods   []corev1.Pod
 	)
-	e.waitFor(t, rayTimeout, fmt.Sprintf("RayCluster %s ready with %d worker(s)", name, workers), func(ctx context.Context) (bool, string, error) {
+	e.waitFor(t, timeout, fmt.Sprintf("RayCluster %s ready with %d worker(s)", name, workers), func(ctx context.Context) (bool, string, error) {
 		c, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "RayCluster not read", err
@@ -469,8 +481,14 @@ func (e *rayEnv) waitJobFinished(t *testing.T, name string) *rayv1.RayJob {
 // in the head's Ray container.
 func (e *rayEnv) releaseJob(t *testing.T, name string) {
 	t.Helper()
+	e.releaseJobWithin(t, name, rayTimeout)
+}
+
+// releaseJobWithin is releaseJob with a timeout of its own for the wait.
+func (e *rayEnv) releaseJobWithin(t *testing.T, name string, timeout time.Duration) {
+	t.Helper()
 	var cluster string
-	e.waitFor(t, rayTimeout, "RayJob "+name+" Running", func(ctx context.Context) (bool, string, error) {
+	e.waitFor(t, timeout, "RayJob "+name+" Running", func(ctx context.Context) (bool, string, error) {
 		j, err := e.ray.RayV1().RayJobs(e.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
