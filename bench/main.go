@@ -35,7 +35,8 @@ func main() {
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
 	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain or all")
-	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per runtime (suite rayjob)")
+	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
+	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
 	flag.Parse()
 	var err error
@@ -45,13 +46,13 @@ func main() {
 	case "pods":
 		err = runPods(*rayctl, *out)
 	case "rayjob":
-		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns)
+		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns)
 	case "load":
 		err = runLoad(*rayctl, *out)
 	case "chain":
 		err = runChain(*rayctl, *out)
 	case "all":
-		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns), runLoad(*rayctl, *out),
+		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
 			runChain(*rayctl, *out))
 	default:
 		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain or all", *suite)

@@ -1,7 +1,8 @@
 package main
 
-// The rayjob suite: how long a RayJob takes from apply to Complete on a fresh `rayctl up`, on the
-// containerd runtime and on the process runtime.
+// The rayjob suite: how long a RayJob takes from apply to Complete on a fresh `rayctl up`: raysim's
+// sample on the containerd runtime and on the process runtime, and the real-Ray sample
+// (configs/samples/rayjob-real.yaml) on the host's Ray with the process runtime — and the Ray pods' RSS.
 //
 // Each runtime gets its own `rayctl up` (free API port, own data dir, pod CIDR and bridge). One warm-up
 // RayJob runs first (it waits for the raysim image to be loaded into the runtime) and is reported apart;
@@ -22,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,23 +48,37 @@ type rayjobSample struct {
 	clusterReady time.Duration // create → RayCluster state ready (watch)
 	submitted    time.Duration // RayCluster ready → the job's start_time on the dashboard
 	finish       time.Duration // the job's start_time → RayJob Complete
+	rss          int64         // the RayCluster's pods' resident memory once Complete (sum over their processes), bytes
 }
 
-// rayjobResult is one runtime's figures.
+// rayjobConfig is one configuration the suite measures.
+type rayjobConfig struct {
+	label  string   // what the table calls it
+	args   []string // `rayctl up` arguments
+	sample string   // the sample RayJob's file in the samples dir
+	real   bool     // real Ray: the sample's driver runs as it is (else its entrypoint is `echo hello`)
+	runs   int
+}
+
+// rayjobResult is one configuration's figures.
 type rayjobResult struct {
-	runtime string
+	rayjobConfig
 	chosen  string // what `rayctl up` said it runs
 	warmup  time.Duration
 	samples []rayjobSample
 	load    [2]string // the 1-minute load average before and after the measured runs
 }
 
-func runRayJob(rayctl, out, samples string, runs int) error {
+func runRayJob(rayctl, out, samples string, runs, realRuns int) error {
 	var results []rayjobResult
-	for _, rt := range []string{"containerd", "process"} {
-		r, err := rayjobRuntime(rayctl, samples, rt, runs)
+	for _, c := range []rayjobConfig{
+		{label: "containerd, raysim", args: []string{"--runtime=containerd"}, sample: "rayjob-k8sjob.yaml", runs: runs},
+		{label: "process, raysim", args: []string{"--runtime=process"}, sample: "rayjob-k8sjob.yaml", runs: runs},
+		{label: "process, real Ray", args: []string{"--runtime=process", "--ray=host"}, sample: "rayjob-real.yaml", real: true, runs: realRuns},
+	} {
+		r, err := rayjobRuntime(rayctl, samples, c)
 		if err != nil {
-			return fmt.Errorf("rayjob on %s: %w", rt, err)
+			return fmt.Errorf("rayjob on %s: %w", c.label, err)
 		}
 		results = append(results, r)
 	}
@@ -71,10 +87,11 @@ func runRayJob(rayctl, out, samples string, runs int) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# RayJob apply → Complete (`make bench`, suite rayjob)\n\n")
-	fmt.Fprintf(&b, "Measured %s, %d runs per runtime after one warm-up run. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
-	fmt.Fprintf(&b, "The RayJob is configs/samples/rayjob-k8sjob.yaml (default K8sJobMode: a submitter Job runs `ray job submit`; 1 head + 1 worker, raysim image) with the entrypoint `echo hello` and the cluster kept after the job. ")
-	fmt.Fprintf(&b, "Each runtime has its own fresh `rayctl up`; every run starts on an empty node (the previous RayJob deleted and its pods gone).\n\n")
-	fmt.Fprintf(&b, "| runtime | measurement | p50 | p90 | min | max | goal |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Measured %s, after one warm-up run per configuration: %d runs on raysim, %d on real Ray. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, realRuns, machine())
+	fmt.Fprintf(&b, "On raysim the RayJob is configs/samples/rayjob-k8sjob.yaml (default K8sJobMode: a submitter Job runs `ray job submit`; 1 head + 1 worker, raysim image) with the entrypoint `echo hello`. ")
+	fmt.Fprintf(&b, "On real Ray it is configs/samples/rayjob-real.yaml (K8sJobMode, 1 head + 1 worker, rayproject/ray:2.60.0 run on the host's Ray 2.60.0 from `make ray`; its Python driver runs a task and an actor). ")
+	fmt.Fprintf(&b, "The cluster is kept after the job. Each configuration has its own fresh `rayctl up`; every run starts on an empty node (the previous RayJob deleted and its pods gone).\n\n")
+	fmt.Fprintf(&b, "| configuration | measurement | p50 | p90 | min | max | goal |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		rows := []struct {
 			name string
@@ -86,7 +103,7 @@ func runRayJob(rayctl, out, samples string, runs int) error {
 			{"RayCluster ready → job submitted", func(s rayjobSample) time.Duration { return s.submitted }, ""},
 			{"job submitted → RayJob Complete", func(s rayjobSample) time.Duration { return s.finish }, ""},
 		}
-		if r.runtime == "containerd" {
+		if r.label == "containerd, raysim" {
 			rows[0].goal = rayjobGoal
 		}
 		for _, row := range rows {
@@ -95,24 +112,32 @@ func runRayJob(rayctl, out, samples string, runs int) error {
 				v = append(v, row.get(s))
 			}
 			p50, p90, lo, hi := percentiles(v)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, row.name, ms(p50), ms(p90), ms(lo), ms(hi), row.goal)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.label, row.name, ms(p50), ms(p90), ms(lo), ms(hi), row.goal)
 		}
+		var rss []time.Duration // bytes, sorted by the same percentile helper
+		for _, s := range r.samples {
+			rss = append(rss, time.Duration(s.rss))
+		}
+		p50, p90, lo, hi := percentiles(rss)
+		fmt.Fprintf(&b, "| %s | the Ray pods' RSS once Complete | %s | %s | %s | %s |  |\n", r.label, mib(p50), mib(p90), mib(lo), mib(hi))
 	}
 	fmt.Fprintf(&b, "\nWarm-up run (includes waiting for the raysim image to be loaded into the runtime): ")
 	for i, r := range results {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s %s", r.runtime, ms(r.warmup))
+		fmt.Fprintf(&b, "%s %s", r.label, ms(r.warmup))
 	}
 	b.WriteString(".\n\n")
 	b.WriteString("How each figure is taken: \"apply\" is the moment the RayJob create request is sent; \"Complete\" and \"RayCluster ready\" are the arrival of the " +
 		"first watch event showing `status.jobDeploymentStatus: Complete` on the RayJob and `status.state: ready` on its RayCluster; " +
 		"\"job submitted\" is the job's `start_time` (ms) as the head's dashboard lists it (GET /api/jobs/), set when the submission reaches the head. " +
+		"\"The Ray pods' RSS\" is the resident memory of every process in the RayCluster's pods (head and worker; the submitter is not counted), " +
+		"summed from /proc/<pid>/status VmRSS over the processes in each container's cgroup once the RayJob is Complete (shared pages count once per process). " +
 		"Percentiles are nearest-rank. The load averages below show how busy the machine was (other work included).\n\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "- %s: `rayctl up --runtime=%s` said: `%s`; 1-minute load average %s before the runs, %s after\n",
-			r.runtime, r.runtime, strings.Join(strings.Fields(r.chosen), " "), r.load[0], r.load[1])
+		fmt.Fprintf(&b, "- %s: `rayctl up %s` said: `%s`; 1-minute load average %s before the runs, %s after\n",
+			r.label, strings.Join(r.args, " "), strings.Join(strings.Fields(r.chosen), " "), r.load[0], r.load[1])
 	}
 	path := filepath.Join(out, "rayjob.md")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -128,6 +153,14 @@ func percentiles(v []time.Duration) (p50, p90, lo, hi time.Duration) {
 	return percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0), percentile(v, 1)
 }
 
+// mib shows a byte count (carried in a Duration for percentiles) in MiB.
+func mib(b time.Duration) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+}
+
 func ms(d time.Duration) string {
 	if d < 10*time.Second {
 		return fmt.Sprintf("%.2f s", d.Seconds())
@@ -135,17 +168,17 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f s", d.Seconds())
 }
 
-// rayjobRuntime starts one `rayctl up --runtime=rt` and measures runs RayJobs on it.
-func rayjobRuntime(rayctl, samples, rt string, runs int) (rayjobResult, error) {
-	res := rayjobResult{runtime: rt}
+// rayjobRuntime starts one `rayctl up` as c says and measures c.runs RayJobs on it.
+func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error) {
+	res := rayjobResult{rayjobConfig: c}
 	dir, err := os.MkdirTemp("", "rayctl-bench-rayjob-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	up, err := startUp(rayctl, dir, "--runtime="+rt,
+	up, err := startUp(rayctl, dir, append(append([]string{}, c.args...),
 		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)),
-		"--bridge", fmt.Sprintf("rtb%05d", rand.IntN(100000)))
+		"--bridge", fmt.Sprintf("rtb%05d", rand.IntN(100000)))...)
 	if err != nil {
 		return res, err
 	}
@@ -165,15 +198,27 @@ func rayjobRuntime(rayctl, samples, rt string, runs int) (rayjobResult, error) {
 	if err != nil {
 		return res, err
 	}
-	b, err := os.ReadFile(filepath.Join(samples, "rayjob-k8sjob.yaml"))
+	b, err := os.ReadFile(filepath.Join(samples, c.sample))
 	if err != nil {
 		return res, err
 	}
+	// The sample's RayJob, and the objects beside it (the real-Ray sample's ConfigMap).
+	docs := strings.Split(string(b), "\n---\n")
 	tmpl := &rayv1.RayJob{}
-	if err := yaml.UnmarshalStrict(b, tmpl); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), tmpl); err != nil {
 		return res, err
 	}
-	tmpl.Spec.Entrypoint = "echo hello"
+	var configMaps []*corev1.ConfigMap
+	for _, d := range docs[1:] {
+		cm := &corev1.ConfigMap{}
+		if err := yaml.UnmarshalStrict([]byte(d), cm); err != nil {
+			return res, fmt.Errorf("%s: %w", c.sample, err)
+		}
+		configMaps = append(configMaps, cm)
+	}
+	if !c.real {
+		tmpl.Spec.Entrypoint = "echo hello"
+	}
 	tmpl.Spec.ShutdownAfterJobFinishes = false
 	tmpl.Spec.TTLSecondsAfterFinished = 0
 
@@ -189,24 +234,33 @@ func rayjobRuntime(rayctl, samples, rt string, runs int) (rayjobResult, error) {
 	}); err != nil {
 		return res, fmt.Errorf("no default service account in %s: %w", ns, err)
 	}
-	for i := 0; i <= runs; i++ {
+	for _, cm := range configMaps {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
+	}
+	timeout := 3 * time.Minute
+	if c.real {
+		timeout = 8 * time.Minute
+	}
+	for i := 0; i <= c.runs; i++ {
 		if i == 1 {
 			res.load[0] = loadAvg()
 		}
 		job := tmpl.DeepCopy()
 		job.Name = fmt.Sprintf("bench-%d", i)
-		s, err := rayjobOnce(ctx, kube, ray, ns, job, up)
+		s, err := rayjobOnce(ctx, kube, ray, ns, job, up, timeout)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w\nrayctl.log tail:\n%s", i, err, logTail(dir))
 		}
 		if i == 0 {
 			res.warmup = s.complete
-			fmt.Fprintf(os.Stderr, "rayjob %s warm-up: complete %v\n", rt, s.complete.Round(time.Millisecond))
+			fmt.Fprintf(os.Stderr, "rayjob %s warm-up: complete %v\n", c.label, s.complete.Round(time.Millisecond))
 			continue
 		}
 		res.samples = append(res.samples, s)
-		fmt.Fprintf(os.Stderr, "rayjob %s run %d: complete %v, cluster ready %v, ready→submitted %v\n", rt, i,
-			s.complete.Round(time.Millisecond), s.clusterReady.Round(time.Millisecond), s.submitted.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "rayjob %s run %d: complete %v, cluster ready %v, ready→submitted %v, RSS %s\n", c.label, i,
+			s.complete.Round(time.Millisecond), s.clusterReady.Round(time.Millisecond), s.submitted.Round(time.Millisecond), mib(time.Duration(s.rss)))
 	}
 	res.load[1] = loadAvg()
 	return res, nil
@@ -216,9 +270,9 @@ func rayjobRuntime(rayctl, samples, rt string, runs int) (rayjobResult, error) {
 func loadAvg() string { return strings.Fields(loadAverage() + " ?")[0] }
 
 // rayjobOnce creates job, times it to Complete, then deletes it and waits for the namespace to be empty.
-func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *upProc) (rayjobSample, error) {
+func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *upProc, timeout time.Duration) (rayjobSample, error) {
 	var s rayjobSample
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	jw, err := ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name})
 	if err != nil {
@@ -248,7 +302,7 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 				desc = fmt.Sprintf("jobDeploymentStatus %q, jobStatus %q, reason %q, message %q", last.Status.JobDeploymentStatus,
 					last.Status.JobStatus, last.Status.Reason, last.Status.Message)
 			}
-			return s, fmt.Errorf("RayJob %s not Complete within 3m: %s", job.Name, desc)
+			return s, fmt.Errorf("RayJob %s not Complete within %s: %s", job.Name, timeout, desc)
 		case <-up.exited:
 			return s, fmt.Errorf("rayctl up exited")
 		case ev, ok := <-jw.ResultChan():
@@ -291,6 +345,9 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 	}
 	s.submitted = start.Sub(readyAt)
 	s.finish = completed.Sub(start)
+	if s.rss, err = podsRSS(ctx, kube, ns, "ray.io/cluster="+cluster.Name); err != nil {
+		return s, err
+	}
 
 	// Clean up: the RayJob (its cluster and submitter follow) and every pod, before the next run.
 	bg := metav1.DeletePropagationBackground
@@ -424,4 +481,63 @@ func logTail(dir string) string {
 		b = b[len(b)-6000:]
 	}
 	return string(b)
+}
+
+// podsRSS sums the resident memory of every process in the containers of the pods selector picks: a
+// process belongs to a container when its cgroup path ends in the container's ID, as both runtimes name
+// a container's cgroup.
+func podsRSS(ctx context.Context, kube kubernetes.Interface, ns, selector string) (int64, error) {
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return 0, err
+	}
+	ids := map[string]bool{}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if _, id, ok := strings.Cut(cs.ContainerID, "://"); ok && id != "" {
+				ids[id] = true
+			}
+		}
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !inContainer(string(cg), ids) {
+			continue
+		}
+		total += vmRSS(filepath.Join("/proc", e.Name(), "status"))
+	}
+	return total, nil
+}
+
+// inContainer reports whether a /proc/<pid>/cgroup text names a cgroup ending in one of ids.
+func inContainer(cgroups string, ids map[string]bool) bool {
+	for _, line := range strings.Split(cgroups, "\n") {
+		if i := strings.LastIndexByte(line, '/'); i >= 0 && ids[line[i+1:]] {
+			return true
+		}
+	}
+	return false
+}
+
+// vmRSS is the VmRSS of a /proc/<pid>/status file, in bytes (0 when unreadable).
+func vmRSS(status string) int64 {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
