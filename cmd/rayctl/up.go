@@ -31,6 +31,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
@@ -45,6 +46,8 @@ type upOptions struct {
 	ctrl    controllerFlags
 	// nodeName names this machine's Node.
 	nodeName string
+	// nodeCapacity overrides what the Node advertises (--node-capacity cpu=8,memory=16Gi).
+	nodeCapacity map[string]string
 	// kubelet runs this machine's kubelet and the binder; off, pods stay unscheduled (tests that play
 	// the kubelet themselves turn it off).
 	kubelet bool
@@ -65,6 +68,10 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 		Short: "Start the control plane in the foreground (Ctrl-C stops it), or in the background with --detach",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Refused before anything starts, --detach or not.
+			if _, err := node.ParseCapacity(o.nodeCapacity); err != nil {
+				return fmt.Errorf("--node-capacity %w", err)
+			}
 			if o.detach {
 				return detach(cmd.OutOrStdout(), o)
 			}
@@ -79,6 +86,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.podCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	cmd.Flags().StringVar(&o.bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
 	cmd.Flags().StringVar(&o.nodeName, "node-name", defaultNodeName(), "the name of this machine's Node")
+	cmd.Flags().StringToStringVar(&o.nodeCapacity, "node-capacity", nil, "what the Node advertises instead of the host's measure, e.g. cpu=8,memory=16Gi (more than the host has lets samples sized for a bigger machine schedule, and overcommits it)")
 	cmd.Flags().BoolVar(&o.kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")
 	cmd.Flags().Int64Var(&o.etcdQuota, "etcd-quota-bytes", 0, "etcd's database quota in bytes (0: etcd's default, 2 GiB); over it, writes fail with an out-of-space error until objects are deleted")
 	cmd.Flags().StringSliceVar(&o.ctrl.controllers, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names (raycluster, rayjob; -name leaves one out)")
@@ -301,7 +309,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		if !o.kubelet {
 			return "off (--kubelet=false): pods stay unscheduled", nil
 		}
-		kl, err := startNode(compCtx, components.Go, ca, serverURL, dir, o, images, clusterDNS, logger.Named("kubelet"))
+		kl, err := startNode(compCtx, components.Go, ca, serverURL, dir, o, images, clusterDNS, out, logger.Named("kubelet"))
 		if err != nil {
 			return "", err
 		}

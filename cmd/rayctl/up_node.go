@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 
 	"go.uber.org/zap"
@@ -15,6 +18,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/binder"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet"
+	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
@@ -34,10 +38,24 @@ func defaultNodeName() string {
 	return name
 }
 
+// insufficientHint ends the FailedScheduling event of a pod that asks for more than the Node has: the
+// flag that makes the Node advertise more.
+func insufficientHint(capacity map[string]string) string {
+	if len(capacity) == 0 {
+		return "(the node advertises what this machine has; rayctl up --node-capacity cpu=8,memory=16Gi advertises more, overcommitting it)"
+	}
+	var given []string
+	for k, v := range capacity {
+		given = append(given, k+"="+v)
+	}
+	sort.Strings(given)
+	return "(the node advertises " + strings.Join(given, ",") + " from rayctl up --node-capacity; raise it to fit)"
+}
+
 // startNode starts this machine's kubelet (identity system:node:<name>) and the binder that places pods
 // on it (identity system:kube-scheduler). It returns once the node is registered.
 func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverURL string, dir *datadir.Dir, o *upOptions,
-	rt runtime.Runtime, clusterDNS []string, logger *zap.Logger) (*kubelet.Kubelet, error) {
+	rt runtime.Runtime, clusterDNS []string, out io.Writer, logger *zap.Logger) (*kubelet.Kubelet, error) {
 	nodeCfg, err := identityConfig(ca, serverURL, "kubelet", "system:node:"+o.nodeName, []string{"system:nodes"})
 	if err != nil {
 		return nil, err
@@ -50,8 +68,16 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 	if err != nil {
 		return nil, err
 	}
+	capacity, err := node.ParseCapacity(o.nodeCapacity)
+	if err != nil {
+		return nil, fmt.Errorf("--node-capacity %w", err)
+	}
+	if over := node.Overcommits(node.HostCapacity("/"), capacity); len(over) > 0 {
+		fmt.Fprintf(out, "warning: --node-capacity advertises more than this machine has: %s; pods may overcommit it\n", strings.Join(over, ", "))
+	}
 	kl, err := kubelet.New(kubelet.Config{
 		NodeName:          o.nodeName,
+		Capacity:          capacity,
 		RESTConfig:        nodeCfg,
 		Runtime:           rt,
 		PodsDir:           dir.Join("pods"),
@@ -79,7 +105,7 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 	if err != nil {
 		return nil, err
 	}
-	b, err := binder.New(binder.Config{RESTConfig: schedCfg})
+	b, err := binder.New(binder.Config{RESTConfig: schedCfg, InsufficientHint: insufficientHint(o.nodeCapacity)})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,9 @@ type Config struct {
 	RetryPeriod time.Duration
 	// Workers is how many pods are scheduled at once (default 1, which keeps accounting exact).
 	Workers int
+	// InsufficientHint, when set, ends the FailedScheduling event of a pod that does not fit for want
+	// of a resource ("Insufficient cpu"), saying what the user can do about it.
+	InsufficientHint string
 }
 
 // Binder binds pending pods to nodes.
@@ -384,7 +388,11 @@ func (b *Binder) markUnschedulable(ctx context.Context, key string, pod *corev1.
 	b.mu.Lock()
 	b.unschedulable[key] = true
 	b.mu.Unlock()
-	b.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", message)
+	event := message
+	if b.cfg.InsufficientHint != "" && strings.Contains(message, " Insufficient ") {
+		event += " " + b.cfg.InsufficientHint
+	}
+	b.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", event)
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && c.Message == message {
 			return nil

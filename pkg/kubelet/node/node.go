@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	goruntime "runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 )
@@ -351,4 +353,38 @@ func HostIP() string {
 		return a.IP.String()
 	}
 	return "127.0.0.1"
+}
+
+// ParseCapacity reads capacity overrides such as `rayctl up --node-capacity cpu=8,memory=16Gi` gives
+// them: resource names with quantities. A name that is no resource name or a quantity that does not
+// parse is an error naming it.
+func ParseCapacity(in map[string]string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, value := range in {
+		if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+			return nil, fmt.Errorf("%s=%s: %q is not a resource name: %s", name, value, name, strings.Join(errs, "; "))
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", name, value, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("%s=%s: a capacity cannot be negative", name, value)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+// Overcommits lists, sorted, the resources of advertised that exceed host, each as
+// "cpu 8 (the host has 2)".
+func Overcommits(host, advertised corev1.ResourceList) []string {
+	var out []string
+	for name, q := range advertised {
+		if have, ok := host[name]; ok && q.Cmp(have) > 0 {
+			out = append(out, fmt.Sprintf("%s %s (the host has %s)", name, q.String(), have.String()))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
