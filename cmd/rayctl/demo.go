@@ -31,7 +31,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
-	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
@@ -41,11 +40,11 @@ import (
 const demoSample = "samples/rayjob-http.yaml"
 
 type demoOptions struct {
-	file      string
-	namespace string
-	keep      bool
-	start     bool
-	timeout   time.Duration
+	file    string
+	cluster *clusterFlags
+	keep    bool
+	start   bool
+	timeout time.Duration
 }
 
 func newDemoCommand(g *globalFlags) *cobra.Command {
@@ -60,8 +59,9 @@ dashboard calls — and, once the RayJob is Complete or Failed, a table of the l
 on the causal line from the head Pod's Ready write to the job's submission, the job's result and
 the time from apply to the end. The RayJob is deleted at the end unless --keep.
 
-It runs against the rayctl on the data dir; --start starts one in the background first (and stops
-it at the end). Made for a projector: 80 columns, colour only on a terminal.`,
+It runs against the rayctl on the data dir, or the cluster --kubeconfig, $KUBECONFIG or --context
+name, as kubectl would; --start starts rayctl in the background on the data dir first (and stops it
+at the end). Made for a projector: 80 columns, colour only on a terminal.`,
 		Example: `  rayctl up --detach && rayctl demo
   rayctl demo --start
   rayctl demo --file my-rayjob.yaml --namespace team-a --keep`,
@@ -73,7 +73,7 @@ it at the end). Made for a projector: 80 columns, colour only on a terminal.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.file, "file", "f", "", "a RayJob manifest to run instead of the sample")
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "demo", "the namespace to run it in (created if missing)")
+	o.cluster = addClusterFlags(cmd, "demo")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the RayJob (and its cluster) at the end instead of deleting it")
 	cmd.Flags().BoolVar(&o.start, "start", false, "start rayctl up --detach if rayctl is not running, and stop it at the end")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the RayJob to finish")
@@ -104,7 +104,7 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, o *demoOptions)
 
 	// The control plane: the running one, or one started for the demo.
 	started := false
-	if _, rerr := dir.ReadState(); rerr != nil {
+	if _, rerr := dir.ReadState(); rerr != nil && o.cluster.ownKubeconfig() {
 		if !o.start {
 			return fmt.Errorf("rayctl is not running on %s: start it with `rayctl up --detach`, or run `rayctl demo --start`", dir.Path)
 		}
@@ -122,7 +122,7 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, o *demoOptions)
 			}
 		}()
 	}
-	cfg, err := kubeconfig.RESTConfig(dir.Kubeconfig())
+	cfg, ns, err := o.cluster.connect(dir)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,6 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, o *demoOptions)
 	if err != nil {
 		return err
 	}
-	ns := o.namespace
 	job.Namespace = ns
 	if err := ensureNamespace(ctx, kube, ns); err != nil {
 		return err

@@ -7,19 +7,19 @@ import (
 	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
-	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
-	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/diagnose"
 )
 
 type diagnoseOptions struct {
-	namespace string
-	output    string
+	output string
 }
 
 func newDiagnoseCommand(g *globalFlags) *cobra.Command {
 	o := &diagnoseOptions{}
+	var cluster *clusterFlags
 	cmd := &cobra.Command{
 		Use:   "diagnose KIND/NAME",
 		Short: "Explain why the Ray controllers did not act on a Pod, RayCluster or RayJob: each check of the trigger chain with its evidence",
@@ -55,11 +55,15 @@ line names the most likely cause — the first failing check in chain order — 
 			if o.output != "text" && o.output != "json" {
 				return fmt.Errorf("--output must be text or json, not %q", o.output)
 			}
-			clients, err := diagnoseClients(g.dataDir)
+			cfg, ns, err := connectCluster(g.dataDir, cluster)
 			if err != nil {
 				return err
 			}
-			in, err := diagnose.Gather(cmd.Context(), clients, kind, o.namespace, name)
+			clients, err := diagnoseClients(cfg)
+			if err != nil {
+				return err
+			}
+			in, err := diagnose.Gather(cmd.Context(), clients, kind, ns, name)
 			if err != nil {
 				return err
 			}
@@ -74,23 +78,14 @@ line names the most likely cause — the first failing check in chain order — 
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "the object's namespace")
+	cluster = addClusterFlags(cmd, "default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
 }
 
-// diagnoseClients are the admin's clients of the running rayctl: the chain recorder (chainClient, which
-// also checks that rayctl runs), client-go and ray.io.
-func diagnoseClients(dataDir string) (diagnose.Clients, error) {
-	cc, err := chainClient(dataDir)
-	if err != nil {
-		return diagnose.Clients{}, err
-	}
-	dir, err := datadir.Open(dataDir)
-	if err != nil {
-		return diagnose.Clients{}, err
-	}
-	cfg, err := kubeconfig.RESTConfig(dir.Kubeconfig())
+// diagnoseClients are the clients diagnose reads with: the chain recorder, client-go and ray.io.
+func diagnoseClients(cfg *rest.Config) (diagnose.Clients, error) {
+	cc, err := chain.NewClient(cfg)
 	if err != nil {
 		return diagnose.Clients{}, err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/client-go/rest"
 
-	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
 )
@@ -39,20 +39,14 @@ func parseObjectArg(arg string) (kind, name string, err error) {
 	return kind, n, nil
 }
 
-// chainClient reads the recorder of the running rayctl as its admin.
-func chainClient(dataDir string) (*chain.Client, error) {
+// connectCluster opens the data dir and connects as the cluster flags say: the REST config and the
+// namespace they name.
+func connectCluster(dataDir string, f *clusterFlags) (*rest.Config, string, error) {
 	dir, err := datadir.Open(dataDir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if _, err := dir.ReadState(); err != nil {
-		return nil, fmt.Errorf("rayctl is not running on %s (start it with `rayctl up`): %w", dir.Path, err)
-	}
-	cfg, err := kubeconfig.RESTConfig(dir.Kubeconfig())
-	if err != nil {
-		return nil, err
-	}
-	return chain.NewClient(cfg)
+	return f.connect(dir)
 }
 
 // isTerminal reports whether out is a terminal (for colour).
@@ -62,13 +56,13 @@ func isTerminal(out io.Writer) bool {
 }
 
 type traceOptions struct {
-	namespace string
-	follow    bool
-	output    string
+	follow bool
+	output string
 }
 
 func newTraceCommand(g *globalFlags) *cobra.Command {
 	o := &traceOptions{}
+	var cluster *clusterFlags
 	cmd := &cobra.Command{
 		Use:   "trace KIND/NAME",
 		Short: "Show the trigger chain behind an object: each hop from the kubelet's write to the controller's action, with latencies",
@@ -88,21 +82,25 @@ its head Pod ready. Offsets are from the first hop; the second column is each ho
 			if o.output != "text" && o.output != "json" {
 				return fmt.Errorf("--output must be text or json, not %q", o.output)
 			}
-			c, err := chainClient(g.dataDir)
+			cfg, ns, err := connectCluster(g.dataDir, cluster)
+			if err != nil {
+				return err
+			}
+			c, err := chain.NewClient(cfg)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			ropts := chain.RenderOptions{Color: isTerminal(out)}
 			if o.follow {
-				return followTrace(cmd.Context(), out, c, kind, o.namespace, name, o.output == "json", ropts)
+				return followTrace(cmd.Context(), out, c, kind, ns, name, o.output == "json", ropts)
 			}
-			steps, err := c.Trace(cmd.Context(), kind, o.namespace, name)
+			steps, err := c.Trace(cmd.Context(), kind, ns, name)
 			if err != nil {
 				return err
 			}
 			if len(steps) == 0 {
-				return fmt.Errorf("no hops recorded for %s %s/%s (the recorder keeps the newest events since rayctl up started; check the name, or use --follow)", kind, o.namespace, name)
+				return fmt.Errorf("no hops recorded for %s %s/%s (the recorder keeps the newest events since rayctl up started; check the name, or use --follow)", kind, ns, name)
 			}
 			if o.output == "json" {
 				enc := json.NewEncoder(out)
@@ -118,12 +116,12 @@ its head Pod ready. Offsets are from the first hop; the second column is each ho
 				}
 			}
 			span := time.Duration(steps[len(steps)-1].At - first)
-			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, o.namespace, name, len(steps), float64(span)/1e6)
+			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, ns, name, len(steps), float64(span)/1e6)
 			chain.Render(out, steps, ropts)
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "the object's namespace")
+	cluster = addClusterFlags(cmd, "default")
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing hops as they happen")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text, or json (one step a line with --follow)")
 	return cmd
