@@ -36,7 +36,7 @@ type Head struct {
 //	GET    /api/cluster_status
 //	POST   /api/jobs/                 submit
 //	GET    /api/jobs/                 list
-//	GET    /api/jobs/{id}             details (by submission id or driver job id)
+//	GET    /api/jobs/{id}             details (by submission id)
 //	GET    /api/jobs/{id}/logs
 //	GET    /api/jobs/{id}/logs/tail   WebSocket stream of the logs until the job ends
 //	POST   /api/jobs/{id}/stop
@@ -255,19 +255,15 @@ func writeText(w http.ResponseWriter, code int, s string) {
 
 func writeErr(w http.ResponseWriter, err error) {
 	var (
-		bad  *jobs.BadRequestError
-		nf   *jobs.NotFoundError
-		dup  *jobs.DuplicateError
-		term *jobs.NotTerminalError
+		bad *jobs.BadRequestError
+		nf  *jobs.NotFoundError
 	)
 	switch {
 	case errors.As(err, &nf):
 		writeText(w, http.StatusNotFound, err.Error())
-	case errors.As(err, &bad), errors.As(err, &dup):
+	case errors.As(err, &bad):
 		writeText(w, http.StatusBadRequest, err.Error())
-	case errors.As(err, &term):
-		writeText(w, http.StatusInternalServerError, err.Error())
-	default:
+	default: // as in Ray: a taken submission_id, deleting a job still running, a body that is no JSON
 		writeText(w, http.StatusInternalServerError, err.Error())
 	}
 }

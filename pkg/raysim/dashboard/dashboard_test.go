@@ -311,10 +311,14 @@ func TestJobsAPIErrors(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want 404", c.method, c.path, r.code, r.body)
 		}
 	}
-	for _, bad := range []string{`{}`, `{"entrypoint": 3}`, `not json`, `{"entrypoint": "true", "metadata": {"a": 1}}`} {
+	for _, bad := range []string{`{}`, `{"entrypoint": 3}`, `{"entrypoint": "true", "metadata": {"a": 1}}`, `{"entrypoint": "true", "entry_point": "typo"}`} {
 		if r := call(t, "POST", base+"/api/jobs/", bad); r.code != 400 {
 			t.Errorf("submit %s: %d %s, want 400", bad, r.code, r.body)
 		}
+	}
+	// A body that is no JSON at all is a server error in Ray.
+	if r := call(t, "POST", base+"/api/jobs/", `not json`); r.code != 500 {
+		t.Errorf("submit not json: %d %s, want 500", r.code, r.body)
 	}
 
 	req := map[string]any{"entrypoint": "exec sleep 60", "submission_id": "twice"}
@@ -322,7 +326,7 @@ func TestJobsAPIErrors(t *testing.T) {
 		t.Fatalf("first submit: %d %s", r.code, r.body)
 	}
 	r := call(t, "POST", base+"/api/jobs/", req)
-	if r.code != 400 || !strings.Contains(string(r.body), "Please use a different submission_id") {
+	if r.code != 500 || !strings.Contains(string(r.body), "Please use a different submission_id") {
 		t.Fatalf("reused submission_id: %d %s", r.code, r.body)
 	}
 	c := jobs.NewClient(base)
@@ -330,7 +334,7 @@ func TestJobsAPIErrors(t *testing.T) {
 		t.Fatalf("client does not recognise the duplicate: %v", err)
 	}
 	// The deprecated job_id field names the submission too.
-	if r := call(t, "POST", base+"/api/jobs/", map[string]any{"entrypoint": "true", "job_id": "twice"}); r.code != 400 {
+	if r := call(t, "POST", base+"/api/jobs/", map[string]any{"entrypoint": "true", "job_id": "twice"}); r.code != 500 {
 		t.Fatalf("reused id through job_id: %d %s", r.code, r.body)
 	}
 

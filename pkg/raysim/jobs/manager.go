@@ -74,7 +74,6 @@ type Manager struct {
 	mu      sync.Mutex
 	jobs    map[string]*job
 	seq     int
-	drivers int
 	closed  bool
 }
 
@@ -162,9 +161,9 @@ func (m *Manager) Submit(req SubmitRequest) (SubmitResponse, error) {
 			res[k] += v
 		}
 	}
-	msg := "Job has not started yet."
+	msg := MessagePending
 	if !res.IsZero() {
-		msg += " It is waiting for the cluster to have the entrypoint's resources (CPUs, GPUs, memory, custom resources) free."
+		msg = MessagePendingResources
 	}
 	now := time.Now().UnixMilli()
 
@@ -268,14 +267,11 @@ func (m *Manager) entrypointEnv(j *job) []string {
 	return env
 }
 
-// start launches j's entrypoint; m.mu is held.
+// start launches j's entrypoint; m.mu is held. The entrypoint is a shell
+// command that never connects a Ray driver, so, as in Ray for such an
+// entrypoint, job_id and driver_info stay null.
 func (m *Manager) start(j *job) {
 	id := *j.d.SubmissionID
-	m.drivers++
-	driverID := fmt.Sprintf("%02x000000", m.drivers%256)
-	if m.drivers > 255 {
-		driverID = fmt.Sprintf("%08x", m.drivers)
-	}
 	j.d.DriverNodeID = ptr(m.cfg.NodeID)
 	if m.cfg.AgentAddress != "" {
 		j.d.DriverAgentHTTPAddress = ptr(m.cfg.AgentAddress)
@@ -321,9 +317,7 @@ func (m *Manager) start(j *job) {
 	j.cmd = cmd
 	j.hasProcess = true
 	j.d.Status = StatusRunning
-	j.d.Message = ptr("Job is running.")
-	j.d.JobID = ptr(driverID)
-	j.d.DriverInfo = &DriverInfo{ID: driverID, NodeIPAddr: m.cfg.NodeIP, PID: strconv.Itoa(cmd.Process.Pid)}
+	j.d.Message = ptr(MessageRunning)
 	m.cfg.Logf("job %s running as pid %d", id, cmd.Process.Pid)
 
 	m.wg.Add(1)
@@ -356,21 +350,16 @@ func (m *Manager) finish(j *job, code int) {
 	switch {
 	case j.stopping:
 		j.d.Status = StatusStopped
-		j.d.Message = ptr("Job was stopped by request.")
+		j.d.Message = ptr(MessageStopped)
 	case code == 0:
 		j.d.Status = StatusSucceeded
-		j.d.Message = ptr("Job finished successfully.")
+		j.d.Message = ptr(MessageSucceeded)
 		j.d.DriverExitCode = ptr(0)
 	default:
 		j.d.Status = StatusFailed
 		j.d.DriverExitCode = ptr(code)
 		j.d.ErrorType = ptr(ErrorTypeEntrypointFailed)
-		tail := lastLogs(j.logPath, 20000)
-		if tail == "" {
-			j.d.Message = ptr(fmt.Sprintf("Job entrypoint command failed with exit code %d. It wrote no logs.", code))
-		} else {
-			j.d.Message = ptr(fmt.Sprintf("Job entrypoint command failed with exit code %d. Last logs (up to 20000 bytes):\n%s", code, tail))
-		}
+		j.d.Message = ptr(failedMessage(code, lastLogs(j.logPath, 20000)))
 	}
 	status := j.d.Status
 	nodeID, req := j.nodeID, j.req
@@ -404,11 +393,6 @@ func (m *Manager) lookup(id string) (*job, error) {
 	if j, ok := m.jobs[id]; ok {
 		return j, nil
 	}
-	for _, j := range m.jobs {
-		if j.d.JobID != nil && *j.d.JobID == id {
-			return j, nil
-		}
-	}
 	return nil, &NotFoundError{ID: id}
 }
 
@@ -421,7 +405,7 @@ func cloneDetails(d Details) Details {
 	return out
 }
 
-// Get returns a job by submission id (or by its driver job id).
+// Get returns a job by submission id.
 func (m *Manager) Get(id string) (Details, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -478,7 +462,7 @@ func (m *Manager) Stop(id string) (stopped bool, err error) {
 	j.stopping = true
 	if j.d.Status == StatusPending {
 		j.d.Status = StatusStopped
-		j.d.Message = ptr("Job was stopped by request before it started.")
+		j.d.Message = ptr(MessageStopped)
 		j.d.EndTime = ptr(time.Now().UnixMilli())
 		close(j.done)
 		m.mu.Unlock()
