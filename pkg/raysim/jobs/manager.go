@@ -71,10 +71,10 @@ type Manager struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
-	mu      sync.Mutex
-	jobs    map[string]*job
-	seq     int
-	closed  bool
+	mu     sync.Mutex
+	jobs   map[string]*job
+	seq    int
+	closed bool
 }
 
 // NewManager starts a manager; call Close to stop it and its jobs.
@@ -213,7 +213,7 @@ func (m *Manager) schedule() {
 	sort.Slice(pending, func(a, b int) bool { return pending[a].seq < pending[b].seq })
 	for _, j := range pending {
 		nodeID := m.cfg.NodeID
-		if m.cfg.Cluster != nil && !j.req.IsZero() {
+		if m.cfg.Cluster != nil {
 			var ok bool
 			nodeID, ok = m.cfg.Cluster.Reserve(j.req)
 			if !ok {
@@ -233,7 +233,7 @@ func (m *Manager) schedule() {
 }
 
 func (m *Manager) release(nodeID string, req resource.Set) {
-	if m.cfg.Cluster != nil && !req.IsZero() && nodeID != "" {
+	if m.cfg.Cluster != nil && nodeID != "" {
 		m.cfg.Cluster.Release(nodeID, req)
 	}
 }
@@ -431,6 +431,25 @@ func (m *Manager) List() []Details {
 		out = append(out, cloneDetails(j.d))
 	}
 	m.mu.Unlock()
+	return out
+}
+
+// PendingDemands returns the resources each job still waiting to start asks for (those asking for
+// nothing start at once and are left out), oldest submission first.
+func (m *Manager) PendingDemands() []resource.Set {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var pending []*job
+	for _, j := range m.jobs {
+		if j.d.Status == StatusPending && !j.stopping && !j.req.IsZero() {
+			pending = append(pending, j)
+		}
+	}
+	sort.Slice(pending, func(a, b int) bool { return pending[a].seq < pending[b].seq })
+	out := make([]resource.Set, len(pending))
+	for i, j := range pending {
+		out[i] = j.req.Clone()
+	}
 	return out
 }
 
