@@ -208,17 +208,19 @@ func TestJobSubmitNoWaitThenFollowLogs(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "Job 'cli-1' submitted successfully") {
 		t.Fatalf("submit --no-wait: %+v", r)
 	}
-	// The GCS address (no scheme) leads to the dashboard too.
+	// The GCS address (no scheme) leads to the dashboard too. As in Ray, --follow ends with the job's
+	// outcome.
+	address := "Job submission server address: " + info.DashboardURL + "\n"
 	r = c.ray(nil, "job", "logs", "--address", info.GCSAddress, "--follow", "cli-1")
-	if r.code != 0 || r.stdout != "cli 1\ncli 2\ncli 3\n" {
-		t.Fatalf("logs --follow: %+v", r)
+	if want := address + "cli 1\ncli 2\ncli 3\n---------------------\nJob 'cli-1' succeeded\n---------------------\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("logs --follow: %+v, want stdout %q", r, want)
 	}
 	r = c.ray(viaURL, "job", "status", "cli-1")
 	if r.code != 0 || !strings.Contains(r.stdout, "Job 'cli-1' succeeded") {
 		t.Fatalf("status: %+v", r)
 	}
 	r = c.ray([]string{"RAY_DASHBOARD_ADDRESS=" + info.DashboardURL}, "job", "logs", "cli-1")
-	if r.code != 0 || r.stdout != "cli 1\ncli 2\ncli 3\n" {
+	if r.code != 0 || r.stdout != address+"cli 1\ncli 2\ncli 3\n" {
 		t.Fatalf("logs: %+v", r)
 	}
 
@@ -244,7 +246,7 @@ func TestJobSubmitNoWaitThenFollowLogs(t *testing.T) {
 		t.Fatalf("stop: %+v", r)
 	}
 	r = c.ray(viaURL, "job", "list")
-	if r.code != 0 || !strings.Contains(r.stdout, `"submission_id": "cli-long"`) || !strings.Contains(r.stdout, `"status": "STOPPED"`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `submission_id='cli-long', driver_info=None, status=<JobStatus.STOPPED: 'STOPPED'>`) {
 		t.Fatalf("list: %+v", r)
 	}
 	if r = c.ray(viaURL, "job", "delete", "cli-long"); r.code != 0 {

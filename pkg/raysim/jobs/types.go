@@ -70,9 +70,10 @@ type SubmitRequest struct {
 	Entrypoint   string `json:"entrypoint"`
 	SubmissionID string `json:"submission_id,omitempty"`
 	// JobID is the deprecated spelling of SubmissionID.
-	JobID               string             `json:"job_id,omitempty"`
-	RuntimeEnv          map[string]any     `json:"runtime_env,omitempty"`
-	Metadata            map[string]string  `json:"metadata,omitempty"`
+	JobID string `json:"job_id,omitempty"`
+	// RuntimeEnv and Metadata go out as null when nil and {} when empty, as Ray's CLI sends {}.
+	RuntimeEnv          map[string]any     `json:"runtime_env"`
+	Metadata            map[string]string  `json:"metadata"`
 	EntrypointNumCPUs   *float64           `json:"entrypoint_num_cpus,omitempty"`
 	EntrypointNumGPUs   *float64           `json:"entrypoint_num_gpus,omitempty"`
 	EntrypointMemory    *int64             `json:"entrypoint_memory,omitempty"`
