@@ -165,6 +165,9 @@ func (m *Manager) Submit(req SubmitRequest) (SubmitResponse, error) {
 	if !res.IsZero() {
 		msg = MessagePendingResources
 	}
+	if len(req.RuntimeEnv) > 0 {
+		msg += MessagePendingRuntimeEnv
+	}
 	now := time.Now().UnixMilli()
 
 	m.mu.Lock()

@@ -116,9 +116,11 @@ const APIVersion = "4"
 const (
 	MessagePending          = "Job has not started yet."
 	MessagePendingResources = "Job has not started yet. It may be waiting for resources (CPUs, GPUs, memory, custom resources) to become available."
-	MessageRunning          = "Job is currently running."
-	MessageSucceeded        = "Job finished successfully."
-	MessageStopped          = "Job was intentionally stopped."
+	// MessagePendingRuntimeEnv is added to a pending job's message when it has a runtime_env.
+	MessagePendingRuntimeEnv = " It may be waiting for the runtime environment to be set up."
+	MessageRunning           = "Job is currently running."
+	MessageSucceeded         = "Job finished successfully."
+	MessageStopped           = "Job was intentionally stopped."
 )
 
 // failedMessage is a failed entrypoint's status message, as Ray words it: the
