@@ -390,7 +390,7 @@ func TestStartFlagsAsRay(t *testing.T) {
 		{[]string{"--head=true"}, "Option '--head' does not take a value."},
 		{[]string{"--port"}, "Option '--port' requires an argument."},
 		{[]string{"--head", "--num-cpus=1.5"}, "Invalid value for '--num-cpus': '1.5' is not a valid integer."},
-		{[]string{"--head", "--include-dashboard=maybe"}, "Invalid value for '--include-dashboard': 'maybe' is not a valid boolean."},
+		{[]string{"--head", "--include-dashboard=maybe"}, "Invalid value for '--include-dashboard': 'maybe' is not a valid boolean. Recognized values: , 0, 1, f, false, n, no, off, on, t, true, y, yes"},
 		{[]string{"--head", "--log-style=bad"}, "Invalid value for '--log-style': 'bad' is not one of 'auto', 'record', 'pretty'."},
 		{[]string{"--head", "extra"}, "Got unexpected extra argument (extra)"},
 	} {

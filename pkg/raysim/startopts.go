@@ -191,7 +191,7 @@ func checkValue(o startOption, v string) error {
 		}
 	case optBool:
 		if parseClickBool(v) < 0 {
-			return bad("a valid boolean")
+			return &usageError{fmt.Sprintf("Invalid value for '--%s': '%s' is not a valid boolean. Recognized values: , 0, 1, f, false, n, no, off, on, t, true, y, yes", o.name, v)}
 		}
 	case optChoice:
 		for _, c := range o.choices {
@@ -214,7 +214,7 @@ func parseClickBool(v string) int {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "1", "true", "t", "yes", "y", "on":
 		return 1
-	case "0", "false", "f", "no", "n", "off":
+	case "", "0", "false", "f", "no", "n", "off":
 		return 0
 	}
 	return -1
