@@ -166,7 +166,9 @@ func TestRaysimConformance(t *testing.T) {
 			ray, sim := c.run(t, targets[0]), c.run(t, targets[1])
 			if ray != sim {
 				t.Errorf("raysim differs from Ray:\n%s", lineDiff(ray, sim))
+				return
 			}
+			t.Logf("Ray and raysim alike:\n%s", ray)
 		})
 	}
 }
