@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/dashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
+	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
-	"github.com/rayctl/rayctl/pkg/raysim/resource"
 )
 
 // localTempDir is where local commands look for a head started on this machine.
@@ -81,63 +82,19 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nodes, err := gcs.NewClient(addr).Nodes(ctx)
+	c := gcs.NewClient(addr)
+	if info, err := c.Info(ctx); err == nil && info.DashboardURL != "" {
+		// The head's dashboard knows the pending jobs' demands too.
+		if report, err := jobs.NewClient(info.DashboardURL).StatusReport(ctx); err == nil && report != "" {
+			fmt.Fprintln(stdout, report)
+			return 0
+		}
+	}
+	nodes, err := c.Nodes(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "raysim: cannot reach the GCS at %s: %v\n", addr, err)
 		return 1
 	}
-	fmt.Fprint(stdout, FormatStatus(nodes, time.Now()))
+	fmt.Fprint(stdout, dashboard.FormatStatus(nodes, nil, time.Now()))
 	return 0
-}
-
-// FormatStatus renders nodes the way `ray status` lays out its report:
-// active and dead nodes, then resource usage summed over the active nodes.
-func FormatStatus(nodes []gcs.NodeInfo, now time.Time) string {
-	var b strings.Builder
-	line := strings.Repeat("-", 60)
-	fmt.Fprintf(&b, "======== Cluster status (raysim): %s ========\n", now.Format("2006-01-02 15:04:05"))
-	fmt.Fprintf(&b, "Node status\n%s\nActive:\n", line)
-	total, avail := resource.Set{}, resource.Set{}
-	active, dead := 0, 0
-	for _, n := range nodes {
-		if n.State != gcs.StateAlive {
-			continue
-		}
-		active++
-		role := "worker"
-		if n.IsHead {
-			role = "head"
-		}
-		fmt.Fprintf(&b, " 1 node_%s (%s, %s)\n", n.NodeID, role, n.NodeIP)
-		total.Add(n.Total)
-		avail.Add(n.Available)
-	}
-	if active == 0 {
-		b.WriteString(" (no active nodes)\n")
-	}
-	b.WriteString("Pending:\n (no pending nodes)\nDead:\n")
-	for _, n := range nodes {
-		if n.State == gcs.StateAlive {
-			continue
-		}
-		dead++
-		fmt.Fprintf(&b, " 1 node_%s (%s): %s\n", n.NodeID, n.NodeIP, n.DeathReason)
-	}
-	if dead == 0 {
-		b.WriteString(" (no dead nodes)\n")
-	}
-	fmt.Fprintf(&b, "\nResources\n%s\nUsage:\n", line)
-	for _, k := range total.Names() {
-		if strings.HasPrefix(k, "node:") {
-			continue
-		}
-		used := total[k] - avail[k]
-		if k == resource.Memory || strings.HasSuffix(k, "memory") {
-			fmt.Fprintf(&b, " %s/%s %s\n", resource.FormatBytes(used), resource.FormatBytes(total[k]), k)
-		} else {
-			fmt.Fprintf(&b, " %.1f/%.1f %s\n", used, total[k], k)
-		}
-	}
-	b.WriteString("\nDemands:\n (raysim does not schedule tasks or actors; job entrypoints waiting for resources stay PENDING)\n")
-	return b.String()
 }

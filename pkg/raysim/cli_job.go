@@ -116,7 +116,7 @@ func cmdJob(args []string, stdout, stderr io.Writer) int {
 	c := jobs.NewClient(base)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stderr, "Job submission server address: %s\n", base)
+	fmt.Fprintf(stdout, "Job submission server address: %s\n", base)
 
 	needID := func() (string, bool) {
 		if len(f.args) != 1 {
@@ -144,7 +144,11 @@ func cmdJob(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		if f.isSet("follow") {
-			if err := c.Tail(ctx, id, func(s string) { fmt.Fprint(stdout, s) }); err != nil {
+			if err := tailJob(ctx, c, id, stdout, stderr); err != nil {
+				fmt.Fprintln(stderr, "raysim:", err)
+				return 1
+			}
+			if _, err := printJobStatus(ctx, c, id, stdout); err != nil {
 				fmt.Fprintln(stderr, "raysim:", err)
 				return 1
 			}
@@ -181,10 +185,11 @@ func cmdJob(args []string, stdout, stderr io.Writer) int {
 				_, _ = printJobStatus(ctx, c, id, stdout)
 				return 0
 			}
+			fmt.Fprintf(stdout, "Job has not exited yet. Status: %s\n", d.Status)
 			select {
 			case <-ctx.Done():
 				return 1
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(time.Second):
 			}
 		}
 	case "list":
@@ -193,8 +198,7 @@ func cmdJob(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "raysim:", err)
 			return 1
 		}
-		b, _ := json.MarshalIndent(list, "", "  ")
-		fmt.Fprintln(stdout, string(b))
+		fmt.Fprintln(stdout, pyJobList(list))
 		return 0
 	case "delete":
 		id, ok := needID()
@@ -216,7 +220,9 @@ func jobSubmit(ctx context.Context, c *jobs.Client, f *flagSet, stdout, stderr i
 		fmt.Fprintln(stderr, "raysim: ray job submit needs an entrypoint: ray job submit [OPTIONS] -- CMD...")
 		return 2
 	}
-	req := jobs.SubmitRequest{Entrypoint: shellJoin(f.rest), SubmissionID: f.str("submission-id")}
+	// Ray's CLI always sends a runtime_env and metadata, empty ones when not given.
+	req := jobs.SubmitRequest{Entrypoint: shellJoin(f.rest), SubmissionID: f.str("submission-id"),
+		RuntimeEnv: map[string]any{}, Metadata: map[string]string{}}
 	if req.SubmissionID == "" && f.str("job-id") != "" {
 		fmt.Fprintln(stderr, "raysim: warning: --job-id is deprecated; use --submission-id")
 		req.SubmissionID = f.str("job-id")
@@ -228,9 +234,6 @@ func jobSubmit(ctx context.Context, c *jobs.Client, f *flagSet, stdout, stderr i
 		}
 	}
 	if wd := f.str("working-dir"); wd != "" {
-		if req.RuntimeEnv == nil {
-			req.RuntimeEnv = map[string]any{}
-		}
 		if !strings.Contains(wd, "://") {
 			if abs, err := filepath.Abs(wd); err == nil {
 				wd = abs
@@ -276,13 +279,13 @@ func jobSubmit(ctx context.Context, c *jobs.Client, f *flagSet, stdout, stderr i
 		return 1
 	}
 	id := resp.SubmissionID
-	fmt.Fprintf(stdout, "Job '%s' submitted successfully\n", id)
+	boxed(stdout, fmt.Sprintf("Job '%s' submitted successfully", id))
+	fmt.Fprintf(stdout, "Next steps\nQuery the logs of the job:\nray job logs %s\nQuery the status of the job:\nray job status %s\nRequest the job to be stopped:\nray job stop %s\n", id, id, id)
 	if f.isSet("no-wait") {
-		fmt.Fprintf(stdout, "Next steps:\n  ray job logs %s\n  ray job status %s\n  ray job stop %s\n", id, id, id)
 		return 0
 	}
 	fmt.Fprintln(stdout, "Tailing logs until the job exits (disable with --no-wait):")
-	if err := c.Tail(ctx, id, func(s string) { fmt.Fprint(stdout, s) }); err != nil {
+	if err := tailJob(ctx, c, id, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "raysim:", err)
 		return 1
 	}
@@ -297,6 +300,23 @@ func jobSubmit(ctx context.Context, c *jobs.Client, f *flagSet, stdout, stderr i
 	return 0
 }
 
+// tailJob streams a job's logs to stdout until it ends, then says on stderr that the stream closed,
+// as Ray's CLI does.
+func tailJob(ctx context.Context, c *jobs.Client, id string, stdout, stderr io.Writer) error {
+	if err := c.Tail(ctx, id, func(s string) { fmt.Fprint(stdout, s) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "WebSocket closed for job %s with close code 1000\n", id)
+	return nil
+}
+
+// boxed prints msg between two rules of its length, as Ray's CLI frames its outcomes.
+func boxed(w io.Writer, msg string) {
+	rule := strings.Repeat("-", len(msg))
+	fmt.Fprintf(w, "%s\n%s\n%s\n", rule, msg, rule)
+}
+
+// printJobStatus prints a job's status in the words of Ray's `ray job status`.
 func printJobStatus(ctx context.Context, c *jobs.Client, id string, w io.Writer) (jobs.Status, error) {
 	d, err := c.Get(ctx, id)
 	if err != nil {
@@ -308,11 +328,12 @@ func printJobStatus(ctx context.Context, c *jobs.Client, id string, w io.Writer)
 	}
 	switch d.Status {
 	case jobs.StatusSucceeded:
-		fmt.Fprintf(w, "Job '%s' succeeded\n", id)
+		boxed(w, fmt.Sprintf("Job '%s' succeeded", id))
 	case jobs.StatusStopped:
 		fmt.Fprintf(w, "Job '%s' was stopped\n", id)
 	case jobs.StatusFailed:
-		fmt.Fprintf(w, "Job '%s' failed\nStatus message: %s\n", id, msg)
+		boxed(w, fmt.Sprintf("Job '%s' failed", id))
+		fmt.Fprintf(w, "Status message: %s\n", msg)
 	default:
 		fmt.Fprintf(w, "Status for job '%s': %s\nStatus message: %s\n", id, d.Status, msg)
 	}

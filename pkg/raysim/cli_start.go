@@ -32,14 +32,6 @@ const (
 	defaultMetricsPort   = 8080
 )
 
-func startFlags(stderr io.Writer) *flagSet {
-	return newFlagSet("start", stderr).
-		boolean("head", "block").
-		value("address", "port", "dashboard-host", "dashboard-port", "dashboard-agent-listen-port",
-			"metrics-export-port", "num-cpus", "num-gpus", "memory", "resources", "node-ip-address", "temp-dir").
-		ignoreBool("disable-usage-stats", "verbose", "no-monitor", "no-redirect-output", "enable-object-reconstruction")
-}
-
 // envDuration reads a Ray-style config override such as RAY_health_check_period_ms.
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -49,15 +41,15 @@ func envInt(name string, def int) int {
 }
 
 func cmdStart(args []string, stdout, stderr io.Writer) int {
-	f := startFlags(stderr)
-	if err := f.parse(args); err != nil {
-		fmt.Fprintln(stderr, "raysim:", err)
-		return 2
+	sa, err := parseStart(args, stderr)
+	if err != nil {
+		return startUsageError(stderr, err)
 	}
-	if len(f.args) > 0 {
-		fmt.Fprintf(stderr, "raysim: ray start takes no arguments, got %q\n", f.args)
-		return 2
+	if sa.help {
+		startHelp(stdout)
+		return 0
 	}
+	f := sa.flagSet
 	head := f.isSet("head")
 	if !head && f.str("address") == "" {
 		fmt.Fprintln(stderr, "raysim: ray start needs --head, or --address=HOST:PORT to join a cluster")
@@ -102,7 +94,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 			dashHost = bind
 		}
 		h, err := node.StartHead(node.HeadConfig{
-			BindHost: bind, DashboardHost: dashHost, NodeIP: f.str("node-ip-address"),
+			BindHost: bind, DashboardHost: dashHost, NodeIP: f.str("node-ip-address"), NodeTypeName: os.Getenv("RAY_NODE_TYPE_NAME"),
 			GCSPort: ports["port"], DashboardPort: ports["dashboard-port"], AgentPort: ports["dashboard-agent-listen-port"], MetricsPort: ports["metrics-export-port"],
 			Resources: res, TempDir: tempDir, WriteInfo: true,
 			HeartbeatPeriod: period,
@@ -124,7 +116,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 
 	addr := withDefaultPort(f.str("address"), defaultGCSPort)
 	w, err := node.StartWorker(ctx, node.WorkerConfig{
-		GCSAddress: addr, BindHost: bind, NodeIP: f.str("node-ip-address"),
+		GCSAddress: addr, BindHost: bind, NodeIP: f.str("node-ip-address"), NodeTypeName: os.Getenv("RAY_NODE_TYPE_NAME"),
 		AgentPort: ports["dashboard-agent-listen-port"], MetricsPort: ports["metrics-export-port"],
 		Resources:        res,
 		ReconnectTimeout: time.Duration(envInt("RAY_gcs_rpc_server_reconnect_timeout_s", 60)) * time.Second,
@@ -177,12 +169,20 @@ func startResources(f *flagSet) (resource.Set, error) {
 	} else if ok && v > 0 {
 		res[resource.GPU] = v
 	}
+	visible := visibleMemory()
 	if v, ok, err := f.floatValue("memory"); err != nil {
 		return nil, err
 	} else if ok {
 		res[resource.Memory] = math.Floor(v)
-	} else if m := defaultMemory(); m > 0 {
-		res[resource.Memory] = m
+	} else if visible > 0 {
+		res[resource.Memory] = math.Floor(visible * 0.7)
+	}
+	if v, ok, err := f.floatValue("object-store-memory"); err != nil {
+		return nil, err
+	} else if ok {
+		res[resource.ObjectStoreMemory] = math.Floor(v)
+	} else if m := defaultObjectStore(visible); m > 0 {
+		res[resource.ObjectStoreMemory] = m
 	}
 	if s := f.str("resources"); s != "" {
 		var custom map[string]float64
@@ -200,8 +200,8 @@ func startResources(f *flagSet) (resource.Set, error) {
 	return res, nil
 }
 
-// defaultMemory is 70% of the memory available (the cgroup limit if lower), like Ray's default.
-func defaultMemory() float64 {
+// visibleMemory is the memory available (the cgroup limit if lower), from which Ray sizes its defaults.
+func visibleMemory() float64 {
 	avail := 0.0
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -221,7 +221,21 @@ func defaultMemory() float64 {
 			}
 		}
 	}
-	return math.Floor(avail * 0.7)
+	return avail
+}
+
+// defaultObjectStore is the object_store_memory resource Ray reports when --object-store-memory is not
+// given: 30% of the visible memory, capped by the size of /dev/shm. raysim has no object store; the
+// resource is accounting only, so that the cluster's resources read as Ray's do.
+func defaultObjectStore(visible float64) float64 {
+	m := math.Floor(visible * 0.3)
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err == nil {
+		if shm := float64(st.Blocks) * float64(st.Bsize); shm > 0 && shm < m {
+			m = math.Floor(shm)
+		}
+	}
+	return m
 }
 
 func withDefaultPort(addr string, port int) string {

@@ -7,17 +7,16 @@ import (
 	"strings"
 )
 
-// flagSet is a forgiving parser for Ray-style command lines: it takes
+// flagSet is a forgiving parser for the command lines of raysim's commands
+// other than `ray start` (which parseStart holds to Ray's options): it takes
 // --name=value, --name value and bare boolean --name, treats '_' and '-' in
 // names alike, and warns about flags raysim does not implement instead of
-// failing, so that pod specs written for real Ray keep working.
+// failing. It also holds parseStart's results.
 type flagSet struct {
 	cmd string
 	// values and bools are the known flags, by normalised name.
 	values map[string]bool // name -> takes a value
 	short  map[string]string
-	// ignoredBools are Ray flags known to take no value that raysim ignores.
-	ignoredBools map[string]bool
 	// entrypointAfterArg makes the first positional argument start the
 	// trailing command (ray job submit).
 	entrypointAfterArg bool
@@ -29,7 +28,7 @@ type flagSet struct {
 }
 
 func newFlagSet(cmd string, warn io.Writer) *flagSet {
-	return &flagSet{cmd: cmd, values: map[string]bool{}, short: map[string]string{}, ignoredBools: map[string]bool{}, got: map[string]string{}, warn: warn}
+	return &flagSet{cmd: cmd, values: map[string]bool{}, short: map[string]string{}, got: map[string]string{}, warn: warn}
 }
 
 func (f *flagSet) value(names ...string) *flagSet {
@@ -42,13 +41,6 @@ func (f *flagSet) value(names ...string) *flagSet {
 func (f *flagSet) boolean(names ...string) *flagSet {
 	for _, n := range names {
 		f.values[n] = false
-	}
-	return f
-}
-
-func (f *flagSet) ignoreBool(names ...string) *flagSet {
-	for _, n := range names {
-		f.ignoredBools[n] = true
 	}
 	return f
 }
@@ -79,7 +71,7 @@ func (f *flagSet) parse(args []string) error {
 		name = normalise(name)
 		takesValue, known := f.values[name]
 		if !known {
-			if !hasVal && !f.ignoredBools[name] && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !f.entrypointAfterArg {
+			if !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !f.entrypointAfterArg {
 				val = args[i+1]
 				i++
 				fmt.Fprintf(f.warn, "raysim: warning: ray %s: ignoring %s %s (not implemented by raysim)\n", f.cmd, a, val)

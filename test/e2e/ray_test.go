@@ -689,12 +689,9 @@ func testHeadPodRecreated(t *testing.T, e *rayEnv) {
 		})
 	}
 	e.waitFor(t, rayTimeout, "the worker registered with the new head", func(ctx context.Context) (bool, string, error) {
-		var cs clusterStatusResponse
-		if err := dashboardGet(ctx, newHead.Status.PodIP, "/api/cluster_status", &cs); err != nil {
-			return false, "", err
-		}
+		n, report, err := aliveNodes(ctx, newHead.Status.PodIP)
 		// The head is a Ray node too: the alive nodes are the head and the worker.
-		return cs.Data.ActiveNodes == 2, fmt.Sprintf("new head's dashboard: %d alive, %d dead nodes", cs.Data.ActiveNodes, cs.Data.DeadNodes), nil
+		return n == 2, "new head's dashboard:\n" + report, err
 	})
 	e.waitClusterReady(t, "phoenix", 1)
 }
@@ -762,20 +759,33 @@ func testHeadRayProcessKilled(t *testing.T, e *rayEnv) {
 		t.Errorf("the head pod was replaced (%s -> %s); killing Ray should restart the container only", head.Name, again.Name)
 	}
 	e.waitFor(t, rayTimeout, "the worker registered with the restarted head", func(ctx context.Context) (bool, string, error) {
-		var cs clusterStatusResponse
-		if err := dashboardGet(ctx, again.Status.PodIP, "/api/cluster_status", &cs); err != nil {
-			return false, "", err
-		}
-		return cs.Data.ActiveNodes == 2, fmt.Sprintf("%d alive, %d dead nodes", cs.Data.ActiveNodes, cs.Data.DeadNodes), nil
+		n, report, err := aliveNodes(ctx, again.Status.PodIP)
+		return n == 2, report, err
 	})
 }
 
-// clusterStatusResponse is the part of the dashboard's GET /api/cluster_status the tests read.
-type clusterStatusResponse struct {
-	Data clusterStatusData `json:"data"`
-}
-
-type clusterStatusData struct {
-	ActiveNodes int `json:"active_nodes"`
-	DeadNodes   int `json:"dead_nodes"`
+// aliveNodes counts the nodes the `ray status` report of the head's dashboard (GET
+// /api/cluster_status?format=1, as Ray serves it) lists as active or idle, and returns the report.
+func aliveNodes(ctx context.Context, podIP string) (int, string, error) {
+	var resp struct {
+		Data struct {
+			ClusterStatus string `json:"clusterStatus"`
+		} `json:"data"`
+	}
+	if err := dashboardGet(ctx, podIP, "/api/cluster_status?format=1", &resp); err != nil {
+		return 0, "", err
+	}
+	report := resp.Data.ClusterStatus
+	from, to := strings.Index(report, "Active:"), strings.Index(report, "Pending:")
+	if from < 0 || to < from {
+		return 0, report, fmt.Errorf("no Active: … Pending: sections in the report")
+	}
+	n := 0
+	for _, line := range strings.Split(report[from:to], "\n") {
+		var count int
+		if _, err := fmt.Sscanf(line, " %d ", &count); err == nil {
+			n += count
+		}
+	}
+	return n, report, nil
 }

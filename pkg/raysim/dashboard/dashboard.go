@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/internal/wsock"
@@ -36,7 +37,7 @@ type Head struct {
 //	GET    /api/cluster_status
 //	POST   /api/jobs/                 submit
 //	GET    /api/jobs/                 list
-//	GET    /api/jobs/{id}             details (by submission id or driver job id)
+//	GET    /api/jobs/{id}             details (by submission id)
 //	GET    /api/jobs/{id}/logs
 //	GET    /api/jobs/{id}/logs/tail   WebSocket stream of the logs until the job ends
 //	POST   /api/jobs/{id}/stop
@@ -136,18 +137,16 @@ func (h *Head) tail(w http.ResponseWriter, r *http.Request) {
 	_ = h.Jobs.Follow(id, gone, conn.WriteText)
 }
 
-// ClusterStatus is the data of /api/cluster_status: raysim's own summary,
-// wrapped in the dashboard's usual {"result", "msg", "data"} envelope.
+// ClusterStatus is raysim's summary of the cluster, for its /metrics page.
 type ClusterStatus struct {
 	// Nodes lists every node, alive first.
-	Nodes []gcs.NodeInfo `json:"nodes"`
+	Nodes []gcs.NodeInfo
 	// Usage maps each resource to [used, total] over the alive nodes.
-	Usage map[string][2]float64 `json:"usage"`
+	Usage map[string][2]float64
 	// ActiveNodes and DeadNodes count nodes by state.
-	ActiveNodes int `json:"active_nodes"`
-	DeadNodes   int `json:"dead_nodes"`
+	ActiveNodes, DeadNodes int
 	// Jobs counts jobs by status.
-	Jobs map[jobs.Status]int `json:"jobs"`
+	Jobs map[jobs.Status]int
 }
 
 // Status computes the cluster summary.
@@ -168,11 +167,24 @@ func (h *Head) Status() ClusterStatus {
 	return st
 }
 
+// clusterStatus answers as Ray's dashboard does. With ?format=1 its data is {"clusterStatus": the
+// `ray status` report}. Without, it is the autoscaler's status and error and the cluster status
+// object, which Ray has only while an autoscaler writes them; raysim has no autoscaler, so all three are
+// null, as in a Ray cluster without one.
 func (h *Head) clusterStatus(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("format") == "1" {
+		report := FormatStatus(h.Nodes.Nodes(), h.Jobs.PendingDemands(), time.Now())
+		writeJSON(w, http.StatusOK, map[string]any{
+			"result": true,
+			"msg":    "Got formatted cluster status.",
+			"data":   map[string]any{"clusterStatus": strings.TrimSuffix(report, "\n")},
+		})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"result": true,
 		"msg":    "Got cluster status.",
-		"data":   h.Status(),
+		"data":   map[string]any{"autoscalingStatus": nil, "autoscalingError": nil, "clusterStatus": nil},
 	})
 }
 
@@ -255,19 +267,15 @@ func writeText(w http.ResponseWriter, code int, s string) {
 
 func writeErr(w http.ResponseWriter, err error) {
 	var (
-		bad  *jobs.BadRequestError
-		nf   *jobs.NotFoundError
-		dup  *jobs.DuplicateError
-		term *jobs.NotTerminalError
+		bad *jobs.BadRequestError
+		nf  *jobs.NotFoundError
 	)
 	switch {
 	case errors.As(err, &nf):
 		writeText(w, http.StatusNotFound, err.Error())
-	case errors.As(err, &bad), errors.As(err, &dup):
+	case errors.As(err, &bad):
 		writeText(w, http.StatusBadRequest, err.Error())
-	case errors.As(err, &term):
-		writeText(w, http.StatusInternalServerError, err.Error())
-	default:
+	default: // as in Ray: a taken submission_id, deleting a job still running, a body that is no JSON
 		writeText(w, http.StatusInternalServerError, err.Error())
 	}
 }

@@ -311,10 +311,14 @@ func TestJobsAPIErrors(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want 404", c.method, c.path, r.code, r.body)
 		}
 	}
-	for _, bad := range []string{`{}`, `{"entrypoint": 3}`, `not json`, `{"entrypoint": "true", "metadata": {"a": 1}}`} {
+	for _, bad := range []string{`{}`, `{"entrypoint": 3}`, `{"entrypoint": "true", "metadata": {"a": 1}}`, `{"entrypoint": "true", "entry_point": "typo"}`} {
 		if r := call(t, "POST", base+"/api/jobs/", bad); r.code != 400 {
 			t.Errorf("submit %s: %d %s, want 400", bad, r.code, r.body)
 		}
+	}
+	// A body that is no JSON at all is a server error in Ray.
+	if r := call(t, "POST", base+"/api/jobs/", `not json`); r.code != 500 {
+		t.Errorf("submit not json: %d %s, want 500", r.code, r.body)
 	}
 
 	req := map[string]any{"entrypoint": "exec sleep 60", "submission_id": "twice"}
@@ -322,7 +326,7 @@ func TestJobsAPIErrors(t *testing.T) {
 		t.Fatalf("first submit: %d %s", r.code, r.body)
 	}
 	r := call(t, "POST", base+"/api/jobs/", req)
-	if r.code != 400 || !strings.Contains(string(r.body), "Please use a different submission_id") {
+	if r.code != 500 || !strings.Contains(string(r.body), "Please use a different submission_id") {
 		t.Fatalf("reused submission_id: %d %s", r.code, r.body)
 	}
 	c := jobs.NewClient(base)
@@ -330,7 +334,7 @@ func TestJobsAPIErrors(t *testing.T) {
 		t.Fatalf("client does not recognise the duplicate: %v", err)
 	}
 	// The deprecated job_id field names the submission too.
-	if r := call(t, "POST", base+"/api/jobs/", map[string]any{"entrypoint": "true", "job_id": "twice"}); r.code != 400 {
+	if r := call(t, "POST", base+"/api/jobs/", map[string]any{"entrypoint": "true", "job_id": "twice"}); r.code != 500 {
 		t.Fatalf("reused id through job_id: %d %s", r.code, r.body)
 	}
 
@@ -370,16 +374,21 @@ func TestHealthStatusAndMetrics(t *testing.T) {
 			t.Errorf("%s: %d %q", u, r.code, r.body)
 		}
 	}
+	// As in a Ray cluster without an autoscaler: the autoscaler's fields are null, and ?format=1 has the
+	// `ray status` report.
 	r := call(t, "GET", h.DashboardURL()+"/api/cluster_status", nil)
+	if want := `{"data":{"autoscalingError":null,"autoscalingStatus":null,"clusterStatus":null},"msg":"Got cluster status.","result":true}`; strings.TrimSpace(string(r.body)) != want {
+		t.Errorf("cluster_status: %s, want %s", r.body, want)
+	}
+	r = call(t, "GET", h.DashboardURL()+"/api/cluster_status?format=1", nil)
 	var st struct {
 		Result bool `json:"result"`
 		Data   struct {
-			ActiveNodes int                   `json:"active_nodes"`
-			Usage       map[string][2]float64 `json:"usage"`
+			ClusterStatus string `json:"clusterStatus"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(r.body, &st); err != nil || !st.Result || st.Data.ActiveNodes != 1 || st.Data.Usage["CPU"][1] != 1 {
-		t.Fatalf("cluster_status: %v %s", err, r.body)
+	if err := json.Unmarshal(r.body, &st); err != nil || !st.Result || !strings.Contains(st.Data.ClusterStatus, "Idle:\n 1 node_") || !strings.Contains(st.Data.ClusterStatus, " 0.0/1.0 CPU\n") {
+		t.Fatalf("cluster_status?format=1: %v %s", err, r.body)
 	}
 	r = call(t, "GET", "http://"+h.MetricsAddress()+"/metrics", nil)
 	for _, want := range []string{`raysim_cluster_nodes{state="ALIVE"} 1`, `raysim_cluster_resources_total{resource="CPU"} 1`, `# TYPE raysim_jobs gauge`} {

@@ -42,11 +42,17 @@ type NodeInfo struct {
 	DeathReason   string       `json:"death_reason,omitempty"`
 	Hostname      string       `json:"node_name,omitempty"`
 	RaysimVersion string       `json:"raysim_version,omitempty"`
+	// NodeTypeName is the node's type ($RAY_NODE_TYPE_NAME; KubeRay sets the group's name), as `ray
+	// status` counts nodes.
+	NodeTypeName string `json:"node_type_name,omitempty"`
+	// RunningJobs counts the job entrypoints holding a reservation on the node; a node with none is idle.
+	RunningJobs int `json:"running_jobs,omitempty"`
 }
 
 type nodeEntry struct {
 	info     NodeInfo
 	reserved resource.Set
+	jobs     int
 	lastBeat time.Time
 	order    int
 }
@@ -206,6 +212,7 @@ func (t *Table) Nodes() []NodeInfo {
 	for _, e := range entries {
 		info := e.info
 		info.Total = e.info.Total.Clone()
+		info.RunningJobs = e.jobs
 		if info.State == StateAlive {
 			info.Available = e.info.Total.Clone().Sub(e.reserved)
 		} else {
@@ -231,7 +238,8 @@ func (t *Table) Totals() (total, available resource.Set) {
 }
 
 // Reserve finds the first alive node (head first) with req free, reserves it
-// there and returns the node's id. ok is false when no node has room now.
+// there for one job and returns the node's id. ok is false when no node has
+// room now. An empty req reserves nothing but still counts the job on the node.
 func (t *Table) Reserve(req resource.Set) (nodeID string, ok bool) {
 	for _, n := range t.Nodes() {
 		if n.State != StateAlive || !n.Available.Fits(req) {
@@ -241,6 +249,7 @@ func (t *Table) Reserve(req resource.Set) (nodeID string, ok bool) {
 		e, found := t.nodes[n.NodeID]
 		if found && e.info.State == StateAlive && e.info.Total.Clone().Sub(e.reserved).Fits(req) {
 			e.reserved.Add(req)
+			e.jobs++
 			t.mu.Unlock()
 			return n.NodeID, true
 		}
@@ -255,6 +264,9 @@ func (t *Table) Release(nodeID string, req resource.Set) {
 	t.mu.Lock()
 	if e, ok := t.nodes[nodeID]; ok && e.info.State == StateAlive {
 		e.reserved.Sub(req)
+		if e.jobs > 0 {
+			e.jobs--
+		}
 	}
 	t.mu.Unlock()
 	t.changed()

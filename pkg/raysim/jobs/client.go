@@ -69,6 +69,16 @@ func (c *Client) Version(ctx context.Context) (VersionResponse, error) {
 	return v, c.do(ctx, http.MethodGet, "/api/version", nil, &v)
 }
 
+// StatusReport calls GET /api/cluster_status?format=1 and returns the `ray status` report in it.
+func (c *Client) StatusReport(ctx context.Context) (string, error) {
+	var r struct {
+		Data struct {
+			ClusterStatus string `json:"clusterStatus"`
+		} `json:"data"`
+	}
+	return r.Data.ClusterStatus, c.do(ctx, http.MethodGet, "/api/cluster_status?format=1", nil, &r)
+}
+
 // Submit calls POST /api/jobs/.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResponse, error) {
 	var r SubmitResponse

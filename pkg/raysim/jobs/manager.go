@@ -71,11 +71,10 @@ type Manager struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
-	mu      sync.Mutex
-	jobs    map[string]*job
-	seq     int
-	drivers int
-	closed  bool
+	mu     sync.Mutex
+	jobs   map[string]*job
+	seq    int
+	closed bool
 }
 
 // NewManager starts a manager; call Close to stop it and its jobs.
@@ -162,9 +161,12 @@ func (m *Manager) Submit(req SubmitRequest) (SubmitResponse, error) {
 			res[k] += v
 		}
 	}
-	msg := "Job has not started yet."
+	msg := MessagePending
 	if !res.IsZero() {
-		msg += " It is waiting for the cluster to have the entrypoint's resources (CPUs, GPUs, memory, custom resources) free."
+		msg = MessagePendingResources
+	}
+	if len(req.RuntimeEnv) > 0 {
+		msg += MessagePendingRuntimeEnv
 	}
 	now := time.Now().UnixMilli()
 
@@ -214,7 +216,7 @@ func (m *Manager) schedule() {
 	sort.Slice(pending, func(a, b int) bool { return pending[a].seq < pending[b].seq })
 	for _, j := range pending {
 		nodeID := m.cfg.NodeID
-		if m.cfg.Cluster != nil && !j.req.IsZero() {
+		if m.cfg.Cluster != nil {
 			var ok bool
 			nodeID, ok = m.cfg.Cluster.Reserve(j.req)
 			if !ok {
@@ -234,7 +236,7 @@ func (m *Manager) schedule() {
 }
 
 func (m *Manager) release(nodeID string, req resource.Set) {
-	if m.cfg.Cluster != nil && !req.IsZero() && nodeID != "" {
+	if m.cfg.Cluster != nil && nodeID != "" {
 		m.cfg.Cluster.Release(nodeID, req)
 	}
 }
@@ -268,14 +270,11 @@ func (m *Manager) entrypointEnv(j *job) []string {
 	return env
 }
 
-// start launches j's entrypoint; m.mu is held.
+// start launches j's entrypoint; m.mu is held. The entrypoint is a shell
+// command that never connects a Ray driver, so, as in Ray for such an
+// entrypoint, job_id and driver_info stay null.
 func (m *Manager) start(j *job) {
 	id := *j.d.SubmissionID
-	m.drivers++
-	driverID := fmt.Sprintf("%02x000000", m.drivers%256)
-	if m.drivers > 255 {
-		driverID = fmt.Sprintf("%08x", m.drivers)
-	}
 	j.d.DriverNodeID = ptr(m.cfg.NodeID)
 	if m.cfg.AgentAddress != "" {
 		j.d.DriverAgentHTTPAddress = ptr(m.cfg.AgentAddress)
@@ -321,9 +320,7 @@ func (m *Manager) start(j *job) {
 	j.cmd = cmd
 	j.hasProcess = true
 	j.d.Status = StatusRunning
-	j.d.Message = ptr("Job is running.")
-	j.d.JobID = ptr(driverID)
-	j.d.DriverInfo = &DriverInfo{ID: driverID, NodeIPAddr: m.cfg.NodeIP, PID: strconv.Itoa(cmd.Process.Pid)}
+	j.d.Message = ptr(MessageRunning)
 	m.cfg.Logf("job %s running as pid %d", id, cmd.Process.Pid)
 
 	m.wg.Add(1)
@@ -356,21 +353,16 @@ func (m *Manager) finish(j *job, code int) {
 	switch {
 	case j.stopping:
 		j.d.Status = StatusStopped
-		j.d.Message = ptr("Job was stopped by request.")
+		j.d.Message = ptr(MessageStopped)
 	case code == 0:
 		j.d.Status = StatusSucceeded
-		j.d.Message = ptr("Job finished successfully.")
+		j.d.Message = ptr(MessageSucceeded)
 		j.d.DriverExitCode = ptr(0)
 	default:
 		j.d.Status = StatusFailed
 		j.d.DriverExitCode = ptr(code)
 		j.d.ErrorType = ptr(ErrorTypeEntrypointFailed)
-		tail := lastLogs(j.logPath, 20000)
-		if tail == "" {
-			j.d.Message = ptr(fmt.Sprintf("Job entrypoint command failed with exit code %d. It wrote no logs.", code))
-		} else {
-			j.d.Message = ptr(fmt.Sprintf("Job entrypoint command failed with exit code %d. Last logs (up to 20000 bytes):\n%s", code, tail))
-		}
+		j.d.Message = ptr(failedMessage(code, lastLogs(j.logPath, 20000)))
 	}
 	status := j.d.Status
 	nodeID, req := j.nodeID, j.req
@@ -404,11 +396,6 @@ func (m *Manager) lookup(id string) (*job, error) {
 	if j, ok := m.jobs[id]; ok {
 		return j, nil
 	}
-	for _, j := range m.jobs {
-		if j.d.JobID != nil && *j.d.JobID == id {
-			return j, nil
-		}
-	}
 	return nil, &NotFoundError{ID: id}
 }
 
@@ -421,7 +408,7 @@ func cloneDetails(d Details) Details {
 	return out
 }
 
-// Get returns a job by submission id (or by its driver job id).
+// Get returns a job by submission id.
 func (m *Manager) Get(id string) (Details, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -447,6 +434,25 @@ func (m *Manager) List() []Details {
 		out = append(out, cloneDetails(j.d))
 	}
 	m.mu.Unlock()
+	return out
+}
+
+// PendingDemands returns the resources each job still waiting to start asks for (those asking for
+// nothing start at once and are left out), oldest submission first.
+func (m *Manager) PendingDemands() []resource.Set {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var pending []*job
+	for _, j := range m.jobs {
+		if j.d.Status == StatusPending && !j.stopping && !j.req.IsZero() {
+			pending = append(pending, j)
+		}
+	}
+	sort.Slice(pending, func(a, b int) bool { return pending[a].seq < pending[b].seq })
+	out := make([]resource.Set, len(pending))
+	for i, j := range pending {
+		out[i] = j.req.Clone()
+	}
 	return out
 }
 
@@ -478,7 +484,7 @@ func (m *Manager) Stop(id string) (stopped bool, err error) {
 	j.stopping = true
 	if j.d.Status == StatusPending {
 		j.d.Status = StatusStopped
-		j.d.Message = ptr("Job was stopped by request before it started.")
+		j.d.Message = ptr(MessageStopped)
 		j.d.EndTime = ptr(time.Now().UnixMilli())
 		close(j.done)
 		m.mu.Unlock()

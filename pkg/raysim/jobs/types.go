@@ -70,9 +70,10 @@ type SubmitRequest struct {
 	Entrypoint   string `json:"entrypoint"`
 	SubmissionID string `json:"submission_id,omitempty"`
 	// JobID is the deprecated spelling of SubmissionID.
-	JobID               string             `json:"job_id,omitempty"`
-	RuntimeEnv          map[string]any     `json:"runtime_env,omitempty"`
-	Metadata            map[string]string  `json:"metadata,omitempty"`
+	JobID string `json:"job_id,omitempty"`
+	// RuntimeEnv and Metadata go out as null when nil and {} when empty, as Ray's CLI sends {}.
+	RuntimeEnv          map[string]any     `json:"runtime_env"`
+	Metadata            map[string]string  `json:"metadata"`
 	EntrypointNumCPUs   *float64           `json:"entrypoint_num_cpus,omitempty"`
 	EntrypointNumGPUs   *float64           `json:"entrypoint_num_gpus,omitempty"`
 	EntrypointMemory    *int64             `json:"entrypoint_memory,omitempty"`
@@ -108,19 +109,50 @@ type VersionResponse struct {
 	SessionName string `json:"session_name"`
 }
 
-// APIVersion is the Jobs API version raysim speaks (the "version" of /api/version).
-const APIVersion = "5"
+// APIVersion is the Jobs API version raysim speaks (the "version" of /api/version), Ray 2.60's.
+const APIVersion = "4"
+
+// Job status messages, as Ray words them.
+const (
+	MessagePending          = "Job has not started yet."
+	MessagePendingResources = "Job has not started yet. It may be waiting for resources (CPUs, GPUs, memory, custom resources) to become available."
+	// MessagePendingRuntimeEnv is added to a pending job's message when it has a runtime_env.
+	MessagePendingRuntimeEnv = " It may be waiting for the runtime environment to be set up."
+	MessageRunning           = "Job is currently running."
+	MessageSucceeded         = "Job finished successfully."
+	MessageStopped           = "Job was intentionally stopped."
+)
+
+// failedMessage is a failed entrypoint's status message, as Ray words it: the
+// exit code, then the last logs.
+func failedMessage(code int, lastLogs string) string {
+	return fmt.Sprintf("Job entrypoint command failed with exit code %d, last available logs (truncated to 20,000 chars):\n%s", code, lastLogs)
+}
+
+// submitKeys are the fields Ray's JobSubmitRequest has; any other key is refused.
+var submitKeys = map[string]bool{
+	"entrypoint": true, "submission_id": true, "job_id": true, "runtime_env": true, "metadata": true,
+	"entrypoint_num_cpus": true, "entrypoint_num_gpus": true, "entrypoint_memory": true,
+	"entrypoint_resources": true, "entrypoint_label_selector": true,
+}
 
 // ParseSubmitRequest decodes and checks a submission body the way Ray's server
-// checks it: entrypoint must be a string, metadata values strings, the
-// entrypoint_* quantities numbers (entrypoint_memory an integer).
+// checks it: a body that is no JSON object is a server error (500, as in Ray);
+// a missing entrypoint or a key Ray's request has no field for is a 400; the
+// entrypoint must be a string, metadata values strings, the entrypoint_*
+// quantities numbers (entrypoint_memory an integer).
 func ParseSubmitRequest(data []byte) (SubmitRequest, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return SubmitRequest{}, &BadRequestError{Msg: "request body is not a JSON object: " + err.Error()}
+		return SubmitRequest{}, fmt.Errorf("request body is not a JSON object: %w", err)
 	}
 	if _, ok := raw["entrypoint"]; !ok {
 		return SubmitRequest{}, &BadRequestError{Msg: "missing required field: entrypoint"}
+	}
+	for k := range raw {
+		if !submitKeys[k] {
+			return SubmitRequest{}, &BadRequestError{Msg: fmt.Sprintf("unexpected field %q in the job submission", k)}
+		}
 	}
 	var req SubmitRequest
 	if err := json.Unmarshal(data, &req); err != nil {
@@ -149,14 +181,14 @@ type NotFoundError struct{ ID string }
 // Error says which job is missing.
 func (e *NotFoundError) Error() string { return fmt.Sprintf("Job %s does not exist", e.ID) }
 
-// DuplicateError says the submission_id is taken. Its text carries the phrase
-// Ray uses ("Please use a different submission_id"), which clients such as
-// KubeRay match to learn that the job was already submitted.
+// DuplicateError says the submission_id is taken (HTTP 500, as in Ray). Its
+// text carries Ray's phrase ("Please use a different submission_id"), which
+// clients such as KubeRay match to learn that the job was already submitted.
 type DuplicateError struct{ ID string }
 
 // Error names the taken id with the phrase clients match.
 func (e *DuplicateError) Error() string {
-	return fmt.Sprintf("submission_id %s is already taken by an existing job. Please use a different submission_id.", e.ID)
+	return fmt.Sprintf("Job with submission_id %s already exists. Please use a different submission_id.", e.ID)
 }
 
 // NotTerminalError refuses to delete a job that has not finished.
@@ -165,7 +197,7 @@ type NotTerminalError struct {
 	Status Status
 }
 
-// Error explains why the job cannot be deleted yet.
+// Error explains why the job cannot be deleted yet, in Ray's words.
 func (e *NotTerminalError) Error() string {
-	return fmt.Sprintf("job %s is %s; only a job in a terminal state (STOPPED, SUCCEEDED, FAILED) can be deleted", e.ID, e.Status)
+	return fmt.Sprintf("Attempted to delete job '%s', but it is in a non-terminal state %s.", e.ID, e.Status)
 }

@@ -26,6 +26,8 @@ type HeadConfig struct {
 	DashboardHost string
 	// NodeIP is the address advertised for the node; empty means detected.
 	NodeIP string
+	// NodeTypeName is the node's type as `ray status` counts it (KubeRay's group name).
+	NodeTypeName string
 	// Ports: GCS (6379 in Ray), dashboard (8265), agent (52365), metrics (8080).
 	GCSPort, DashboardPort, AgentPort, MetricsPort int
 	// Resources are the head's own resources (CPU, GPU, memory, custom).
@@ -112,7 +114,8 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	total["node:"+h.nodeIP] = 1
 	total["node:__internal_head__"] = 1
 	h.table.Register(gcs.NodeInfo{NodeID: h.nodeID, NodeIP: h.nodeIP, IsHead: true, Total: total,
-		AgentPort: port(lis["agent"]), MetricsPort: port(lis["metrics"]), Hostname: hostname(), RaysimVersion: cfg.Version})
+		AgentPort: port(lis["agent"]), MetricsPort: port(lis["metrics"]), Hostname: hostname(), RaysimVersion: cfg.Version,
+		NodeTypeName: cfg.NodeTypeName})
 
 	h.jobs = jobs.NewManager(jobs.Config{
 		LogDir:       filepath.Join(h.sessDir, "logs"),

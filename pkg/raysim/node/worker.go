@@ -24,6 +24,8 @@ type WorkerConfig struct {
 	// NodeIP is the advertised address; empty means the local address that
 	// reaches the GCS.
 	NodeIP string
+	// NodeTypeName is the node's type as `ray status` counts it (KubeRay's group name).
+	NodeTypeName string
 	// AgentPort and MetricsPort; 0 picks free ports.
 	AgentPort, MetricsPort int
 	// Resources are the worker's resources.
@@ -114,7 +116,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	total := cfg.Resources.Clone()
 	total["node:"+cfg.NodeIP] = 1
 	reg, err := w.client.Register(ctx, gcs.NodeInfo{NodeIP: cfg.NodeIP, Total: total, AgentPort: port(lis["agent"]),
-		MetricsPort: port(lis["metrics"]), Hostname: hostname(), RaysimVersion: cfg.Version})
+		MetricsPort: port(lis["metrics"]), Hostname: hostname(), RaysimVersion: cfg.Version, NodeTypeName: cfg.NodeTypeName})
 	if err != nil {
 		for _, l := range lis {
 			l.Close()

@@ -15,6 +15,9 @@ const (
 	CPU    = "CPU"
 	GPU    = "GPU"
 	Memory = "memory"
+	// ObjectStoreMemory is the object store's size in bytes. raysim has no object store; it reports
+	// the resource as Ray does, for accounting only.
+	ObjectStoreMemory = "object_store_memory"
 )
 
 // epsilon absorbs float rounding when fractional quantities are added and

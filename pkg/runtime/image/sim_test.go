@@ -352,7 +352,7 @@ func TestSimImageRunsInContainerd(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"version":"5"`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"version":"4"`) {
 		t.Fatalf("dashboard /api/version: %d %s", resp.StatusCode, body)
 	}
 

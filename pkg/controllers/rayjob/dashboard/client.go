@@ -41,7 +41,7 @@ const (
 )
 
 // alreadySubmittedPhrase is what Ray puts in the answer to a submission whose
-// submission_id is taken (Ray answers 500, raysim 400; only the text is stable).
+// submission_id is taken (HTTP 500 from Ray and raysim; the text is what is meant to be stable).
 const alreadySubmittedPhrase = "Please use a different submission_id"
 
 // JobInfo is the part of GET /api/jobs/{id} the controller reads.

@@ -58,7 +58,7 @@ func TestClientAgainstRaysim(t *testing.T) {
 	}
 }
 
-// Real Ray answers a reused submission_id with HTTP 500 (raysim with 400); both count.
+// Ray (and raysim) answer a reused submission_id with HTTP 500.
 func TestAlreadySubmittedOn500(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Job with submission_id x already exists. Please use a different submission_id.", http.StatusInternalServerError)
