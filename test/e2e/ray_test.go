@@ -776,16 +776,9 @@ func aliveNodes(ctx context.Context, podIP string) (int, string, error) {
 		return 0, "", err
 	}
 	report := resp.Data.ClusterStatus
-	from, to := strings.Index(report, "Active:"), strings.Index(report, "Pending:")
-	if from < 0 || to < from {
-		return 0, report, fmt.Errorf("no Active: … Pending: sections in the report")
-	}
-	n := 0
-	for _, line := range strings.Split(report[from:to], "\n") {
-		var count int
-		if _, err := fmt.Sscanf(line, " %d ", &count); err == nil {
-			n += count
-		}
+	n := rayStatusNodes(report)
+	if n < 0 {
+		return 0, report, fmt.Errorf("no node status in the report")
 	}
 	return n, report, nil
 }
