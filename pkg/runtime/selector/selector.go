@@ -181,24 +181,20 @@ func Plan(runtime, ray string, found *hostray.Ray) (RayPlan, error) {
 		default:
 			p.Ray = RayImage
 		}
-	case RayHost:
-		if found == nil {
-			return p, errors.New("--ray=host: no Ray found on this host")
+	case RayHost, RaySim:
+		what := "raysim"
+		if ray == RayHost {
+			if found == nil {
+				return p, errors.New("--ray=host: no Ray found on this host")
+			}
+			what, p.HostRay = "the host's Ray", found
 		}
 		if runtime == Containerd {
-			return p, errors.New("--ray=host runs Ray's images on the host's Ray, with the process runtime; --runtime=containerd runs the images themselves (--ray=image)")
+			return p, fmt.Errorf("--ray=%s runs Ray's images on %s, with the process runtime; --runtime=containerd runs the images themselves (--ray=image)", ray, what)
 		}
-		p.Ray, p.HostRay = RayHost, found
+		p.Ray = ray
 		if runtime == Auto {
-			p.Runtime, p.Why = Process, "--ray=host"
-		}
-	case RaySim:
-		if runtime == Containerd {
-			return p, errors.New("--ray=sim runs Ray's images on raysim, with the process runtime; --runtime=containerd runs the images themselves (--ray=image)")
-		}
-		p.Ray = RaySim
-		if runtime == Auto {
-			p.Runtime, p.Why = Process, "--ray=sim"
+			p.Runtime, p.Why = Process, "--ray="+ray
 		}
 	case RayImage:
 		if runtime == Process {
