@@ -131,7 +131,7 @@ func emptyDir(target string, e *corev1.EmptyDirVolumeSource) error {
 	if e.SizeLimit != nil && !e.SizeLimit.IsZero() {
 		opts += fmt.Sprintf(",size=%d", e.SizeLimit.Value())
 	}
-	if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := mountTmpfs(target, opts); err != nil {
 		return fmt.Errorf("mounting tmpfs: %w", err)
 	}
 	return nil
@@ -152,7 +152,7 @@ func Teardown(dir string) error {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		if e.IsDir() && isMountPoint(p) {
-			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil {
+			if err := unmountDetached(p); err != nil {
 				return fmt.Errorf("unmounting %s: %w", p, err)
 			}
 		}
