@@ -38,7 +38,7 @@ const DefaultServiceCIDR = "10.96.0.0/16"
 type builtins map[schema.GroupVersion]registry.Storage
 
 // newBuiltins builds the storage of every built-in resource. kubeletTLS is the client configuration
-// pods/log and pods/exec reach kubelets with (nil turns them off).
+// pods/log, pods/exec and pods/portforward reach kubelets with (nil turns them off).
 func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config) (builtins, error) {
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)

@@ -23,8 +23,8 @@ type Kubelets struct {
 	// Hostname) on status.daemonEndpoints.kubeletEndpoint.Port.
 	Nodes rest.Getter
 	// TLS is the client side of the connection: the API server's kubelet-client certificate and the CA
-	// that signed the kubelets' serving certificates. With no TLS (or no Nodes) pods/log and pods/exec
-	// answer 503.
+	// that signed the kubelets' serving certificates. With no TLS (or no Nodes) pods/log, pods/exec and
+	// pods/portforward answer 503.
 	TLS *tls.Config
 }
 
