@@ -25,6 +25,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -475,6 +477,34 @@ func TestProxy(t *testing.T) {
 			if code != tc.code || !strings.Contains(body, tc.msg) {
 				t.Errorf("GET %s: %d %q, want %d with %q", tc.path, code, body, tc.code, tc.msg)
 			}
+		}
+		// Proxying and forwarding are rights of their own: an identity without them is refused.
+		sa := "system:serviceaccount:" + ns + ":default"
+		cfg := rest.CopyConfig(in.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: sa}
+		rc, err := kubernetes.NewForConfig(cfg)
+		must(t, "an impersonating client", err)
+		for _, path := range []string{base + "/services/px-head-svc:8265/proxy/api/version", base + "/pods/" + head.Name + ":8265/proxy/api/version"} {
+			var code int
+			_ = rc.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).StatusCode(&code)
+			if code != http.StatusForbidden {
+				t.Errorf("GET %s as %s: %d, want 403", path, sa, code)
+			}
+		}
+		pf := base + "/pods/" + head.Name + "/portforward"
+		var code int
+		_ = rc.CoreV1().RESTClient().Post().AbsPath(pf).Do(ctx).StatusCode(&code)
+		if code != http.StatusForbidden {
+			t.Errorf("POST %s as %s: %d, want 403", pf, sa, code)
+		}
+		// The admin may, but a request that does not ask for a stream upgrade is the client's mistake.
+		code = 0
+		_ = in.Client.CoreV1().RESTClient().Post().AbsPath(pf).Do(ctx).StatusCode(&code)
+		if code != http.StatusBadRequest {
+			t.Errorf("POST %s without an upgrade: %d, want 400", pf, code)
+		}
+		if _, errOut, err := in.Kubectl(ctx, "", "-n", ns, "--as", sa, "port-forward", "pod/"+head.Name, ":8265"); err == nil || !strings.Contains(errOut, "forbidden") {
+			t.Errorf("kubectl port-forward as %s: %v\n%s", sa, err, errOut)
 		}
 		// A port-forward to a pod that does not exist fails at once, with kubectl's usual message.
 		_, errOut, err := in.Kubectl(ctx, "", "-n", ns, "port-forward", "pod/missing", ":8265")
