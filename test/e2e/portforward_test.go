@@ -112,6 +112,20 @@ func portForward(t *testing.T, ctx context.Context, in *framework.Instance, ns s
 	return k, port
 }
 
+// dialerLines are the lines of kubectl's verbose log that say how it connected.
+func dialerLines(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "WebSocket") || strings.Contains(l, "fallback") || strings.Contains(l, "Upgrade") || strings.Contains(l, "portforward") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	if len(out) == 0 {
+		return "(no WebSocket or fallback lines: SPDY)"
+	}
+	return strings.Join(out, " | ")
+}
+
 // hostHTTP is a client for the host's loopback, ignoring any proxy in the environment.
 var hostHTTP = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
 
@@ -235,9 +249,11 @@ func TestPortForward(t *testing.T) {
 		wantRayVersion(t, ctx, base)
 		raySubmit(t, ctx, base)
 		// kubectl tunnels SPDY over WebSocket first and falls back to SPDY only when that fails.
-		if log := k.errOut.String(); !strings.Contains(log, "WebSocket Upgrade") || strings.Contains(log, "fallback to secondary dialer") {
+		log := k.errOut.String()
+		if !strings.Contains(log, "WebSocket Upgrade") || strings.Contains(log, "fallback to secondary dialer") {
 			t.Fatalf("kubectl did not forward over WebSocket; its log:\n%s", log)
 		}
+		t.Logf("kubectl's dialer: %s", dialerLines(log))
 	})
 
 	t.Run("SPDY", func(t *testing.T) {
@@ -245,9 +261,11 @@ func TestPortForward(t *testing.T) {
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
 		wantRayVersion(t, ctx, base)
 		raySubmit(t, ctx, base)
-		if log := k.errOut.String(); strings.Contains(log, "WebSocket") {
+		log := k.errOut.String()
+		if strings.Contains(log, "WebSocket") {
 			t.Fatalf("kubectl used WebSocket though told not to; its log:\n%s", log)
 		}
+		t.Logf("kubectl's dialer: %s", dialerLines(log))
 	})
 
 	t.Run("Service", func(t *testing.T) {
