@@ -38,7 +38,7 @@ const DefaultServiceCIDR = "10.96.0.0/16"
 type builtins map[schema.GroupVersion]registry.Storage
 
 // newBuiltins builds the storage of every built-in resource. kubeletTLS is the client configuration
-// pods/log and pods/exec reach kubelets with (nil turns them off).
+// pods/log, pods/exec and pods/portforward reach kubelets with (nil turns them off).
 func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config) (builtins, error) {
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
@@ -70,7 +70,11 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	if err := add(core, pods, err); err != nil {
 		return nil, err
 	}
-	services, err := service.NewStorage(s, optsGetter, serviceCIDR)
+	slices, sliceStore, err := registry.Build(s, endpointslice.Resource, optsGetter)
+	if err := add(endpointslice.Resource.GroupVersion(), slices, err); err != nil {
+		return nil, err
+	}
+	services, err := service.NewStorage(s, optsGetter, serviceCIDR, sliceStore.Store)
 	if err := add(core, services, err); err != nil {
 		return nil, err
 	}
@@ -80,7 +84,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	}
 	for _, r := range []*registry.Resource{
 		configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
-		coreevent.Resource, eventsevent.Resource, lease.Resource, endpointslice.Resource, job.Resource,
+		coreevent.Resource, eventsevent.Resource, lease.Resource, job.Resource,
 	} {
 		if err := plain(r); err != nil {
 			return nil, err

@@ -74,8 +74,8 @@ type Config struct {
 	// RBAC are RBAC manifests (YAML) applied, and in force, before the server reports ready; nil means
 	// rayctl's bootstrap policy (configs/rbac).
 	RBAC [][]byte
-	// KubeletClient is the client certificate the server presents to kubelets for pods/log and
-	// pods/exec (kubelets' serving certificates are checked against CA); nil turns those off.
+	// KubeletClient is the client certificate the server presents to kubelets for pods/log, pods/exec
+	// and pods/portforward (kubelets' serving certificates are checked against CA); nil turns those off.
 	KubeletClient *pki.KeyPair
 	// Audit, when set, receives audit events as AuditPolicy decides (rayctl's chain recorder listens
 	// here for accepted writes).

@@ -453,6 +453,19 @@ func (k *Kubelet) Container(ns, pod, container string) (kubeletapi.ContainerRef,
 	return kubeletapi.ContainerRef{ID: ref.ContainerID, Running: ref.Running, LogPath: ref.LogPath, PreviousLogPath: ref.PreviousLogPath}, nil
 }
 
+// Network says where the ports of pod ns/name on this node are reached (kubeletapi.Pods).
+func (k *Kubelet) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
+	w := k.worker(ns, pod)
+	if w == nil {
+		return kubeletapi.PodNetwork{}, fmt.Errorf("pod %s/%s not found on this node: %w", ns, pod, kubeletapi.ErrNotFound)
+	}
+	n, ok := w.Network()
+	if !ok {
+		return kubeletapi.PodNetwork{}, fmt.Errorf("pod %s/%s has no sandbox: %w", ns, pod, kubeletapi.ErrNotReady)
+	}
+	return kubeletapi.PodNetwork{UID: string(w.UID()), NetNSPath: n.NetNSPath, Gone: w.Done()}, nil
+}
+
 // apiSources reads config maps and secrets straight from the API server.
 type apiSources struct{ client kubernetes.Interface }
 

@@ -1,13 +1,15 @@
-// Package kubeletapi is the kubelet's HTTPS API, the endpoints the API server's pods/log and pods/exec
-// subresources proxy to:
+// Package kubeletapi is the kubelet's HTTPS API, the endpoints the API server's pods/log, pods/exec and
+// pods/portforward subresources proxy to:
 //
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow&previous&tailLines&sinceSeconds&sinceTime&timestamps&limitBytes
 //	GET|POST /exec/{namespace}/{pod}/{container}?command=…&command=…&stdin&stdout&stderr&tty
+//	GET|POST /portForward/{namespace}/{pod}
 //	GET /healthz
 //
 // Only clients presenting a certificate chained to the configured CA are served (optionally only some
 // common names). Logs are read from the containers' CRI-format log files; exec speaks the Kubernetes
-// remote command protocol (v4.channel.k8s.io and older) over SPDY.
+// remote command protocol (v4.channel.k8s.io and older) over SPDY; port forwarding speaks
+// portforward.k8s.io over SPDY (or WebSocket) and dials each port inside the pod's network namespace.
 package kubeletapi
 
 import (
@@ -26,6 +28,9 @@ import (
 // ErrNotFound says a pod or container is not on this node (wrap it to get a 404).
 var ErrNotFound = errors.New("not found")
 
+// ErrNotReady says a pod is on this node but cannot serve the request yet (wrap it to get a 400).
+var ErrNotReady = errors.New("not ready")
+
 // ContainerRef locates a container and its logs.
 type ContainerRef struct {
 	// ID is the runtime's id of the current attempt; Running says whether it runs.
@@ -39,6 +44,8 @@ type ContainerRef struct {
 type Pods interface {
 	// Container returns the container of pod namespace/name called container.
 	Container(namespace, pod, container string) (ContainerRef, error)
+	// Network returns where the ports of pod namespace/name are reached.
+	Network(namespace, pod string) (PodNetwork, error)
 }
 
 // Config configures the server.
@@ -73,6 +80,8 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", s.exec)
 	mux.HandleFunc("POST /exec/{namespace}/{pod}/{container}", s.exec)
+	mux.HandleFunc("GET /portForward/{namespace}/{pod}", s.portForward)
+	mux.HandleFunc("POST /portForward/{namespace}/{pod}", s.portForward)
 	s.http = &http.Server{
 		Handler: s.authorize(mux),
 		TLSConfig: &tls.Config{

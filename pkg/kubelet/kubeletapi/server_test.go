@@ -28,6 +28,23 @@ import (
 type pods struct {
 	mu   sync.Mutex
 	refs map[string]kubeletapi.ContainerRef
+	nets map[string]kubeletapi.PodNetwork
+}
+
+func (p *pods) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.nets[ns+"/"+pod]
+	if !ok {
+		return n, fmt.Errorf("%s/%s: %w", ns, pod, kubeletapi.ErrNotFound)
+	}
+	return n, nil
+}
+
+func (p *pods) setNetwork(key string, n kubeletapi.PodNetwork) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nets[key] = n
 }
 
 func (p *pods) Container(ns, pod, c string) (kubeletapi.ContainerRef, error) {
@@ -76,7 +93,7 @@ func start(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	rt := fake.New(fake.Options{})
-	ps := &pods{refs: map[string]kubeletapi.ContainerRef{}}
+	ps := &pods{refs: map[string]kubeletapi.ContainerRef{}, nets: map[string]kubeletapi.PodNetwork{}}
 	srv := kubeletapi.New(kubeletapi.Config{ServingCert: cert, ClientCAs: ca.Pool(), Pods: ps, Runtime: rt, FollowPoll: 20 * time.Millisecond})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

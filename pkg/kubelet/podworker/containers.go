@@ -442,5 +442,6 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	w.sandbox = sb
+	w.publishSandbox()
 	return nil
 }

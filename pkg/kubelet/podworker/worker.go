@@ -76,6 +76,7 @@ type Worker struct {
 	pod       *corev1.Pod
 	gone      bool
 	logs      map[string]LogRef
+	network   *Network // nil while the pod has no sandbox
 	finished  bool
 	probeRes  map[string]map[probe.Kind]probe.Result // by container id
 	probeStop map[string]context.CancelFunc          // by container id
@@ -204,6 +205,33 @@ func (w *Worker) Logs(container string) (LogRef, bool) {
 	defer w.mu.Unlock()
 	ref, ok := w.logs[container]
 	return ref, ok
+}
+
+// Network is how a pod's sandbox is reached.
+type Network struct {
+	// NetNSPath is the sandbox's network namespace, empty when it shares the host's.
+	NetNSPath string
+}
+
+// Network returns the network of the pod's sandbox; false while the pod has none.
+func (w *Worker) Network() (Network, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.network == nil {
+		return Network{}, false
+	}
+	return *w.network, true
+}
+
+// publishSandbox makes the run goroutine's sandbox visible to Network.
+func (w *Worker) publishSandbox() {
+	var n *Network
+	if w.sandbox != nil {
+		n = &Network{NetNSPath: w.sandbox.NetNSPath}
+	}
+	w.mu.Lock()
+	w.network = n
+	w.mu.Unlock()
 }
 
 // Pod returns the pod as last handed to the worker.
@@ -449,6 +477,7 @@ func (w *Worker) teardown(ctx context.Context, grace time.Duration) error {
 		return err
 	}
 	w.sandbox = nil
+	w.publishSandbox()
 	if err := volume.Teardown(filepath.Join(w.podDir(), "volumes")); err != nil {
 		return err
 	}

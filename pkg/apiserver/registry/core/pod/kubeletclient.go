@@ -17,14 +17,14 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// Kubelets tells pods/log and pods/exec how to reach the kubelet of a pod's node.
+// Kubelets tells pods/log, pods/exec and pods/portforward how to reach the kubelet of a pod's node.
 type Kubelets struct {
 	// Nodes reads Node objects. A node's kubelet listens at its InternalIP (else ExternalIP, else
 	// Hostname) on status.daemonEndpoints.kubeletEndpoint.Port.
 	Nodes rest.Getter
 	// TLS is the client side of the connection: the API server's kubelet-client certificate and the CA
-	// that signed the kubelets' serving certificates. With no TLS (or no Nodes) pods/log and pods/exec
-	// answer 503.
+	// that signed the kubelets' serving certificates. With no TLS (or no Nodes) pods/log, pods/exec and
+	// pods/portforward answer 503.
 	TLS *tls.Config
 }
 
@@ -62,6 +62,11 @@ func newKubeletClient(k Kubelets) *kubeletClient {
 // location is the URL of path ("/containerLogs", "/exec") for container of pod on the pod's node,
 // with query.
 func (c *kubeletClient) location(ctx context.Context, pod *corev1.Pod, path, container string, query url.Values) (*url.URL, error) {
+	return c.podLocation(ctx, pod, path+"/"+pod.Namespace+"/"+pod.Name+"/"+container, query)
+}
+
+// podLocation is the URL of path on the kubelet of pod's node, with query.
+func (c *kubeletClient) podLocation(ctx context.Context, pod *corev1.Pod, path string, query url.Values) (*url.URL, error) {
 	if c == nil {
 		return nil, apierrors.NewServiceUnavailable("the API server has no kubelet client configured")
 	}
@@ -69,12 +74,7 @@ func (c *kubeletClient) location(ctx context.Context, pod *corev1.Pod, path, con
 	if err != nil {
 		return nil, err
 	}
-	return &url.URL{
-		Scheme:   "https",
-		Host:     host,
-		Path:     fmt.Sprintf("%s/%s/%s/%s", path, pod.Namespace, pod.Name, container),
-		RawQuery: query.Encode(),
-	}, nil
+	return &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}, nil
 }
 
 // kubeletHost returns host:port of the kubelet API of the node called name.

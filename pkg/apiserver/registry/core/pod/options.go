@@ -3,6 +3,7 @@ package pod
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// addQueryConversions teaches s to decode the query parameters of pods/log and pods/exec into their
+// addQueryConversions teaches s to decode the query parameters of pods/log, pods/exec, pods/portforward
+// and pods/proxy into their
 // options, as the conversions generated for Kubernetes' own core/v1 package do: the generic API server
 // reads a GetterWithOptions' or Connecter's options through the scheme's parameter codec.
 func addQueryConversions(s *runtime.Scheme) error {
@@ -19,9 +21,33 @@ func addQueryConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
-	return s.AddConversionFunc((*url.Values)(nil), (*corev1.PodExecOptions)(nil), func(a, b any, _ conversion.Scope) error {
+	if err := s.AddConversionFunc((*url.Values)(nil), (*corev1.PodExecOptions)(nil), func(a, b any, _ conversion.Scope) error {
 		return queryToPodExecOptions(*a.(*url.Values), b.(*corev1.PodExecOptions))
+	}); err != nil {
+		return err
+	}
+	if err := s.AddConversionFunc((*url.Values)(nil), (*corev1.PodPortForwardOptions)(nil), func(a, b any, _ conversion.Scope) error {
+		return queryToPodPortForwardOptions(*a.(*url.Values), b.(*corev1.PodPortForwardOptions))
+	}); err != nil {
+		return err
+	}
+	return s.AddConversionFunc((*url.Values)(nil), (*corev1.PodProxyOptions)(nil), func(a, b any, _ conversion.Scope) error {
+		return param(*a.(*url.Values), "path", &b.(*corev1.PodProxyOptions).Path, runtime.Convert_Slice_string_To_string)
 	})
+}
+
+// queryToPodPortForwardOptions decodes pods/portforward's query parameters; port repeats, one per port
+// (kubectl names its ports in stream headers instead, and sends none).
+func queryToPodPortForwardOptions(q url.Values, out *corev1.PodPortForwardOptions) error {
+	out.Ports = nil
+	for _, v := range q["ports"] {
+		p, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("query parameter ports: %q is not a port number", v)
+		}
+		out.Ports = append(out.Ports, int32(p))
+	}
+	return nil
 }
 
 // queryToPodLogOptions decodes pods/log's query parameters.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/proxyrest"
 	"github.com/rayctl/rayctl/pkg/apiserver/validation"
 )
 
@@ -32,8 +33,8 @@ var Resource = &registry.Resource{
 	Categories:             []string{"all"},
 }
 
-// NewStorage returns the pods endpoints: pods, pods/status, pods/binding, and pods/log and pods/exec,
-// which reach the kubelet of a pod's node as kubelets says.
+// NewStorage returns the pods endpoints: pods, pods/status, pods/binding, pods/proxy (straight to the pod's
+// IP), and pods/log, pods/exec and pods/portforward, which reach the kubelet of a pod's node as kubelets says.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kubelets Kubelets) (registry.Storage, error) {
 	if err := addQueryConversions(scheme); err != nil {
 		return nil, err
@@ -46,5 +47,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ku
 	storage["pods/binding"] = &BindingREST{store: main.Store}
 	storage["pods/log"] = &LogREST{pods: main.Store, kubelet: kubelet}
 	storage["pods/exec"] = &ExecREST{pods: main.Store, kubelet: kubelet}
+	storage["pods/portforward"] = &PortForwardREST{pods: main.Store, kubelet: kubelet}
+	storage["pods/proxy"] = &ProxyREST{pods: main.Store, transport: proxyrest.NewTransport()}
 	return storage, nil
 }

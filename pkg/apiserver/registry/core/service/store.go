@@ -5,11 +5,14 @@ package service
 import (
 	"context"
 	"net"
+	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
 	"github.com/rayctl/rayctl/pkg/apiserver/validation"
@@ -37,8 +40,17 @@ var Resource = &registry.Resource{
 	Categories: []string{"all"},
 }
 
-// NewStorage returns the services endpoints. ClusterIPs come from cidr.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cidr *net.IPNet) (registry.Storage, error) {
+// NewStorage returns the services endpoints: services, services/status and services/proxy, which reaches
+// the endpoints the EndpointSlices in slices list. ClusterIPs come from cidr.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cidr *net.IPNet, slices rest.Lister) (registry.Storage, error) {
+	if err := scheme.AddConversionFunc((*url.Values)(nil), (*corev1.ServiceProxyOptions)(nil), func(a, b any, _ conversion.Scope) error {
+		if p := (*a.(*url.Values))["path"]; len(p) > 0 {
+			b.(*corev1.ServiceProxyOptions).Path = p[0]
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	storage, main, err := registry.Build(scheme, Resource, optsGetter)
 	if err != nil {
 		return nil, err
@@ -46,6 +58,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ci
 	alloc := newAllocator(cidr, func(ctx context.Context) ([]string, error) { return listClusterIPs(ctx, main.Store) })
 	main.BeginCreate = alloc.beginCreate
 	main.AfterDelete = alloc.afterDelete
+	storage["services/proxy"] = NewProxyREST(main.Store, slices)
 	return storage, nil
 }
 

@@ -1,0 +1,74 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/registry/rest"
+	translator "k8s.io/apiserver/pkg/util/proxy"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
+)
+
+// PortForwardREST is pods/portforward: it connects the client to ports of a pod through the kubelet of
+// the pod's node (/portForward/{namespace}/{pod} there), which speaks portforward.k8s.io over SPDY. A SPDY
+// client's upgrade is proxied to the kubelet as is; a WebSocket client tunneling SPDY
+// (SPDY/3.1+portforward.k8s.io, kubectl's first choice) has its tunnel unwrapped here towards the kubelet.
+type PortForwardREST struct {
+	pods    rest.Getter
+	kubelet *kubeletClient
+}
+
+var _ rest.Connecter = &PortForwardREST{}
+
+// New returns an empty PodPortForwardOptions.
+func (r *PortForwardREST) New() runtime.Object { return &corev1.PodPortForwardOptions{} }
+
+// Destroy does nothing: the pod store owns the storage.
+func (r *PortForwardREST) Destroy() {}
+
+// NewConnectOptions returns the options the query parameters decode into; pods/portforward takes no subpath.
+func (r *PortForwardREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &corev1.PodPortForwardOptions{}, false, ""
+}
+
+// ConnectMethods are the methods a stream upgrade comes with: GET for WebSocket, POST for SPDY.
+func (r *PortForwardREST) ConnectMethods() []string { return []string{http.MethodGet, http.MethodPost} }
+
+// Connect returns the handler that connects the client's streams to the pod's ports.
+func (r *PortForwardREST) Connect(ctx context.Context, name string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
+	opts, ok := options.(*corev1.PodPortForwardOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	}
+	for _, p := range opts.Ports {
+		if p <= 0 || p > 65535 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("port %d is not a valid port number", p))
+		}
+	}
+	pod, err := getPod(ctx, r.pods, name)
+	if err != nil {
+		return nil, err
+	}
+	if pod.Spec.NodeName == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	}
+	q := url.Values{}
+	for _, p := range opts.Ports {
+		q.Add("port", strconv.Itoa(int(p)))
+	}
+	loc, err := r.kubelet.podLocation(ctx, pod, "/portForward/"+pod.Namespace+"/"+pod.Name, q)
+	if err != nil {
+		return nil, err
+	}
+	spdyProxy := proxy.NewUpgradeAwareHandler(loc, r.kubelet.transport, false, true, proxy.NewErrorResponder(responder))
+	spdyProxy.RejectForwardingRedirects = true
+	tunnel := translator.NewTunnelingHandler(spdyProxy)
+	return translator.NewTranslatingHandler(spdyProxy, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
+}
