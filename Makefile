@@ -23,7 +23,7 @@ export GOTOOLCHAIN := local
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 
-.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint clean ray
+.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint cross clean ray
 
 # The one pinned Ray (hack/ray-version): `make ray` installs it into a venv that `rayctl up` finds beside
 # the binary (_output/ray/bin/ray) and runs Ray's images on with the process runtime.
@@ -93,6 +93,14 @@ bench: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## cross: check that rayctl builds for macOS (arm64, amd64) and Linux arm64 (the process runtime is the laptops' path)
+CROSS_PLATFORMS := darwin/arm64 darwin/amd64 linux/arm64
+cross:
+	@set -e; for p in $(CROSS_PLATFORMS); do \
+		echo "go build ./cmd/rayctl for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -o /dev/null ./cmd/rayctl; \
+	done
 
 clean:
 	rm -rf _output
