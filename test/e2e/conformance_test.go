@@ -463,9 +463,10 @@ func conformanceCases() []conformanceCase {
 			del := apiError(t, r, http.MethodDelete, "/api/jobs/api-long", "", "non-terminal state RUNNING")
 			stop := apiCall(t, r, http.MethodPost, "/api/jobs/api-long/stop", "")
 			r.waitJob(t, "api-long", "STOPPED")
+			// A second stop is not compared: Ray answers true while the stopped job's supervisor actor is
+			// still exiting and false after, so its answer depends on timing.
 			return strings.Join([]string{running, del, stop,
-				apiCall(t, r, http.MethodGet, "/api/jobs/api-long", "", jobMasked...),
-				apiCall(t, r, http.MethodPost, "/api/jobs/api-long/stop", "")}, "\n")
+				apiCall(t, r, http.MethodGet, "/api/jobs/api-long", "", jobMasked...)}, "\n")
 		}},
 		// A job long finished: Ray's job monitor may still write a job it just stopped back as FAILED after
 		// the job was deleted.

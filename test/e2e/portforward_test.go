@@ -109,6 +109,15 @@ func portForward(t *testing.T, ctx context.Context, in *framework.Instance, ns s
 	k := startKubectl(t, in, env, "-n", ns, "port-forward", target, ":"+strconv.Itoa(remote), "-v=4")
 	port, err := strconv.Atoi(k.waitOutput(t, ctx, forwardingRE))
 	must(t, "reading the local port", err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			how := "still running"
+			if k.exited() {
+				how = fmt.Sprintf("ended: %v", k.err)
+			}
+			t.Logf("kubectl port-forward %s (%s); stdout:\n%s\nstderr:\n%s", target, how, k.out, k.errOut)
+		}
+	})
 	return k, port
 }
 
@@ -438,6 +447,9 @@ func TestProxy(t *testing.T) {
 	in, ctx, ns := e.in, e.ctx, e.ns
 	c := sampleCluster(t, "px")
 	c.Spec.WorkerGroupSpecs = nil
+	// No CPU asked for: the shared node's CPU is held by other tests' pods, and this test is about the
+	// proxy, not scheduling.
+	c.Spec.HeadGroupSpec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 	e.createCluster(t, c)
 	_, head, _ := e.waitClusterReady(t, "px", 0)
 	base := "/api/v1/namespaces/" + ns

@@ -21,7 +21,8 @@ func Build(server string, caPEM []byte, client *pki.KeyPair) *clientcmdapi.Confi
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[ContextName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
 	cfg.AuthInfos[ContextName] = &clientcmdapi.AuthInfo{ClientCertificateData: client.CertPEM, ClientKeyData: client.KeyPEM}
-	cfg.Contexts[ContextName] = &clientcmdapi.Context{Cluster: ContextName, AuthInfo: ContextName, Namespace: "default"}
+	// No namespace: kubectl then uses "default", and rayctl's own commands their own default (demo: "demo").
+	cfg.Contexts[ContextName] = &clientcmdapi.Context{Cluster: ContextName, AuthInfo: ContextName}
 	cfg.CurrentContext = ContextName
 	return cfg
 }

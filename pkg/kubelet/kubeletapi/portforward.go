@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
@@ -95,7 +96,10 @@ func (f podForwarder) PortForward(ctx context.Context, _, _ string, port int32, 
 		}
 		_ = conn.Close()
 	}()
-	if _, err := io.Copy(stream, conn); err != nil && !errors.Is(err, net.ErrClosed) {
+	// A connection the pod's program resets (a server closing with the client's last bytes unread, as
+	// WebSocket servers do after their close frame) ends as a closed one does: an error here would reach
+	// kubectl, which then stops forwarding every port.
+	if _, err := io.Copy(stream, conn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 		return err
 	}
 	return nil
