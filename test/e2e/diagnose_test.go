@@ -292,8 +292,11 @@ func testDiagnoseJobNeverReady(t *testing.T, e *diagEnv) {
 	res.Limits[corev1.ResourceCPU] = resource.MustParse("1000")
 	_, err := e.ray.RayV1().RayJobs(diagNSJob).Create(t.Context(), j, metav1.CreateOptions{})
 	must(t, "creating RayJob starved", err)
+	// The JSON report and the text come from two runs of rayctl diagnose: the first may still precede the
+	// head Pod, so the wait is for a report that holds it too.
 	d := e.waitDiagnosis(t, "rayjob/starved", diagNSJob, diagnose.CauseClusterNotReady,
-		[]string{"the RayCluster is not ready: pod starved-", "is Pending (Unschedulable", "Insufficient cpu"}, nil, nil)
+		[]string{"the RayCluster is not ready: pod starved-", "is Pending (Unschedulable", "Insufficient cpu"},
+		func(d *diagnosis) bool { return subjectKinds(d.report.Subjects) == "Pod,RayCluster,RayJob" }, nil)
 	if v := d.report.Verdict; v.Check != "g" {
 		t.Errorf("verdict check %q, want g", v.Check)
 	}
