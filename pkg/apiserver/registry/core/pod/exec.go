@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/registry/rest"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
@@ -65,8 +64,7 @@ func (r *ExecREST) Connect(ctx context.Context, name string, options runtime.Obj
 		return nil, err
 	}
 	transport := r.kubelet.transport
-	spdyProxy := proxy.NewUpgradeAwareHandler(loc, transport, false, true, proxy.NewErrorResponder(responder))
-	spdyProxy.RejectForwardingRedirects = true
+	spdyProxy := r.kubelet.upgradeProxy(loc, responder)
 	websocket := translator.NewStreamTranslatorHandler(loc, transport, 0, translator.Options{
 		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY,
 	})

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/proxy"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -178,4 +179,12 @@ func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool
 		}
 	}
 	return corev1.ContainerStatus{}, false
+}
+
+// upgradeProxy passes a stream upgrade (SPDY) through to the kubelet at loc as it is, refusing redirects;
+// pods/exec and pods/portforward use it.
+func (c *kubeletClient) upgradeProxy(loc *url.URL, responder rest.Responder) *proxy.UpgradeAwareHandler {
+	h := proxy.NewUpgradeAwareHandler(loc, c.transport, false, true, proxy.NewErrorResponder(responder))
+	h.RejectForwardingRedirects = true
+	return h
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/registry/rest"
 	translator "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
@@ -67,8 +66,7 @@ func (r *PortForwardREST) Connect(ctx context.Context, name string, options runt
 	if err != nil {
 		return nil, err
 	}
-	spdyProxy := proxy.NewUpgradeAwareHandler(loc, r.kubelet.transport, false, true, proxy.NewErrorResponder(responder))
-	spdyProxy.RejectForwardingRedirects = true
+	spdyProxy := r.kubelet.upgradeProxy(loc, responder)
 	tunnel := translator.NewTunnelingHandler(spdyProxy)
 	return translator.NewTranslatingHandler(spdyProxy, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
 }
