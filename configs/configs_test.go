@@ -25,7 +25,7 @@ func TestCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"RayCluster": false, "RayJob": false, "RayService": false}
+	want := map[string]bool{"RayCluster": false, "RayJob": false, "RayService": false, "RayCronJob": false}
 	for _, name := range files {
 		data, err := configs.CRDs.ReadFile(name)
 		if err != nil {

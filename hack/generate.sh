@@ -80,4 +80,14 @@ rm -f "${CRD_DIR}"/*.yaml
 	paths=github.com/ray-project/kuberay/ray-operator/apis/ray/v1 \
 	output:crd:artifacts:config="${CRD_DIR}"
 
+# The fields KubeRay v1.7 added (its module's source is not served by the Go module proxy, v1.6.2's
+# is): generated from rayctl's declarations in hack/kuberay17 and merged into the CRDs above.
+ADDITIONS="$(mktemp -d)"
+trap 'rm -rf "${ADDITIONS}"' EXIT
+"${BIN}/controller-gen" \
+	crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTypes=true \
+	paths=./hack/kuberay17 \
+	output:crd:artifacts:config="${ADDITIONS}"
+go run ./hack/crdmerge -additions "${ADDITIONS}" -into "${CRD_DIR}"
+
 ls -l "${OPENAPI_DIR}/${OPENAPI_FILE}" "${CRD_DIR}"/*.yaml

@@ -18,11 +18,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
+	"github.com/rayctl/rayctl/pkg/controllers/fieldwarnings"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/controllers/raycronjob"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/datadir"
@@ -34,7 +36,7 @@ import (
 // (identity system:kube-controller-manager). `--controllers=none` leaves the Ray API to an external
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
-	rayControllers  = []string{raycluster.Name, rayjob.Name}
+	rayControllers  = []string{raycluster.Name, rayjob.Name, raycronjob.Name, fieldwarnings.Name}
 	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints"}
 )
 
@@ -55,6 +57,8 @@ type controllerFlags struct {
 func init() {
 	manager.Register(raycluster.Name, raycluster.Setup)
 	manager.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{}))
+	manager.Register(raycronjob.Name, raycronjob.Setup)
+	manager.Register(fieldwarnings.Name, fieldwarnings.Setup)
 	manager.Register(job.Name, job.Setup)
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))

@@ -90,14 +90,14 @@ func parseYAML(t *testing.T, doc string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
-// TestCRDsEstablished checks that KubeRay's three CRDs are installed and served.
+// TestCRDsEstablished checks that KubeRay's four CRDs are installed and served.
 func TestCRDsEstablished(t *testing.T) {
 	t.Parallel()
 	in := shared(t)
 	ctx := testContext(t)
 	ext, err := apiextensionsclient.NewForConfig(in.Config)
 	must(t, "apiextensions client", err)
-	for _, name := range []string{"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"} {
+	for _, name := range []string{"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io", "raycronjobs.ray.io"} {
 		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("CRD %s: %v", name, err)
@@ -120,7 +120,7 @@ func TestCRDsEstablished(t *testing.T) {
 	}
 	dyn, err := dynamic.NewForConfig(quiet(in.Config))
 	must(t, "dynamic client", err)
-	for _, r := range []string{"rayclusters", "rayjobs", "rayservices"} {
+	for _, r := range []string{"rayclusters", "rayjobs", "rayservices", "raycronjobs"} {
 		if _, err := dyn.Resource(schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: r}).List(ctx, metav1.ListOptions{}); err != nil {
 			t.Errorf("list %s: %v", r, err)
 		}

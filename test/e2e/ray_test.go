@@ -67,6 +67,7 @@ func TestRay(t *testing.T) {
 		{"JobHTTPMode", testJobMode("HTTPMode", "rayjob-http.yaml")},
 		{"JobSidecarMode", testJobMode("SidecarMode", "rayjob-sidecar.yaml")},
 		{"JobTrace", testJobTrace},
+		{"CronJob", testCronJob},
 		{"JobFailingEntrypoint", testJobFailingEntrypoint},
 		{"JobShutdownAfterFinish", testJobShutdownAfterFinish},
 		{"ClusterDeletionCollectsPods", testClusterDeletionCollectsPods},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -105,8 +106,7 @@ func (p *pass) validationFailed(ctx context.Context, err error) (reconcile.Resul
 // controller) reuses them instead of making new ones.
 func (p *pass) onNew(ctx context.Context) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(p.job, Finalizer) {
-		controllerutil.AddFinalizer(p.job, Finalizer)
-		if err := p.r.client.Update(ctx, p.job); err != nil {
+		if err := p.setFinalizer(ctx, controllerutil.AddFinalizer); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -376,8 +376,16 @@ func (p *pass) finalize(ctx context.Context) (reconcile.Result, error) {
 			}
 		}
 	}
-	controllerutil.RemoveFinalizer(p.job, Finalizer)
-	return reconcile.Result{}, p.r.client.Update(ctx, p.job)
+	return reconcile.Result{}, p.setFinalizer(ctx, controllerutil.RemoveFinalizer)
+}
+
+// setFinalizer adds or removes the RayJob's finalizer with a patch of metadata.finalizers alone (and
+// the resourceVersion, so a concurrent write is a conflict): a whole-object update from rayctl's Go
+// types would drop the fields of newer KubeRay versions those types lack.
+func (p *pass) setFinalizer(ctx context.Context, change func(client.Object, string) bool) error {
+	orig := p.job.DeepCopy()
+	change(p.job, Finalizer)
+	return p.r.client.Patch(ctx, p.job, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // suspendIfAsked moves Initializing or Running to Suspending when spec.suspend is set.

@@ -1,0 +1,163 @@
+// Package fieldwarnings reports the ray.io/v1 fields rayctl's controllers accept but do not act on.
+// The CRDs accept every field KubeRay v1.7 defines, so that KubeRay's manifests apply unchanged; where
+// rayctl does nothing with one, the object gets a Warning event (reason UnsupportedField) naming the
+// field and what is not done, once per generation that sets it, rather than silence.
+//
+// It reads RayClusters and RayJobs as unstructured objects: rayctl's Go types are KubeRay v1.6.2's and
+// lack v1.7's fields, which a typed read would drop unseen.
+package fieldwarnings
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
+)
+
+// Name is the controller's name, in logs and --controllers.
+const Name = "fieldwarnings"
+
+// EventUnsupportedField is the reason of the Warning events.
+const EventUnsupportedField = "UnsupportedField"
+
+// Field is a field rayctl does not act on: its path inside a cluster spec ("[]" steps into every
+// item of a list) and what goes undone.
+type Field struct {
+	// Path is the field's path, e.g. "workerGroupSpecs[].priority".
+	Path string
+	// Undone says what rayctl does not do for it.
+	Undone string
+}
+
+// ClusterSpecFields are the fields of a RayCluster spec (KubeRay v1.6 and v1.7 additions) that rayctl
+// accepts and does not act on.
+var ClusterSpecFields = []Field{
+	{"authOptions", "Ray's token authentication is not set up"},
+	{"tlsOptions", "TLS between Ray's components is not set up"},
+	{"networkPolicy", "no NetworkPolicies are made, and no data plane would enforce them"},
+	{"historyServerOptions", "no history server collector is added"},
+	{"gcsFaultToleranceOptions.backend", "GCS fault tolerance is not configured"},
+	{"gcsFaultToleranceOptions.storage", "no GCS storage claim is made"},
+	{"headGroupSpec.ingressOptions", "no Ingress is made for the head"},
+	{"workerGroupSpecs[].priority", "worker groups are not ordered by priority"},
+	{"autoscalerOptions.command", "the autoscaler container's command is not changed"},
+	{"autoscalerOptions.args", "the autoscaler container's args are not changed"},
+}
+
+// kinds are the watched kinds and where each keeps a cluster spec.
+var kinds = []struct {
+	kind   string
+	prefix []string
+}{
+	{"RayCluster", []string{"spec"}},
+	{"RayJob", []string{"spec", "rayClusterSpec"}},
+}
+
+// Present returns the fields that are set (not null) in spec, in the order of fields.
+func Present(spec map[string]any, fields []Field) []Field {
+	var out []Field
+	for _, f := range fields {
+		if set(spec, strings.Split(f.Path, ".")) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func set(v any, steps []string) bool {
+	if len(steps) == 0 {
+		return v != nil
+	}
+	step := steps[0]
+	list := strings.HasSuffix(step, "[]")
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	child, ok := m[strings.TrimSuffix(step, "[]")]
+	if !ok {
+		return false
+	}
+	if !list {
+		return set(child, steps[1:])
+	}
+	items, _ := child.([]any)
+	for _, item := range items {
+		if set(item, steps[1:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reconciler reports the unsupported fields of one kind.
+type Reconciler struct {
+	client   client.Client
+	recorder record.EventRecorder
+	gvk      schema.GroupVersionKind
+	prefix   []string
+	// reported holds, per object key, the UID and generation last reported.
+	reported sync.Map
+}
+
+// Setup registers one controller per watched kind (RayCluster, RayJob) with mgr.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	for _, k := range kinds {
+		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix}
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named(Name + "-" + strings.ToLower(k.kind)).
+			For(r.empty()).
+			WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+			Complete(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) empty() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.gvk)
+	return u
+}
+
+// Reconcile reports the unsupported fields a new generation of the object sets.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.empty()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.reported.Delete(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	seen := version{obj.GetUID(), obj.GetGeneration()}
+	if v, ok := r.reported.Load(req.NamespacedName); ok && v.(version) == seen {
+		return ctrl.Result{}, nil
+	}
+	r.reported.Store(req.NamespacedName, seen)
+	spec, _, _ := unstructured.NestedMap(obj.Object, r.prefix...)
+	where := strings.Join(r.prefix, ".")
+	for _, f := range Present(spec, ClusterSpecFields) {
+		r.recorder.Eventf(obj, corev1.EventTypeWarning, EventUnsupportedField,
+			"%s.%s is accepted but rayctl does not act on it: %s", where, f.Path, f.Undone)
+	}
+	return ctrl.Result{}, nil
+}
+
+// version identifies one generation of one object.
+type version struct {
+	uid        types.UID
+	generation int64
+}
