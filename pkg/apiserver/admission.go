@@ -1,6 +1,9 @@
 package apiserver
 
 import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
@@ -12,9 +15,10 @@ import (
 )
 
 // newAdmission builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
-// not exist or are being deleted, as every real cluster does, then NodeRestriction, which keeps each
-// kubelet's writes to its own node (see nodeRestriction). The namespace informer starts with the server,
-// through the loopback client.
+// not exist or are being deleted, as every real cluster does, then ServiceAccount, which gives pods their
+// account and its token volume (see serviceAccountAdmission), then NodeRestriction, which keeps each
+// kubelet's writes to its own node (see nodeRestriction). The namespace and ServiceAccount informers start
+// with the server, through the loopback client.
 func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
@@ -30,10 +34,14 @@ func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.
 	if err := nsLifecycle.ValidateInitialization(); err != nil {
 		return nil, nil, err
 	}
+	accounts := factory.Core().V1().ServiceAccounts().Lister()
 	start := func(ctx genericapiserver.PostStartHookContext) error {
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		return nil
 	}
-	return admission.NewChainHandler(nsLifecycle, newNodeRestriction()), start, nil
+	pod := func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+		return client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), newNodeRestriction(pod)), start, nil
 }
