@@ -5,8 +5,10 @@
 // AnnotationChanged), Owns(Pod) and Owns(Service) without predicates — so KubeRay manifests, kubectl
 // habits and KubeRay's docs apply.
 //
-// Not implemented (KubeRay features outside rayctl's scope): the in-tree autoscaler sidecar and its
-// RBAC, GCS fault tolerance and its Redis cleanup, ingress/route, the serve Service, multi-host
+// With enableInTreeAutoscaling the head Pod gets KubeRay's autoscaler sidecar, and the controller its
+// ServiceAccount, Role and RoleBinding (autoscaler.go).
+//
+// Not implemented (KubeRay features outside rayctl's scope): GCS fault tolerance and its Redis cleanup, ingress/route, the serve Service, multi-host
 // indexing (numOfHosts > 1 scales like KubeRay without its feature gate, without the headless worker
 // Service), batch schedulers and RayService-specific labels.
 package raycluster
@@ -151,6 +153,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	reconcileErr := r.reconcileHeadService(ctx, &c)
+	if reconcileErr == nil {
+		reconcileErr = r.reconcileAutoscalerRBAC(ctx, &c)
+	}
 	if reconcileErr == nil {
 		reconcileErr = r.reconcilePods(ctx, &c)
 	}

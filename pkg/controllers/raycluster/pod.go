@@ -108,6 +108,9 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 	setCommonParams(params)
 	annotate(c, tmpl)
 	tmpl.Annotations[AnnotationFTEnabled] = "false"
+	if AutoscalingEnabled(c) {
+		addAutoscaler(c, tmpl, params)
+	}
 	addMetricsPort(&tmpl.Spec.Containers[0])
 	return buildPod(c, tmpl, rayv1.HeadNode, params, o)
 }
@@ -135,6 +138,9 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	}
 	setCommonParams(params)
 	annotate(c, tmpl)
+	if autoscalerV2(c) {
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
 	addMetricsPort(&tmpl.Spec.Containers[0])
 	return buildPod(c, tmpl, rayv1.WorkerNode, params, o)
 }
@@ -227,6 +233,9 @@ func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNode
 	}
 	ray := &pod.Spec.Containers[0]
 	addSharedMemory(pod, ray)
+	if t == rayv1.HeadNode {
+		addLogVolume(pod)
+	}
 
 	var userCmd string
 	for _, s := range append(slices.Clone(ray.Command), ray.Args...) {
@@ -273,24 +282,13 @@ func ownerRef(c *rayv1.RayCluster) metav1.OwnerReference {
 // addSharedMemory mounts a memory-backed emptyDir at /dev/shm for Ray's object store (sized to the
 // container's memory limit, else its request), unless something is mounted there already.
 func addSharedMemory(pod *corev1.Pod, ray *corev1.Container) {
-	for _, m := range ray.VolumeMounts {
-		if m.MountPath == sharedMemoryPath {
-			return
-		}
+	var size *resource.Quantity
+	if q, ok := ray.Resources.Limits[corev1.ResourceMemory]; ok {
+		size = &q
+	} else if q, ok := ray.Resources.Requests[corev1.ResourceMemory]; ok {
+		size = &q
 	}
-	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == sharedMemoryVolume }) {
-		var size *resource.Quantity
-		if q, ok := ray.Resources.Limits[corev1.ResourceMemory]; ok {
-			size = &q
-		} else if q, ok := ray.Resources.Requests[corev1.ResourceMemory]; ok {
-			size = &q
-		}
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
-			Name:         sharedMemoryVolume,
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size}},
-		})
-	}
-	ray.VolumeMounts = append(ray.VolumeMounts, corev1.VolumeMount{Name: sharedMemoryVolume, MountPath: sharedMemoryPath})
+	addEmptyDir(pod, ray, sharedMemoryVolume, sharedMemoryPath, corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size})
 }
 
 // rayStartCommand is KubeRay's generated `ray start`: CPUs, memory and GPUs from the container's
