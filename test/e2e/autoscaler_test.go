@@ -82,19 +82,11 @@ func TestAutoscaler(t *testing.T) {
 
 	var worker string
 	e.waitFor(t, rayTimeout, "the autoscaler to scale the group up and a worker Pod to run", func(ctx context.Context) (bool, string, error) {
-		c, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		pods, err := e.clusterPods(ctx, name, "worker")
-		if err != nil {
-			return false, "", err
-		}
+		g, pods, desc, err := e.workerGroup(ctx, name)
 		if len(pods) == 1 {
 			worker = pods[0].Name
 		}
-		return ptr.Deref(c.Spec.WorkerGroupSpecs[0].Replicas, 0) == 1 && len(pods) == 1,
-			fmt.Sprintf("replicas %d, worker pods %v", ptr.Deref(c.Spec.WorkerGroupSpecs[0].Replicas, 0), podNames(pods)), nil
+		return err == nil && ptr.Deref(g.Replicas, 0) == 1 && len(pods) == 1, desc, err
 	})
 	e.waitFor(t, rayTimeout, "the job to succeed", func(ctx context.Context) (bool, string, error) {
 		d, err := dash.Get(ctx, "big")
@@ -135,17 +127,8 @@ func TestAutoscaler(t *testing.T) {
 
 	// Idle for 5 s: the worker goes, named in workersToDelete, and the group returns to 0.
 	e.waitFor(t, rayTimeout, "the idle worker to go and replicas to return to 0", func(ctx context.Context) (bool, string, error) {
-		c, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		pods, err := e.clusterPods(ctx, name, "worker")
-		if err != nil {
-			return false, "", err
-		}
-		g := c.Spec.WorkerGroupSpecs[0]
-		return ptr.Deref(g.Replicas, -1) == 0 && len(pods) == 0 && len(g.ScaleStrategy.WorkersToDelete) == 0,
-			fmt.Sprintf("replicas %d, workersToDelete %v, worker pods %v", ptr.Deref(g.Replicas, -1), g.ScaleStrategy.WorkersToDelete, podNames(pods)), nil
+		g, pods, desc, err := e.workerGroup(ctx, name)
+		return err == nil && ptr.Deref(g.Replicas, -1) == 0 && len(pods) == 0 && len(g.ScaleStrategy.WorkersToDelete) == 0, desc, err
 	})
 
 	logs, _, err := in.Kubectl(e.ctx, "", "logs", "-n", e.ns, head.Name, "-c", "autoscaler")
@@ -156,4 +139,16 @@ func TestAutoscaler(t *testing.T) {
 			t.Errorf("the autoscaler's log lacks %q:\n%s", line, logs)
 		}
 	}
+}
+
+// workerGroup reads the cluster's first worker group and its worker Pods, and describes them.
+func (e *rayEnv) workerGroup(ctx context.Context, cluster string) (rayv1.WorkerGroupSpec, []corev1.Pod, string, error) {
+	c, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, cluster, metav1.GetOptions{})
+	if err != nil {
+		return rayv1.WorkerGroupSpec{}, nil, "", err
+	}
+	pods, err := e.clusterPods(ctx, cluster, "worker")
+	g := c.Spec.WorkerGroupSpecs[0]
+	return g, pods, fmt.Sprintf("replicas %d, workersToDelete %v, worker pods %s",
+		ptr.Deref(g.Replicas, -1), g.ScaleStrategy.WorkersToDelete, podNames(pods)), err
 }

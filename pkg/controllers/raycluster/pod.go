@@ -1,10 +1,8 @@
 package raycluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Ports and names KubeRay uses by default.
@@ -99,7 +99,7 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 	if params == nil {
 		params = map[string]string{}
 	}
-	applyGroupResources(params, g.Resources)
+	rayparams.ApplyGroupResources(params, g.Resources)
 	applyGroupLabels(params, g.Labels)
 	tmpl.Labels = podLabels(rayv1.HeadNode, c.Name, HeadGroup, merged(g.Template.Labels, g.Labels))
 	if _, ok := params["dashboard-host"]; !ok {
@@ -130,7 +130,7 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	if params == nil {
 		params = map[string]string{}
 	}
-	applyGroupResources(params, g.Resources)
+	rayparams.ApplyGroupResources(params, g.Resources)
 	applyGroupLabels(params, g.Labels)
 	tmpl.Labels = podLabels(rayv1.WorkerNode, c.Name, g.GroupName, merged(g.Template.Labels, g.Labels))
 	if _, ok := params["address"]; !ok {
@@ -314,7 +314,7 @@ func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.R
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if q := res.Limits[corev1.ResourceName(k)]; isGPU(k) && !q.IsZero() {
+			if q := res.Limits[corev1.ResourceName(k)]; rayparams.IsGPU(k) && !q.IsZero() {
 				params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
 				break
 			}
@@ -336,41 +336,6 @@ func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.R
 		return "ray start --head " + b.String()
 	}
 	return "ray start " + b.String()
-}
-
-var migGPU = regexp.MustCompile(`nvidia\.com/mig-\d+g\.\d+gb$`)
-
-// isGPU tells GPU resource names ("nvidia.com/gpu", MIG slices) from others.
-func isGPU(name string) bool {
-	return strings.HasSuffix(name, "gpu") || migGPU.MatchString(name)
-}
-
-// applyGroupResources turns a group's top-level `resources` into rayStartParams.
-func applyGroupResources(params map[string]string, res map[string]string) {
-	if len(res) == 0 {
-		return
-	}
-	custom := map[string]float64{}
-	for name, v := range res {
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			continue
-		}
-		switch n := strings.ToLower(name); {
-		case n == "cpu":
-			params["num-cpus"] = strconv.FormatInt(q.Value(), 10)
-		case n == "memory":
-			params["memory"] = strconv.FormatInt(q.Value(), 10)
-		case isGPU(n):
-			params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
-		default:
-			custom[name] = q.AsApproximateFloat64()
-		}
-	}
-	if len(custom) > 0 {
-		b, _ := json.Marshal(custom)
-		params["resources"] = "'" + string(b) + "'"
-	}
 }
 
 // applyGroupLabels turns a group's top-level `labels` into `--labels k=v,…`.

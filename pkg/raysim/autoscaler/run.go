@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	rayres "github.com/rayctl/rayctl/pkg/raysim/resource"
 )
@@ -253,30 +255,15 @@ func Shape(g *rayv1.WorkerGroupSpec) rayres.Set {
 		out[rayres.Memory] = float64(q.Value())
 	}
 	for name, q := range ray.Resources.Limits {
-		if strings.HasSuffix(string(name), "gpu") && !q.IsZero() {
+		if rayparams.IsGPU(string(name)) && !q.IsZero() {
 			out[rayres.GPU] = float64(q.Value())
 		}
 	}
-	params := map[string]string{}
-	for k, v := range g.RayStartParams {
-		params[k] = v
+	params := maps.Clone(g.RayStartParams)
+	if params == nil {
+		params = map[string]string{}
 	}
-	for name, v := range g.Resources {
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			continue
-		}
-		switch n := strings.ToLower(name); {
-		case n == "cpu":
-			params["num-cpus"] = strconv.FormatInt(q.Value(), 10)
-		case n == "memory":
-			params["memory"] = strconv.FormatInt(q.Value(), 10)
-		case strings.HasSuffix(n, "gpu"):
-			params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
-		default:
-			out[name] = q.AsApproximateFloat64()
-		}
-	}
+	rayparams.ApplyGroupResources(params, g.Resources)
 	for param, res := range map[string]string{"num-cpus": rayres.CPU, "num-gpus": rayres.GPU, "memory": rayres.Memory} {
 		if v, ok := params[param]; ok {
 			if f, err := strconv.ParseFloat(strings.Trim(v, `'" `), 64); err == nil {
