@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,7 +90,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&o.kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")
 	cmd.Flags().Int64Var(&o.etcdQuota, "etcd-quota-bytes", 0, "etcd's database quota in bytes (0: etcd's default, 2 GiB); over it, writes fail with an out-of-space error until objects are deleted")
 	cmd.Flags().StringSliceVar(&o.ctrl.controllers, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names (raycluster, rayjob; -name leaves one out)")
-	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount, endpoints; -name leaves one out)")
+	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names (job, garbagecollector, namespace, serviceaccount, root-ca-cert-publisher, endpoints; -name leaves one out)")
 	cmd.Flags().StringSliceVar(&o.ctrl.watchNamespaces, "watch-namespace", nil, "namespaces the Ray controllers watch (default: all)")
 	cmd.Flags().IntVar(&o.ctrl.reconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
 	cmd.Flags().StringVar(&o.ctrl.metricsAddr, "metrics-bind-address", "0", "where the Ray controllers serve Prometheus metrics, e.g. 127.0.0.1:8085 (0 = off; :8080 is Ray's metrics port)")
@@ -164,14 +164,21 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	var ca *pki.Authority
 	var serving, loopback, admin, kubeletClient *pki.KeyPair
 	var etcdCreds *etcd.Credentials
+	var saKey *ecdsa.PrivateKey
 	if err := c.step("pki", func() (string, error) {
 		var err error
 		if ca, err = pki.LoadOrCreate(dir.Join("pki")); err != nil {
 			return "", damaged(dir, err)
 		}
-		loop := []net.IP{net.IPv4(127, 0, 0, 1)}
-		if serving, err = ca.Serving("apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, loop); err != nil {
+		hosts, ips, err := apiServerSANs(o.podCIDR)
+		if err != nil {
 			return "", err
+		}
+		if serving, err = ca.Serving("apiserver", hosts, ips); err != nil {
+			return "", err
+		}
+		if saKey, err = ca.SigningKey("sa"); err != nil {
+			return "", damaged(dir, err)
 		}
 		if etcdCreds, err = etcd.IssueCredentials(dir.Join("pki", "etcd"), dir.Join("pki")); err != nil {
 			return "", damaged(dir, err)
@@ -222,7 +229,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	if err := c.step("apiserver", func() (string, error) {
 		var err error
 		cfg := apiserver.Config{
-			Port: o.port, CA: ca, Serving: serving, Loopback: loopback, KubeletClient: kubeletClient,
+			Port: o.port, CA: ca, Serving: serving, Loopback: loopback, KubeletClient: kubeletClient, ServiceAccountKey: saKey,
 			EtcdEndpoint: store.Endpoint, EtcdClient: etcdCreds.APIServerClient, EtcdCAFile: etcdCreds.CA.CertFile(), CRDs: crds,
 			// etcd-readiness (the API server's own) reads through etcd at most every second and waits up to
 			// 2 s; this one says at once when raft has no leader.
@@ -295,6 +302,18 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 	defer stopAll()
 
+	var podAPI podAPIAddress
+	if err := c.step("pod-api", func() (string, error) {
+		var err error
+		podAPI.host, podAPI.port, err = servePods(compCtx, server, rt)
+		if err != nil {
+			return "", err
+		}
+		return "pods reach the API server at https://" + podAPI.String() + " (default/kubernetes)", nil
+	}); err != nil {
+		return err
+	}
+
 	var clusterDNS []string
 	if err := c.step("dns", func() (string, error) {
 		var addrs string
@@ -309,7 +328,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		if !o.kubelet {
 			return "off (--kubelet=false): pods stay unscheduled", nil
 		}
-		kl, err := startNode(compCtx, components.Go, ca, serverURL, dir, o, images, clusterDNS, out, logger.Named("kubelet"))
+		kl, err := startNode(compCtx, components.Go, ca, serverURL, dir, o, images, clusterDNS, podAPI, out, logger.Named("kubelet"))
 		if err != nil {
 			return "", err
 		}

@@ -12,8 +12,12 @@ import (
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
@@ -24,6 +28,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/controllers/rootca"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
@@ -35,7 +40,7 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints"}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, "endpoints"}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -59,6 +64,7 @@ func init() {
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
+	manager.Register(rootca.Name, rootca.Setup)
 	manager.Register("endpoints", manager.Plain(func(mgr ctrl.Manager) error {
 		c, err := endpoints.New(mgr.GetConfig(), endpoints.Options{})
 		if err != nil {
@@ -150,6 +156,7 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		opts.LeaderElectionIdentity = leaderIdentity(dir)
 		opts.Logger = zapr.NewLogger(logger.Named(s.name))
 		opts.Observer = rec.Observer()
+		opts.RootCA = ca.CertPEM()
 		if s.ray {
 			// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
 			// watched namespaces.
@@ -167,6 +174,11 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 			}
 			if f.reconcileConcurrency > 0 {
 				opts.ReconcileConcurrency = f.reconcileConcurrency
+			}
+		} else {
+			// The root CA publisher's ConfigMaps are the only ones kube-controller-manager's share reads.
+			opts.CacheByObject = map[client.Object]cache.ByObject{
+				&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", rootca.ConfigMapName)},
 			}
 		}
 		build := func() (*manager.Manager, error) {

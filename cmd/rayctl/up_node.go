@@ -19,6 +19,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
+	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
@@ -55,7 +56,7 @@ func insufficientHint(capacity map[string]string) string {
 // startNode starts this machine's kubelet (identity system:node:<name>) and the binder that places pods
 // on it (identity system:kube-scheduler). It returns once the node is registered.
 func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverURL string, dir *datadir.Dir, o *upOptions,
-	rt runtime.Runtime, clusterDNS []string, out io.Writer, logger *zap.Logger) (*kubelet.Kubelet, error) {
+	rt runtime.Runtime, clusterDNS []string, podAPI podAPIAddress, out io.Writer, logger *zap.Logger) (*kubelet.Kubelet, error) {
 	nodeCfg, err := identityConfig(ca, serverURL, "kubelet", "system:node:"+o.nodeName, []string{"system:nodes"})
 	if err != nil {
 		return nil, err
@@ -83,6 +84,7 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 		PodsDir:           dir.Join("pods"),
 		ClusterDNS:        clusterDNS,
 		ClusterDomain:     "cluster.local",
+		APIServer:         &podenv.APIServer{Host: podAPI.host.String(), Port: podAPI.port},
 		KubernetesVersion: apiserver.KubernetesVersion(),
 		NodeIP:            "127.0.0.1",
 		OnStatusWrite:     o.recorder.KubeletWrote,

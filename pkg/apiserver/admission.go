@@ -12,9 +12,10 @@ import (
 )
 
 // newAdmission builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
-// not exist or are being deleted, as every real cluster does, then NodeRestriction, which keeps each
-// kubelet's writes to its own node (see nodeRestriction). The namespace informer starts with the server,
-// through the loopback client.
+// not exist or are being deleted, as every real cluster does, then ServiceAccount, which gives pods their
+// account and its token volume (see serviceAccountAdmission), then NodeRestriction, which keeps each
+// kubelet's writes to its own node (see nodeRestriction). The namespace and ServiceAccount informers start
+// with the server, through the loopback client.
 func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
@@ -30,10 +31,11 @@ func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.
 	if err := nsLifecycle.ValidateInitialization(); err != nil {
 		return nil, nil, err
 	}
+	accounts := factory.Core().V1().ServiceAccounts().Lister()
 	start := func(ctx genericapiserver.PostStartHookContext) error {
 		factory.Start(ctx.Done())
 		factory.WaitForCacheSync(ctx.Done())
 		return nil
 	}
-	return admission.NewChainHandler(nsLifecycle, newNodeRestriction()), start, nil
+	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), newNodeRestriction()), start, nil
 }

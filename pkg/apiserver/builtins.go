@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	satoken "github.com/rayctl/rayctl/pkg/apiserver/auth/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/accessreview"
@@ -38,11 +40,9 @@ const DefaultServiceCIDR = "10.96.0.0/16"
 type builtins map[schema.GroupVersion]registry.Storage
 
 // newBuiltins builds the storage of every built-in resource. kubeletTLS is the client configuration
-// pods/log, pods/exec and pods/portforward reach kubelets with (nil turns them off).
-func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config) (builtins, error) {
-	if serviceCIDR == nil {
-		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
-	}
+// pods/log, pods/exec and pods/portforward reach kubelets with (nil turns them off); tokens signs what
+// serviceaccounts/token issues.
+func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config, tokens *satoken.Issuer) (builtins, error) {
 	b := builtins{}
 	add := func(gv schema.GroupVersion, s registry.Storage, err error) error {
 		if err != nil {
@@ -70,6 +70,13 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	if err := add(core, pods, err); err != nil {
 		return nil, err
 	}
+	accounts, accountStore, err := registry.Build(s, serviceaccount.Resource, optsGetter)
+	if err == nil {
+		accounts["serviceaccounts/token"] = &serviceaccount.TokenREST{ServiceAccounts: accountStore, Pods: pods["pods"].(rest.Getter), Issuer: tokens}
+	}
+	if err := add(core, accounts, err); err != nil {
+		return nil, err
+	}
 	slices, sliceStore, err := registry.Build(s, endpointslice.Resource, optsGetter)
 	if err := add(endpointslice.Resource.GroupVersion(), slices, err); err != nil {
 		return nil, err
@@ -83,7 +90,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 		return nil, err
 	}
 	for _, r := range []*registry.Resource{
-		configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
+		configmap.Resource, secret.Resource, endpoints.Resource,
 		coreevent.Resource, eventsevent.Resource, lease.Resource, job.Resource,
 	} {
 		if err := plain(r); err != nil {

@@ -5,6 +5,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -41,6 +42,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
+	satoken "github.com/rayctl/rayctl/pkg/apiserver/auth/serviceaccount"
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
@@ -59,6 +61,9 @@ type Config struct {
 	CA *pki.Authority
 	// Serving is the server's certificate.
 	Serving *pki.KeyPair
+	// ServiceAccountKey signs ServiceAccount tokens (serviceaccounts/token), which the server then accepts
+	// as bearer tokens.
+	ServiceAccountKey *ecdsa.PrivateKey
 	// Loopback is the client certificate the server uses to call itself (a system:masters identity).
 	Loopback *pki.KeyPair
 	// EtcdEndpoint is etcd's client URL; EtcdClient the certificate to reach it with, and EtcdCAFile
@@ -69,7 +74,8 @@ type Config struct {
 	// CRDs are CustomResourceDefinition manifests (YAML or JSON) installed, and Established, before the
 	// server reports ready.
 	CRDs [][]byte
-	// ServiceCIDR is the range ClusterIPs are allocated from; nil means 10.96.0.0/16.
+	// ServiceCIDR is the range ClusterIPs are allocated from; nil means 10.96.0.0/16. Its first address is
+	// the kubernetes Service's.
 	ServiceCIDR *net.IPNet
 	// RBAC are RBAC manifests (YAML) applied, and in force, before the server reports ready; nil means
 	// rayctl's bootstrap policy (configs/rbac).
@@ -97,6 +103,10 @@ type Server struct {
 	// LoopbackConfig is a client config with the loopback identity.
 	LoopbackConfig *rest.Config
 	prepared       interface{ RunWithContext(context.Context) error }
+	// listeners are the addresses served: Addr's, and the pod bridge's once ServePods adds it.
+	listeners *listeners
+	// kubernetesClusterIP is the first address of the service range, the kubernetes Service's.
+	kubernetesClusterIP net.IP
 }
 
 // New builds the server: it opens the listener, connects storage and installs every API group.
@@ -113,6 +123,7 @@ func New(c Config) (*Server, error) {
 			return nil, fmt.Errorf("listening for the API server: %w", err)
 		}
 	}
+	served := newListeners(ln)
 	addr := ln.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	host := "https://" + net.JoinHostPort("127.0.0.1", port)
@@ -164,7 +175,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	generic.SecureServing = &genericapiserver.SecureServingInfo{
-		Listener:      ln,
+		Listener:      served,
 		Cert:          servingCert,
 		ClientCA:      clientCA,
 		MinTLSVersion: tls.VersionTLS12,
@@ -179,7 +190,6 @@ func New(c Config) (*Server, error) {
 		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		QPS:           -1,
 	}
-	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool())
 	rbacPolicy, err := readRBAC(c.RBAC)
 	if err != nil {
 		return nil, err
@@ -189,6 +199,13 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.ServiceAccountKey == nil {
+		return nil, fmt.Errorf("the API server needs a service-account signing key")
+	}
+	tokens := &satoken.Issuer{Key: c.ServiceAccountKey}
+	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool(),
+		&satoken.Authenticator{Key: &c.ServiceAccountKey.PublicKey, Objects: apiObjects{loopbackClient}})
+	generic.Authentication.APIAudiences = []string{satoken.DefaultIssuer}
 	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(
 		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: node.New(node.APIPods{Client: loopbackClient})},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
@@ -274,7 +291,11 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, rbacAuthz, c.ServiceCIDR, kubeletTLS)
+	serviceCIDR := c.ServiceCIDR
+	if serviceCIDR == nil {
+		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
+	}
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, rbacAuthz, serviceCIDR, kubeletTLS, tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -298,9 +319,11 @@ func New(c Config) (*Server, error) {
 	})
 
 	return &Server{
-		Addr:           addr,
-		LoopbackConfig: rest.CopyConfig(generic.LoopbackClientConfig),
-		prepared:       server.PrepareRun(),
+		Addr:                addr,
+		LoopbackConfig:      rest.CopyConfig(generic.LoopbackClientConfig),
+		prepared:            server.PrepareRun(),
+		listeners:           served,
+		kubernetesClusterIP: KubernetesServiceIP(serviceCIDR),
 	}, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/miekg/dns"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 // UserAgent is the user agent the server's API requests carry.
@@ -171,7 +173,7 @@ func listenPair(addr string, freeBind bool) (net.PacketConn, net.Listener, error
 	if err != nil {
 		return nil, nil, err
 	}
-	lc := listenConfig(freeBind)
+	lc := network.ListenConfig(freeBind)
 	var lastErr error
 	for attempt := 0; attempt < 10; attempt++ {
 		pc, err := lc.ListenPacket(context.Background(), "udp", addr)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/kubelet/kubeletapi"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
+	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
 	"github.com/rayctl/rayctl/pkg/kubelet/podworker"
 	"github.com/rayctl/rayctl/pkg/kubelet/probe"
 	"github.com/rayctl/rayctl/pkg/kubelet/status"
@@ -53,6 +55,9 @@ type Config struct {
 	ClusterDomain string
 	// HostResolvConf is the host's resolv.conf, for dnsPolicy Default (default /etc/resolv.conf).
 	HostResolvConf string
+	// APIServer is where pods reach the API server (the kubernetes Service's endpoint): every container
+	// gets KUBERNETES_SERVICE_HOST and _PORT from it. Nil gives them none.
+	APIServer *podenv.APIServer
 	// KubernetesVersion is reported as the node's kubeletVersion, e.g. "v1.37.2".
 	KubernetesVersion string
 	// NodeIP is the node's InternalIP and the pods' hostIP (default 127.0.0.1).
@@ -240,6 +245,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		Allocatable: k.agent.Capacity(), CrashBackoff: k.cfg.CrashLoopBackOff,
 		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion},
 		ResyncPeriod: k.cfg.ResyncPeriod,
+		APIServer:    k.cfg.APIServer,
 	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -466,7 +472,7 @@ func (k *Kubelet) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
 	return kubeletapi.PodNetwork{UID: string(w.UID()), NetNSPath: n.NetNSPath, Gone: w.Done()}, nil
 }
 
-// apiSources reads config maps and secrets straight from the API server.
+// apiSources reads config maps and secrets straight from the API server, and asks it for tokens.
 type apiSources struct{ client kubernetes.Interface }
 
 func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
@@ -475,4 +481,8 @@ func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.Con
 
 func (s apiSources) Secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return s.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s apiSources) ServiceAccountToken(ctx context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return s.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
 }

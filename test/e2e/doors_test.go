@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -195,6 +196,10 @@ func TestNoDoorForOtherUsers(t *testing.T) {
 			t.Errorf("the cluster DNS answers a host process: rcode %s, want REFUSED", dns.RcodeToString[r.Rcode])
 		}
 		t.Logf("ok   %-21s UDP DNS query from the host: %s", gw+":53", dns.RcodeToString[r.Rcode])
+		// The API server's listener for pods (in-cluster clients) is on the bridge: it was among those probed.
+		if api := net.JoinHostPort(gw, "443"); !slices.Contains(addrs, api) {
+			t.Errorf("the API server's listener for pods, %s, was not among the ports probed: %v", api, addrs)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
-// Package auth decides who a request comes from and what it may do. Identities come only from client
-// certificates signed by rayctl's CA (the subject's common name is the user, its organizations the groups).
-// A request without one is anonymous, and anonymous requests reach only the public health and version
+// Package auth decides who a request comes from and what it may do. Identities come from client
+// certificates signed by rayctl's CA (the subject's common name is the user, its organizations the groups)
+// and from bearer tokens the given token authenticators accept (ServiceAccount tokens, for pods).
+// A request without either is anonymous, and anonymous requests reach only the public health and version
 // paths; everything else answers 401.
 package auth
 
@@ -11,7 +12,10 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -22,21 +26,26 @@ import (
 // PublicPaths are the paths anyone may read without credentials, as on a real cluster.
 var PublicPaths = []string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*", "/version", "/version/"}
 
-// NewAuthenticator authenticates client certificates that chain to roots, and lets requests without
-// credentials through as system:anonymous only for PublicPaths.
-func NewAuthenticator(roots *x509.CertPool) authenticator.Request {
+// NewAuthenticator authenticates client certificates that chain to roots, then bearer tokens with tokens
+// (in order), and lets requests without credentials through as system:anonymous only for PublicPaths.
+// A bearer token no token authenticator accepts is a 401, wherever it is sent.
+func NewAuthenticator(roots *x509.CertPool, tokens ...authenticator.Token) authenticator.Request {
 	opts := x509request.DefaultVerifyOptions()
 	opts.Roots = roots
-	certs := group.NewAuthenticatedGroupAdder(x509request.New(opts, x509request.CommonNameUserConversion))
-	return &withPublicPaths{certs: certs}
+	chain := []authenticator.Request{x509request.New(opts, x509request.CommonNameUserConversion)}
+	if len(tokens) > 0 {
+		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
+	}
+	creds := group.NewAuthenticatedGroupAdder(requestunion.New(chain...))
+	return &withPublicPaths{creds: creds}
 }
 
 type withPublicPaths struct {
-	certs authenticator.Request
+	creds authenticator.Request
 }
 
 func (a *withPublicPaths) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
-	resp, ok, err := a.certs.AuthenticateRequest(req)
+	resp, ok, err := a.creds.AuthenticateRequest(req)
 	if ok || err != nil {
 		return resp, ok, err
 	}

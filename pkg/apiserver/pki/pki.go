@@ -313,3 +313,26 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// SigningKey returns the private key called name (name.key beside the CA, owner-only), making it the
+// first time: the key that signs service-account tokens, say. A key file that cannot be read as an
+// ECDSA key is an error, not replaced, since every token it signed would silently stop working.
+func (a *Authority) SigningKey(name string) (*ecdsa.PrivateKey, error) {
+	path := filepath.Join(a.dir, name+".key")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		k, err := parseKey(b)
+		if ec, ok := k.(*ecdsa.PrivateKey); err == nil && ok {
+			return ec, nil
+		}
+		return nil, fmt.Errorf("%s is not an ECDSA private key in PEM (PKCS #8)", path)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return key, WriteFileAtomic(path, encodeKey(key))
+}

@@ -33,6 +33,9 @@ type Env struct {
 	// node's runtime ("" when the image runs as itself, or raysim runs it): rayctl runs Ray's images
 	// on the host's Ray, which may differ from what a RayCluster's spec.rayVersion says.
 	HostRayVersion func(image string) string
+	// RootCA is the cluster's CA certificate in PEM (the one that signs the API server's serving
+	// certificate), which pods trust; the root CA publisher publishes it.
+	RootCA []byte
 }
 
 // SetupFunc adds one controller to mgr.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,6 +24,14 @@ type Sources interface {
 	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)
 	// Secret returns the secret ns/name (an error satisfying apierrors.IsNotFound when absent).
 	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
+	// ServiceAccountToken asks for a token of the service account ns/name (TokenRequest).
+	ServiceAccountToken(ctx context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+}
+
+// APIServer is where containers reach the API server (the kubernetes Service's endpoint).
+type APIServer struct {
+	Host string
+	Port int
 }
 
 // Input is what resolving a container's environment needs besides the container itself.
@@ -33,9 +44,13 @@ type Input struct {
 	NodeAllocatable corev1.ResourceList
 	// Sources looks up config maps and secrets.
 	Sources Sources
+	// APIServer, when set, gives every container KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and
+	// the rest of the kubernetes Service's variables, as every pod on a cluster has.
+	APIServer *APIServer
 }
 
-// Environment resolves c's environment in Kubernetes order: envFrom sources first, then env entries,
+// Environment resolves c's environment in Kubernetes order: the kubernetes Service's variables first
+// (in.APIServer), then envFrom sources, then env entries,
 // each env value expanding $(VAR) references to variables defined before it. A later definition of a
 // name replaces the earlier value and keeps its position. Missing non-optional config maps, secrets or
 // keys are errors (the kubelet reports them as CreateContainerConfigError).
@@ -47,6 +62,11 @@ func Environment(ctx context.Context, in Input, c *corev1.Container) ([]runtime.
 			order = append(order, name)
 		}
 		values[name] = value
+	}
+	if a := in.APIServer; a != nil {
+		for _, kv := range APIServerVariables(a.Host, a.Port) {
+			set(kv[0], kv[1])
+		}
 	}
 	ns := in.Pod.Namespace
 	for _, from := range c.EnvFrom {
@@ -112,6 +132,25 @@ func Environment(ctx context.Context, in Input, c *corev1.Container) ([]runtime.
 		out[i] = runtime.EnvVar{Name: name, Value: values[name]}
 	}
 	return out, nil
+}
+
+// APIServerVariables are the variables of the kubernetes Service in a container's environment, as the
+// kubelet sets them from the Service (here from its endpoint, which pods reach): KUBERNETES_SERVICE_HOST,
+// KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PORT_HTTPS and the Docker-link style KUBERNETES_PORT family.
+func APIServerVariables(host string, port int) [][2]string {
+	p := strconv.Itoa(port)
+	url := "tcp://" + net.JoinHostPort(host, p)
+	prefix := "KUBERNETES_PORT_" + p + "_TCP"
+	return [][2]string{
+		{"KUBERNETES_SERVICE_HOST", host},
+		{"KUBERNETES_SERVICE_PORT", p},
+		{"KUBERNETES_SERVICE_PORT_HTTPS", p},
+		{"KUBERNETES_PORT", url},
+		{prefix, url},
+		{prefix + "_PROTO", "tcp"},
+		{prefix + "_PORT", p},
+		{prefix + "_ADDR", host},
+	}
 }
 
 // Lookup returns a lookup function over env, for Expand.

@@ -30,14 +30,20 @@ func (w *Worker) syncRunning(ctx context.Context, pod *corev1.Pod) time.Duration
 			return retryDelay
 		}
 	}
-	if w.volumes == nil {
+	if w.volumes == nil || (!w.volumesRenew.IsZero() && !time.Now().Before(w.volumesRenew)) {
 		in := w.envInput(pod)
-		paths, err := volume.Setup(ctx, in, filepath.Join(w.podDir(), "volumes"))
-		if err != nil {
+		paths, renew, err := volume.Setup(ctx, in, filepath.Join(w.podDir(), "volumes"))
+		switch {
+		case err != nil && w.volumes == nil:
 			w.event(pod, "", corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed: "+err.Error())
 			return retryDelay
+		case err != nil:
+			// A renewal that failed: the containers run on with the tokens they have, and it is tried again.
+			w.event(pod, "", corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed: "+err.Error())
+			w.volumesRenew = time.Now().Add(retryDelay)
+		default:
+			w.volumes, w.volumesRenew = paths, renew
 		}
-		w.volumes = paths
 	}
 	var next waker
 	initDone := true
@@ -398,7 +404,7 @@ func resources(c *corev1.Container) runtime.Resources {
 
 // envInput is what environments and downward API volumes are resolved from.
 func (w *Worker) envInput(pod *corev1.Pod) podenv.Input {
-	in := podenv.Input{Pod: pod, HostIP: w.deps.HostIP, NodeAllocatable: w.deps.Allocatable, Sources: w.deps.Sources}
+	in := podenv.Input{Pod: pod, HostIP: w.deps.HostIP, NodeAllocatable: w.deps.Allocatable, Sources: w.deps.Sources, APIServer: w.deps.APIServer}
 	if w.sandbox != nil {
 		in.PodIP = w.sandbox.IP
 	}

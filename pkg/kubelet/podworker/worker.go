@@ -59,6 +59,8 @@ type Deps struct {
 	Prober *probe.Prober
 	// ResyncPeriod is how often a pod is synced without a reason (config maps, retries).
 	ResyncPeriod time.Duration
+	// APIServer is where containers reach the API server (their KUBERNETES_SERVICE_* variables).
+	APIServer *podenv.APIServer
 }
 
 // retryDelay is how soon a failed step (sandbox, volumes, config) is tried again.
@@ -82,14 +84,16 @@ type Worker struct {
 	probeStop map[string]context.CancelFunc          // by container id
 
 	// Owned by the run goroutine.
-	sandbox    *runtime.Sandbox
-	volumes    volume.Paths
-	containers map[string]*containerRecord
-	terminal   bool
-	tornDown   bool
-	startTime  *metav1.Time
-	stale      []string // container ids to remove at the next sync
-	logger     klog.Logger
+	sandbox *runtime.Sandbox
+	volumes volume.Paths
+	// volumesRenew is when the volumes are set up again, to renew their service-account tokens.
+	volumesRenew time.Time
+	containers   map[string]*containerRecord
+	terminal     bool
+	tornDown     bool
+	startTime    *metav1.Time
+	stale        []string // container ids to remove at the next sync
+	logger       klog.Logger
 }
 
 // containerRecord is what the worker knows of one container of the pod.

@@ -1,7 +1,8 @@
 // Package volume materialises a pod's volumes on the host, under the pod's own directory, and turns a
 // container's volumeMounts into bind mounts for the runtime. Supported: emptyDir (medium Memory is a
-// tmpfs when running as root), configMap, secret, downwardAPI, projected (configMap, secret and
-// downwardAPI sources; serviceAccountToken and clusterTrustBundle sources are skipped) and hostPath.
+// tmpfs when running as root), configMap, secret, downwardAPI, projected (configMap, secret, downwardAPI
+// and serviceAccountToken sources, the last through TokenRequest, bound to the pod; clusterTrustBundle
+// and podCertificate sources are skipped) and hostPath.
 package volume
 
 import (
@@ -11,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -24,20 +27,34 @@ import (
 type Paths map[string]string
 
 // Setup makes every volume of in.Pod under dir (dir/<volume name>; hostPath volumes stay where they
-// are) and returns their paths. It can be called again: files are rewritten with current contents.
-func Setup(ctx context.Context, in podenv.Input, dir string) (Paths, error) {
+// are) and returns their paths, and when Setup must run again to renew the tokens it wrote (at 80% of
+// their lifetime, as the kubelet renews them; zero when there are none). It can be called again: files
+// are rewritten with current contents, each replaced at once.
+func Setup(ctx context.Context, in podenv.Input, dir string) (Paths, time.Time, error) {
 	paths := Paths{}
+	var renew time.Time
 	for _, v := range in.Pod.Spec.Volumes {
-		p, err := setupOne(ctx, in, dir, v)
+		p, at, err := setupOne(ctx, in, dir, v)
 		if err != nil {
-			return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			return nil, time.Time{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 		paths[v.Name] = p
+		if !at.IsZero() && (renew.IsZero() || at.Before(renew)) {
+			renew = at
+		}
 	}
-	return paths, nil
+	return paths, renew, nil
 }
 
-func setupOne(ctx context.Context, in podenv.Input, dir string, v corev1.Volume) (string, error) {
+func setupOne(ctx context.Context, in podenv.Input, dir string, v corev1.Volume) (string, time.Time, error) {
+	if v.Projected != nil {
+		return projected(ctx, in, filepath.Join(dir, v.Name), v.Projected)
+	}
+	p, err := setupPlain(ctx, in, dir, v)
+	return p, time.Time{}, err
+}
+
+func setupPlain(ctx context.Context, in podenv.Input, dir string, v corev1.Volume) (string, error) {
 	target := filepath.Join(dir, v.Name)
 	src := v.VolumeSource
 	switch {
@@ -63,29 +80,72 @@ func setupOne(ctx context.Context, in podenv.Input, dir string, v corev1.Volume)
 			return "", err
 		}
 		return target, writeFiles(target, files)
-	case src.Projected != nil:
-		var all []file
-		for _, p := range src.Projected.Sources {
-			var files []file
-			var err error
-			switch {
-			case p.ConfigMap != nil:
-				files, err = configMapFiles(ctx, in, p.ConfigMap.Name, p.ConfigMap.Items, p.ConfigMap.Optional, src.Projected.DefaultMode)
-			case p.Secret != nil:
-				files, err = secretFiles(ctx, in, p.Secret.Name, p.Secret.Items, p.Secret.Optional, src.Projected.DefaultMode)
-			case p.DownwardAPI != nil:
-				files, err = downwardFiles(in, p.DownwardAPI.Items, src.Projected.DefaultMode)
-			default:
-				// serviceAccountToken, clusterTrustBundle and podCertificate sources are not served here.
-			}
-			if err != nil {
-				return "", err
-			}
-			all = append(all, files...)
-		}
-		return target, writeFiles(target, all)
 	}
 	return "", errors.New("unsupported volume type")
+}
+
+// projected writes a projected volume's sources into target, and says when its tokens need renewing.
+func projected(ctx context.Context, in podenv.Input, target string, src *corev1.ProjectedVolumeSource) (string, time.Time, error) {
+	var all []file
+	var renew time.Time
+	for _, p := range src.Sources {
+		var files []file
+		var err error
+		switch {
+		case p.ConfigMap != nil:
+			files, err = configMapFiles(ctx, in, p.ConfigMap.Name, p.ConfigMap.Items, p.ConfigMap.Optional, src.DefaultMode)
+		case p.Secret != nil:
+			files, err = secretFiles(ctx, in, p.Secret.Name, p.Secret.Items, p.Secret.Optional, src.DefaultMode)
+		case p.DownwardAPI != nil:
+			files, err = downwardFiles(in, p.DownwardAPI.Items, src.DefaultMode)
+		case p.ServiceAccountToken != nil:
+			var f file
+			var at time.Time
+			f, at, err = tokenFile(ctx, in, p.ServiceAccountToken, src.DefaultMode)
+			files = []file{f}
+			if renew.IsZero() || at.Before(renew) {
+				renew = at
+			}
+		default:
+			// clusterTrustBundle and podCertificate sources are not served here.
+		}
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		all = append(all, files...)
+	}
+	return target, renew, writeFiles(target, all)
+}
+
+// defaultTokenSeconds is a serviceAccountToken projection's lifetime when it names none.
+const defaultTokenSeconds = 3600
+
+// tokenFile asks for a token of the pod's service account, bound to the pod, and says when to renew it:
+// at 80% of its lifetime.
+func tokenFile(ctx context.Context, in podenv.Input, p *corev1.ServiceAccountTokenProjection, def *int32) (file, time.Time, error) {
+	pod := in.Pod
+	account := pod.Spec.ServiceAccountName
+	if account == "" {
+		account = "default"
+	}
+	seconds := int64(defaultTokenSeconds)
+	if p.ExpirationSeconds != nil {
+		seconds = *p.ExpirationSeconds
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &seconds,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if p.Audience != "" {
+		req.Spec.Audiences = []string{p.Audience}
+	}
+	asked := time.Now()
+	tr, err := in.Sources.ServiceAccountToken(ctx, pod.Namespace, account, req)
+	if err != nil {
+		return file{}, time.Time{}, fmt.Errorf("requesting a token of service account %q: %w", account, err)
+	}
+	lifetime := tr.Status.ExpirationTimestamp.Sub(asked)
+	return file{path: p.Path, data: []byte(tr.Status.Token), mode: modeOf(nil, def)}, asked.Add(lifetime * 8 / 10), nil
 }
 
 func hostPath(h *corev1.HostPathVolumeSource) (string, error) {

@@ -108,9 +108,24 @@ func New(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("network: %w", err)
 		}
 	}
-	gw := intToIP4(ip4ToInt(subnet.IP) + 1)
+	gw := gatewayOf(subnet)
 	return &Manager{cfg: cfg, subnet: subnet, gateway: gw, ipam: newIPAM(cfg.StateDir, subnet, gw)}, nil
 }
+
+// GatewayOf is the bridge's address for the pod CIDR cidr (DefaultCIDR when empty): its first address.
+// It is known before the network is made, for certificates that must name it.
+func GatewayOf(cidr string) (net.IP, error) {
+	if cidr == "" {
+		cidr = DefaultCIDR
+	}
+	_, subnet, err := net.ParseCIDR(cidr)
+	if err != nil || subnet.IP.To4() == nil {
+		return nil, fmt.Errorf("network: pod CIDR %q is not an IPv4 CIDR", cidr)
+	}
+	return gatewayOf(subnet), nil
+}
+
+func gatewayOf(subnet *net.IPNet) net.IP { return intToIP4(ip4ToInt(subnet.IP) + 1) }
 
 // Config returns the configuration in use, defaults filled in.
 func (m *Manager) Config() Config { return m.cfg }

@@ -2,7 +2,8 @@
 // grants every node the same rights (the system:node ClusterRole, which holds no Secrets or ConfigMaps);
 // this authorizer adds, for the node system:node:<name>, reads of exactly the Secrets, ConfigMaps and
 // ServiceAccounts that pods bound to that node reference, one object at a time, and refuses a node's
-// reads of any other. Writes are NodeRestriction admission's business (pkg/apiserver).
+// reads of any other, and lets it request tokens (serviceaccounts/token) only for the ServiceAccounts its
+// pods run as. Writes are NodeRestriction admission's business (pkg/apiserver).
 package node
 
 import (
@@ -62,7 +63,7 @@ var referenced = map[string]func(*corev1.Pod) []string{
 }
 
 // Authorize allows a node to get (or list or watch by name) a Secret, ConfigMap or ServiceAccount that a
-// pod bound to it references, and denies a node every other request for those kinds. Other users and
+// pod bound to it references, and to create a token of a ServiceAccount such a pod runs as, and denies a node every other request for those kinds. Other users and
 // other resources get no opinion.
 func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	node, isNode := Identity(attrs.GetUser())
@@ -78,6 +79,11 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 		return authorizer.DecisionDeny, fmt.Sprintf("node authorizer: user %q is in %s but not named %s<node>", attrs.GetUser().GetName(), Group, UserPrefix), nil
 	}
 	switch {
+	case attrs.GetResource() == "serviceaccounts" && attrs.GetSubresource() == "token":
+		// TokenRequest: a node asks for the tokens of the accounts its pods run as, and for nothing else.
+		if attrs.GetVerb() != "create" || attrs.GetName() == "" {
+			return authorizer.DecisionDeny, fmt.Sprintf("node authorizer: node %q may only create tokens of a service account by name", node), nil
+		}
 	case attrs.GetSubresource() != "":
 		return authorizer.DecisionNoOpinion, "", nil
 	case !slices.Contains([]string{"get", "list", "watch"}, attrs.GetVerb()):

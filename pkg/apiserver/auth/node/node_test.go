@@ -84,3 +84,26 @@ func TestNodeReadsOnlyWhatItsPodsUse(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeRequestsTokensOnlyForItsPodsAccounts(t *testing.T) {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: "a", ServiceAccountName: "robot"}}
+	a := node.New(podsOn{pod})
+	nodeA := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
+	nodeB := &user.DefaultInfo{Name: "system:node:b", Groups: []string{"system:nodes"}}
+	for _, tc := range []struct {
+		u          user.Info
+		verb, name string
+		want       authorizer.Decision
+	}{
+		{nodeA, "create", "robot", authorizer.DecisionAllow},
+		{nodeA, "create", "default", authorizer.DecisionDeny},
+		{nodeA, "get", "robot", authorizer.DecisionDeny},
+		{nodeB, "create", "robot", authorizer.DecisionDeny},
+	} {
+		attrs := authorizer.AttributesRecord{User: tc.u, Verb: tc.verb, Resource: "serviceaccounts", Subresource: "token",
+			Namespace: "ns", Name: tc.name, ResourceRequest: true, APIVersion: "v1"}
+		if got, why, err := a.Authorize(context.Background(), attrs); err != nil || got != tc.want {
+			t.Errorf("%s %s serviceaccounts/%s/token: %v (%s, %v), want %v", tc.u.GetName(), tc.verb, tc.name, got, why, err, tc.want)
+		}
+	}
+}

@@ -1,12 +1,12 @@
-package dns
+package network
 
 import (
 	"net"
 	"syscall"
 )
 
-// listenConfig returns a ListenConfig that sets IP_FREEBIND on its sockets when freeBind is true.
-func listenConfig(freeBind bool) *net.ListenConfig {
+// ListenConfig returns a ListenConfig that sets IP_FREEBIND on its sockets when freeBind is true.
+func ListenConfig(freeBind bool) *net.ListenConfig {
 	if !freeBind {
 		return &net.ListenConfig{}
 	}
