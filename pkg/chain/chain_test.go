@@ -190,3 +190,44 @@ func TestRenderFitsEightyColumns(t *testing.T) {
 		t.Errorf("no dashboard call in\n%s", b.String())
 	}
 }
+
+// TestTraceOfAPodStartsAtTheWriteThatMadeIt: an autoscaler's patch of a RayCluster (a write by an
+// identity other than the controllers') → informer → Reconcile → the controller's create of a worker
+// Pod → the API server's create, then the Pod's kubelet write: `rayctl trace pod/…` shows it all.
+func TestTraceOfAPodStartsAtTheWriteThatMadeIt(t *testing.T) {
+	r := New(100)
+	r.Register(ControllerInfo{Name: "raycluster", Kind: "RayCluster"}, nil)
+	o := r.Observer()
+	cluster := Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "20"}
+	worker := Ref{Kind: "Pod", Namespace: "ns", Name: "c-g-worker-x", ResourceVersion: "21"}
+	ckey := types.NamespacedName{Namespace: "ns", Name: "c"}
+	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: cluster, Outcome: "patch", Detail: "system:serviceaccount:ns:c", Code: 200})
+	o.OnEvent("raycluster", cluster, "19", chainhooks.Update)
+	o.OnMap("raycluster", cluster, ckey, "object")
+	o.OnEnqueue("raycluster", chainhooks.Enqueue{Key: ckey, From: &cluster, Kind: chainhooks.EnqueueNew})
+	o.OnDequeue("raycluster", ckey, 0)
+	o.OnReconcileStart("raycluster", ckey)
+	o.OnWrite("raycluster", ckey, worker, "create")
+	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: worker, Outcome: "create", Detail: "rayctl:controllers", Code: 201})
+	o.OnReconcileEnd("raycluster", ckey, reconcile.Result{}, nil, time.Millisecond)
+	ready := worker
+	ready.ResourceVersion = "25"
+	r.record(Event{Component: "kubelet", Hop: KubeletWrite, Object: ready, Detail: "Ready=True"})
+	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: ready, Outcome: "patch status", Code: 200})
+
+	steps := Trace(r.Events(Filter{}), "pod", "ns", worker.Name)
+	var hops []string
+	for _, s := range steps {
+		hops = append(hops, s.Component+" "+string(s.Hop)+" "+Describe(&s.Event))
+	}
+	got := strings.Join(hops, "\n")
+	for _, want := range []string{"apiserver api-write", "system:serviceaccount:ns:c", "raycluster reconcile-start",
+		"raycluster controller-write created Pod c-g-worker-x", "kubelet kubelet-write"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("trace lacks %q:\n%s", want, got)
+		}
+	}
+	if i, j := strings.Index(got, "system:serviceaccount"), strings.Index(got, "controller-write"); i < 0 || j < i {
+		t.Errorf("the autoscaler's patch does not come before the Pod's creation:\n%s", got)
+	}
+}

@@ -160,6 +160,10 @@ func (o observer) OnStatusWrite(c string, key types.NamespacedName, obj Ref, sum
 	o.r.record(Event{Component: c, Hop: StatusWrite, Object: obj, Detail: summary, Reconcile: o.r.reconcileOf(c, key)})
 }
 
+func (o observer) OnWrite(c string, key types.NamespacedName, obj Ref, verb string) {
+	o.r.record(Event{Component: c, Hop: ObjectWrite, Object: obj, Outcome: verb, Reconcile: o.r.reconcileOf(c, key)})
+}
+
 func (o observer) OnTransition(c string, key types.NamespacedName, obj Ref, from, to string) {
 	o.r.record(Event{Component: c, Hop: Transition, Object: obj, Outcome: to, Detail: from + " → " + to, Reconcile: o.r.reconcileOf(c, key)})
 }

@@ -42,6 +42,9 @@ const (
 	ReconcileEnd   Hop = "reconcile-end"
 	// StatusWrite: a controller wrote an object's status (Object carries the new resourceVersion).
 	StatusWrite Hop = "status-write"
+	// ObjectWrite: a controller created or deleted an object (a Pod it scaled) during a Reconcile;
+	// Outcome is the verb, Object carries the resourceVersion the API server returned.
+	ObjectWrite Hop = "controller-write"
 	// Transition: a RayJob's jobDeploymentStatus changed (Detail "from → to").
 	Transition Hop = "transition"
 	// DashboardCall: a controller called Ray's dashboard (Detail "METHOD path", Code, Duration).

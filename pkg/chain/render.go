@@ -79,6 +79,8 @@ func Describe(e *Event) string {
 		return fmt.Sprintf("Reconcile %s #%d %s in %s", obj, e.Reconcile, e.Outcome, ms(e.Duration))
 	case StatusWrite:
 		return fmt.Sprintf("wrote %s status: %s%s", obj, e.Detail, rv)
+	case ObjectWrite:
+		return fmt.Sprintf("%s %s%s", pastTense(e.Outcome), obj, rv)
 	case Transition:
 		return fmt.Sprintf("%s moved %s", obj, e.Detail)
 	case DashboardCall:
@@ -88,6 +90,14 @@ func Describe(e *Event) string {
 		return fmt.Sprintf("dashboard %s → %d in %s", e.Detail, e.Code, ms(e.Duration))
 	}
 	return string(e.Hop) + " " + obj
+}
+
+// pastTense is "created" for "create", "deleted" for "delete".
+func pastTense(verb string) string {
+	if strings.HasSuffix(verb, "e") {
+		return verb + "d"
+	}
+	return verb + "ed"
 }
 
 // ms prints a duration in milliseconds with one decimal.
@@ -130,7 +140,7 @@ func RenderLine(w io.Writer, offset time.Duration, latency string, e *Event, opt
 		switch {
 		case e.Error != "" || e.Hop == MapMiss || e.Outcome == "dropped" || (e.Code >= 400):
 			color = ansiRed
-		case e.Hop == KubeletWrite || e.Hop == StatusWrite || e.Hop == Transition || e.Hop == DashboardCall:
+		case e.Hop == KubeletWrite || e.Hop == StatusWrite || e.Hop == ObjectWrite || e.Hop == Transition || e.Hop == DashboardCall:
 			color = ansiGreen
 		case e.Hop == ReconcileStart || e.Hop == ReconcileEnd:
 			color = ansiCyan

@@ -45,7 +45,7 @@ type ctrlObj struct {
 type index struct {
 	ev        []Event
 	bySeq     map[uint64]int
-	origins   map[objKey][]int // kubelet and controller status writes
+	origins   map[objKey][]int // kubelet writes, controllers' status and object writes
 	apiWrites map[objKey][]int
 	informer  map[ctrlObj][]int
 	seenBy    map[objKey][]int  // informer events of an object version, every controller's
@@ -74,7 +74,7 @@ func newIndex(events []Event) *index {
 		k := keyOf(e.Object)
 		qk := ctrlObj{e.Component, objKey{k.kind, k.ns, k.name, ""}}
 		switch e.Hop {
-		case KubeletWrite, StatusWrite:
+		case KubeletWrite, StatusWrite, ObjectWrite:
 			x.origins[k] = append(x.origins[k], i)
 		case APIWrite:
 			x.apiWrites[k] = append(x.apiWrites[k], i)
@@ -168,7 +168,7 @@ func (x *index) causes(i int) []int {
 				return []int{j}
 			}
 		}
-	case ReconcileEnd, StatusWrite, Transition, DashboardCall:
+	case ReconcileEnd, StatusWrite, ObjectWrite, Transition, DashboardCall:
 		for _, j := range x.passes[e.Reconcile] {
 			if x.ev[j].Hop == ReconcileStart {
 				return []int{j}
@@ -183,7 +183,7 @@ func (x *index) effects(i int) []int {
 	e := &x.ev[i]
 	k := keyOf(e.Object)
 	switch e.Hop {
-	case KubeletWrite, StatusWrite:
+	case KubeletWrite, StatusWrite, ObjectWrite:
 		return x.apiWrites[k]
 	case APIWrite:
 		return x.seenBy[k]
@@ -219,7 +219,8 @@ func (x *index) effects(i int) []int {
 // Trace returns the causal timeline of one object: the chain that led to its latest significant hop
 // (for a RayJob its submission to the dashboard, else its latest state change or status write, else
 // its latest reconcile), every cause of every hop on the way back (coalesced enqueues included), and
-// for a Pod what its latest kubelet write went on to cause. kind matches case-insensitively.
+// for a Pod what its latest kubelet write went on to cause, after the chain that created it (the write
+// that made its controller create it: a user's, or an autoscaler's). kind matches case-insensitively.
 func Trace(events []Event, kind, namespace, name string) []Step {
 	x := newIndex(events)
 	anchor := x.anchor(kind, namespace, name)
@@ -230,8 +231,25 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 	x.back(anchor, set, 0)
 	if x.ev[anchor].Hop == KubeletWrite {
 		x.forward(anchor, set)
+		if c := x.creation(kind, namespace, name); c >= 0 {
+			x.back(c, set, 0)
+			for _, j := range x.effects(c) {
+				set[j] = true
+			}
+		}
 	}
 	return x.steps(set)
+}
+
+// creation is the controller's write that created the object, or -1.
+func (x *index) creation(kind, ns, name string) int {
+	for i := range x.ev {
+		e := &x.ev[i]
+		if e.Hop == ObjectWrite && e.Outcome == "create" && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // anchor picks the hop a trace of the object ends (or, for a Pod, starts) at.

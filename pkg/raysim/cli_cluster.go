@@ -95,6 +95,6 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "raysim: cannot reach the GCS at %s: %v\n", addr, err)
 		return 1
 	}
-	fmt.Fprint(stdout, dashboard.FormatStatus(nodes, nil, time.Now()))
+	fmt.Fprint(stdout, dashboard.FormatStatus(nodes, nil, nil, time.Now()))
 	return 0
 }

@@ -4,8 +4,9 @@
 // start --head|--address`, `ray health-check`, `ray status`, `ray stop`,
 // `ray job …`, the GCS port, the dashboard with the Ray Jobs REST API and
 // health endpoints, the agent's health endpoints and /metrics — and runs job
-// entrypoints as real shell commands on the head. It has no tasks, actors,
-// object store or autoscaler. With a real Ray image the same manifests run
+// entrypoints as real shell commands on the head; `ray kuberay-autoscaler`
+// scales a KubeRay RayCluster for the jobs waiting for resources. It has no
+// tasks, actors or object store. With a real Ray image the same manifests run
 // real Ray. See docs/raysim.md.
 package raysim
 
@@ -47,10 +48,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdHealthCheck(args[1:], stdout, stderr)
 	case "job":
 		return cmdJob(args[1:], stdout, stderr)
+	case "kuberay-autoscaler":
+		return cmdKubeRayAutoscaler(args[1:], stdout, stderr)
 	case WgetCommand:
 		return cmdWget(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "raysim: `ray %s` is not supported: raysim only stands in for ray start, stop, status, health-check and job (see docs/raysim.md)\n", args[0])
+		fmt.Fprintf(stderr, "raysim: `ray %s` is not supported: raysim only stands in for ray start, stop, status, health-check, job and kuberay-autoscaler (see docs/raysim.md)\n", args[0])
 		return 2
 	}
 }
@@ -61,8 +64,8 @@ Usage: ray COMMAND [ARGS]...
 
 raysim `+Version+`: an offline stand-in for Ray's processes. It serves Ray's
 cluster surfaces (GCS port, dashboard with the Jobs API, agent health, metrics)
-and runs job entrypoints as shell commands; it has no tasks, actors, object
-store or autoscaler.
+and runs job entrypoints as shell commands; it has no tasks, actors or object
+store.
 
 Commands:
   start         start a head (--head) or a worker (--address=HOST:PORT) node
@@ -70,6 +73,7 @@ Commands:
   status        show the cluster's nodes and resources
   health-check  exit 0 when the GCS at --address answers
   job           submit, status, logs, stop, list, delete jobs
+  kuberay-autoscaler  scale a KubeRay RayCluster for pending jobs (the head Pod's sidecar)
   version       print the version
 `, "\n"))
 }

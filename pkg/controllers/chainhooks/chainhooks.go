@@ -131,6 +131,9 @@ type Observer interface {
 	// OnStatusWrite: during the reconcile of key, the controller wrote obj's status; obj.ResourceVersion
 	// is the new version and summary a few words on the status written (e.g. "state=ready").
 	OnStatusWrite(controller string, key types.NamespacedName, obj Ref, summary string)
+	// OnWrite: during the reconcile of key, the controller wrote obj (verb "create" or "delete");
+	// obj.ResourceVersion is the version the API server returned.
+	OnWrite(controller string, key types.NamespacedName, obj Ref, verb string)
 	// OnTransition: during the reconcile of key, obj moved from one state to another (a RayJob's
 	// jobDeploymentStatus).
 	OnTransition(controller string, key types.NamespacedName, obj Ref, from, to string)
@@ -167,6 +170,9 @@ func (Nop) OnReconcileEnd(string, types.NamespacedName, reconcile.Result, error,
 
 // OnStatusWrite implements Observer.
 func (Nop) OnStatusWrite(string, types.NamespacedName, Ref, string) {}
+
+// OnWrite implements Observer.
+func (Nop) OnWrite(string, types.NamespacedName, Ref, string) {}
 
 // OnTransition implements Observer.
 func (Nop) OnTransition(string, types.NamespacedName, Ref, string, string) {}
@@ -226,6 +232,18 @@ func (h *Hooks) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 // update with ctx of the reconcile, the object the API server returned and a few words on the status.
 func (h *Hooks) StatusWritten(ctx context.Context, obj client.Object, summary string) {
 	h.obs.OnStatusWrite(h.controller, h.keyOf(ctx, obj), RefOf(obj), summary)
+}
+
+// Wrote tells the observer that the controller created or deleted obj (verb "create", "delete") during
+// the reconcile of ctx; call it after the write succeeded, with the object the API server returned. A
+// delete's answer is not read back, so its Ref carries no resourceVersion (the one obj has is an older
+// write's).
+func (h *Hooks) Wrote(ctx context.Context, obj client.Object, verb string) {
+	ref := RefOf(obj)
+	if verb == "delete" {
+		ref.ResourceVersion = ""
+	}
+	h.obs.OnWrite(h.controller, h.keyOf(ctx, obj), ref, verb)
 }
 
 // Transition tells the observer that obj moved from one state to another during the reconcile of ctx.

@@ -74,6 +74,9 @@ func (l *log) OnStatusWrite(c string, k types.NamespacedName, o Ref, summary str
 func (l *log) OnTransition(c string, k types.NamespacedName, o Ref, from, to string) {
 	l.add("%s transition %s %s->%s", c, o.Name, from, to)
 }
+func (l *log) OnWrite(c string, k types.NamespacedName, o Ref, verb string) {
+	l.add("%s %s %s by %s", c, verb, o.Name, k)
+}
 func (l *log) OnCall(c string, k types.NamespacedName, call Call) {
 	l.add("%s call %s %s %d by %s", c, call.Method, call.URL[strings.LastIndex(call.URL, "/"):], call.Code, k)
 }

@@ -5,8 +5,10 @@
 // AnnotationChanged), Owns(Pod) and Owns(Service) without predicates — so KubeRay manifests, kubectl
 // habits and KubeRay's docs apply.
 //
-// Not implemented (KubeRay features outside rayctl's scope): the in-tree autoscaler sidecar and its
-// RBAC, GCS fault tolerance and its Redis cleanup, ingress/route, the serve Service, multi-host
+// With enableInTreeAutoscaling the head Pod gets KubeRay's autoscaler sidecar, and the controller its
+// ServiceAccount, Role and RoleBinding (autoscaler.go).
+//
+// Not implemented (KubeRay features outside rayctl's scope): GCS fault tolerance and its Redis cleanup, ingress/route, the serve Service, multi-host
 // indexing (numOfHosts > 1 scales like KubeRay without its feature gate, without the headless worker
 // Service), batch schedulers and RayService-specific labels.
 package raycluster
@@ -151,6 +153,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	reconcileErr := r.reconcileHeadService(ctx, &c)
+	if reconcileErr == nil {
+		reconcileErr = r.reconcileAutoscalerRBAC(ctx, &c)
+	}
 	if reconcileErr == nil {
 		reconcileErr = r.reconcilePods(ctx, &c)
 	}
@@ -345,6 +350,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 			return failure(reasonFailedDeleteHeadPod, err)
 		}
 		r.expect.Expect(group(c, ""), head.Name, expectations.Delete)
+		r.hooks.Wrote(ctx, head, "delete")
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedHeadPod, "Deleted head Pod %s/%s; %s", head.Namespace, head.Name, reason)
 		return errors.New(reason) // the replacement comes on the (rate-limited) next pass
 	case len(heads) == 0:
@@ -357,6 +363,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 			return failure(reasonFailedCreateHeadPod, err)
 		}
 		r.expect.Expect(group(c, ""), pod.Name, expectations.Create)
+		r.hooks.Wrote(ctx, pod, "create")
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedHeadPod, "Created head Pod %s/%s", pod.Namespace, pod.Name)
 		r.warnRayVersion(c, pod)
 		return nil
@@ -406,6 +413,7 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 			return failure(reasonFailedDeleteWorkerPod, err)
 		}
 		r.expect.Expect(key, pods[i].Name, expectations.Delete)
+		r.hooks.Wrote(ctx, &pods[i], "delete")
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted worker Pod %s/%s; %s", pods[i].Namespace, pods[i].Name, reason)
 	}
 	if unhealthy > 0 {
@@ -433,6 +441,7 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 			return failure(reasonFailedDeleteWorkerPod, err)
 		}
 		r.expect.Expect(key, p.Name, expectations.Delete)
+		r.hooks.Wrote(ctx, p, "delete")
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted pod %s/%s", p.Namespace, p.Name)
 	}
 
@@ -446,6 +455,7 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 				return failure(reasonFailedCreateWorkerPod, err)
 			}
 			r.expect.Expect(key, pod.Name, expectations.Create)
+			r.hooks.Wrote(ctx, pod, "create")
 			r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
 		}
 	case diff < 0:
@@ -460,6 +470,7 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 				return failure(reasonFailedDeleteWorkerPod, err)
 			}
 			r.expect.Expect(key, p.Name, expectations.Delete)
+			r.hooks.Wrote(ctx, p, "delete")
 			r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted Pod %s/%s", p.Namespace, p.Name)
 		}
 	}

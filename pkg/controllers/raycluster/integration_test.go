@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -530,5 +531,86 @@ func TestStatusOnlyChangeIsIgnoredAndNoDuplicates(t *testing.T) {
 	}
 	if obs.statusWrite.Load() == 0 {
 		t.Error("no status write was observed")
+	}
+}
+
+// TestInTreeAutoscaling: with enableInTreeAutoscaling the controller creates the autoscaler's
+// ServiceAccount, Role and RoleBinding (owned by the cluster) and a head Pod with the sidecar running
+// as that ServiceAccount; lowering replicas alone removes no worker (only the autoscaler picks, through
+// workersToDelete, which removes exactly the named Pod); a head template naming a ServiceAccount that
+// does not exist gets a Warning and no head Pod.
+func TestInTreeAutoscaling(t *testing.T) {
+	ctx, ns := setup(t)
+	c := sample(t, ns, 2)
+	c.Spec.EnableInTreeAutoscaling = ptr.To(true)
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	name, desc := c.Name, describe(ctx, t, ns, c.Name)
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	var (
+		sa   corev1.ServiceAccount
+		role rbacv1.Role
+		rb   rbacv1.RoleBinding
+	)
+	eventually(ctx, t, "ServiceAccount, Role and RoleBinding", func() bool {
+		return cl.Get(ctx, key, &sa) == nil && cl.Get(ctx, key, &role) == nil && cl.Get(ctx, key, &rb) == nil
+	}, desc)
+	for _, o := range []metav1.Object{&sa, &role, &rb} {
+		if refs := o.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "RayCluster" || refs[0].Name != name {
+			t.Errorf("%s not owned by the RayCluster: %+v", o.GetName(), refs)
+		}
+	}
+	if rb.Subjects[0].Name != name || rb.RoleRef.Name != name {
+		t.Errorf("binding %+v → %+v", rb.Subjects, rb.RoleRef)
+	}
+	eventually(ctx, t, "head and 2 workers", func() bool { return len(pods(ctx, t, ns)) == 3 }, desc)
+	head := pods(ctx, t, ns, client.MatchingLabels{"ray.io/node-type": "head"})[0]
+	if head.Spec.ServiceAccountName != name || len(head.Spec.Containers) != 2 || head.Spec.Containers[1].Name != raycluster.AutoscalerContainerName {
+		t.Fatalf("head pod: serviceAccountName %q, containers %d", head.Spec.ServiceAccountName, len(head.Spec.Containers))
+	}
+	runPods(ctx, t, ns)
+
+	w := names(workers(ctx, t, ns))
+	patchSpec(ctx, t, ns, name, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1) })
+	eventually(ctx, t, "the controller to see replicas 1", func() bool {
+		return get(ctx, t, ns, name).Status.DesiredWorkerReplicas == 1
+	}, desc)
+	if got := names(workers(ctx, t, ns)); len(got) != 2 {
+		t.Fatalf("with the autoscaler on, lowering replicas removed a worker by itself: %v", got)
+	}
+	patchSpec(ctx, t, ns, name, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{w[0]} })
+	eventually(ctx, t, "exactly the named worker gone", func() bool {
+		got := names(workers(ctx, t, ns))
+		return len(got) == 1 && got[0] == w[1]
+	}, desc)
+
+	// A head that names its own ServiceAccount: the user creates it; until then a Warning, no head.
+	c2 := sample(t, ns, 0)
+	c2.Name = "named-sa"
+	c2.Spec.EnableInTreeAutoscaling = ptr.To(true)
+	c2.Spec.HeadGroupSpec.Template.Spec.ServiceAccountName = "users-own"
+	if err := cl.Create(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "a Warning naming the missing ServiceAccount", func() bool {
+		var ev corev1.EventList
+		_ = cl.List(ctx, &ev, client.InNamespace(ns))
+		for _, e := range ev.Items {
+			if e.Reason == raycluster.EventAutoscalerSANotFound && e.InvolvedObject.Name == "named-sa" && strings.Contains(e.Message, "users-own") {
+				return true
+			}
+		}
+		return false
+	}, desc)
+	if err := cl.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "users-own", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the head Pod once the ServiceAccount exists", func() bool {
+		hs := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": "named-sa", "ray.io/node-type": "head"})
+		return len(hs) == 1 && hs[0].Spec.ServiceAccountName == "users-own"
+	}, desc)
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "users-own"}, &sa); err != nil || len(sa.OwnerReferences) != 0 {
+		t.Errorf("the user's ServiceAccount was taken over: %+v, %v", sa.OwnerReferences, err)
 	}
 }

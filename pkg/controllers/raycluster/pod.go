@@ -1,10 +1,8 @@
 package raycluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Ports and names KubeRay uses by default.
@@ -99,7 +99,7 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 	if params == nil {
 		params = map[string]string{}
 	}
-	applyGroupResources(params, g.Resources)
+	rayparams.ApplyGroupResources(params, g.Resources)
 	applyGroupLabels(params, g.Labels)
 	tmpl.Labels = podLabels(rayv1.HeadNode, c.Name, HeadGroup, merged(g.Template.Labels, g.Labels))
 	if _, ok := params["dashboard-host"]; !ok {
@@ -108,6 +108,9 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 	setCommonParams(params)
 	annotate(c, tmpl)
 	tmpl.Annotations[AnnotationFTEnabled] = "false"
+	if AutoscalingEnabled(c) {
+		addAutoscaler(c, tmpl, params)
+	}
 	addMetricsPort(&tmpl.Spec.Containers[0])
 	return buildPod(c, tmpl, rayv1.HeadNode, params, o)
 }
@@ -127,7 +130,7 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	if params == nil {
 		params = map[string]string{}
 	}
-	applyGroupResources(params, g.Resources)
+	rayparams.ApplyGroupResources(params, g.Resources)
 	applyGroupLabels(params, g.Labels)
 	tmpl.Labels = podLabels(rayv1.WorkerNode, c.Name, g.GroupName, merged(g.Template.Labels, g.Labels))
 	if _, ok := params["address"]; !ok {
@@ -135,6 +138,9 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	}
 	setCommonParams(params)
 	annotate(c, tmpl)
+	if autoscalerV2(c) {
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
 	addMetricsPort(&tmpl.Spec.Containers[0])
 	return buildPod(c, tmpl, rayv1.WorkerNode, params, o)
 }
@@ -227,6 +233,9 @@ func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNode
 	}
 	ray := &pod.Spec.Containers[0]
 	addSharedMemory(pod, ray)
+	if t == rayv1.HeadNode {
+		addLogVolume(pod)
+	}
 
 	var userCmd string
 	for _, s := range append(slices.Clone(ray.Command), ray.Args...) {
@@ -273,24 +282,13 @@ func ownerRef(c *rayv1.RayCluster) metav1.OwnerReference {
 // addSharedMemory mounts a memory-backed emptyDir at /dev/shm for Ray's object store (sized to the
 // container's memory limit, else its request), unless something is mounted there already.
 func addSharedMemory(pod *corev1.Pod, ray *corev1.Container) {
-	for _, m := range ray.VolumeMounts {
-		if m.MountPath == sharedMemoryPath {
-			return
-		}
+	var size *resource.Quantity
+	if q, ok := ray.Resources.Limits[corev1.ResourceMemory]; ok {
+		size = &q
+	} else if q, ok := ray.Resources.Requests[corev1.ResourceMemory]; ok {
+		size = &q
 	}
-	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == sharedMemoryVolume }) {
-		var size *resource.Quantity
-		if q, ok := ray.Resources.Limits[corev1.ResourceMemory]; ok {
-			size = &q
-		} else if q, ok := ray.Resources.Requests[corev1.ResourceMemory]; ok {
-			size = &q
-		}
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
-			Name:         sharedMemoryVolume,
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size}},
-		})
-	}
-	ray.VolumeMounts = append(ray.VolumeMounts, corev1.VolumeMount{Name: sharedMemoryVolume, MountPath: sharedMemoryPath})
+	addEmptyDir(pod, ray, sharedMemoryVolume, sharedMemoryPath, corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size})
 }
 
 // rayStartCommand is KubeRay's generated `ray start`: CPUs, memory and GPUs from the container's
@@ -316,7 +314,7 @@ func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.R
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if q := res.Limits[corev1.ResourceName(k)]; isGPU(k) && !q.IsZero() {
+			if q := res.Limits[corev1.ResourceName(k)]; rayparams.IsGPU(k) && !q.IsZero() {
 				params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
 				break
 			}
@@ -338,41 +336,6 @@ func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.R
 		return "ray start --head " + b.String()
 	}
 	return "ray start " + b.String()
-}
-
-var migGPU = regexp.MustCompile(`nvidia\.com/mig-\d+g\.\d+gb$`)
-
-// isGPU tells GPU resource names ("nvidia.com/gpu", MIG slices) from others.
-func isGPU(name string) bool {
-	return strings.HasSuffix(name, "gpu") || migGPU.MatchString(name)
-}
-
-// applyGroupResources turns a group's top-level `resources` into rayStartParams.
-func applyGroupResources(params map[string]string, res map[string]string) {
-	if len(res) == 0 {
-		return
-	}
-	custom := map[string]float64{}
-	for name, v := range res {
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			continue
-		}
-		switch n := strings.ToLower(name); {
-		case n == "cpu":
-			params["num-cpus"] = strconv.FormatInt(q.Value(), 10)
-		case n == "memory":
-			params["memory"] = strconv.FormatInt(q.Value(), 10)
-		case isGPU(n):
-			params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
-		default:
-			custom[name] = q.AsApproximateFloat64()
-		}
-	}
-	if len(custom) > 0 {
-		b, _ := json.Marshal(custom)
-		params["resources"] = "'" + string(b) + "'"
-	}
 }
 
 // applyGroupLabels turns a group's top-level `labels` into `--labels k=v,…`.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // suspendStatus returns RayClusterSuspending or RayClusterSuspended if that condition is True, else "".
@@ -173,7 +175,7 @@ func computeStatus(c *rayv1.RayCluster, obs observed, now time.Time) (rayv1.RayC
 	s.DesiredTPU = res["google.com/tpu"]
 	s.DesiredGPU = resource.Quantity{}
 	for n, q := range res {
-		if isGPU(string(n)) && !q.IsZero() {
+		if rayparams.IsGPU(string(n)) && !q.IsZero() {
 			s.DesiredGPU.Add(q)
 		}
 	}

@@ -167,13 +167,22 @@ func (h *Head) Status() ClusterStatus {
 	return st
 }
 
+// autoscalerFresh is how old an autoscaler's last report may be for the dashboard to show it (the
+// autoscaler reports every pass, every few seconds).
+const autoscalerFresh = time.Minute
+
 // clusterStatus answers as Ray's dashboard does. With ?format=1 its data is {"clusterStatus": the
-// `ray status` report}. Without, it is the autoscaler's status and error and the cluster status
-// object, which Ray has only while an autoscaler writes them; raysim has no autoscaler, so all three are
-// null, as in a Ray cluster without one.
+// `ray status` report}. Without, it is the autoscaler's status (the same report, while an autoscaler
+// reports, as `ray kuberay-autoscaler` does each pass), its error and the cluster status object, which
+// are null in a cluster without an autoscaler.
 func (h *Head) clusterStatus(w http.ResponseWriter, r *http.Request) {
+	as := h.Nodes.Autoscaler(autoscalerFresh)
+	var launching map[string]int
+	if as != nil {
+		launching = as.Launching
+	}
+	report := FormatStatus(h.Nodes.Nodes(), h.Jobs.PendingDemands(), launching, time.Now())
 	if r.URL.Query().Get("format") == "1" {
-		report := FormatStatus(h.Nodes.Nodes(), h.Jobs.PendingDemands(), time.Now())
 		writeJSON(w, http.StatusOK, map[string]any{
 			"result": true,
 			"msg":    "Got formatted cluster status.",
@@ -184,8 +193,15 @@ func (h *Head) clusterStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"result": true,
 		"msg":    "Got cluster status.",
-		"data":   map[string]any{"autoscalingStatus": nil, "autoscalingError": nil, "clusterStatus": nil},
+		"data":   map[string]any{"autoscalingStatus": autoscalingStatus(as, report), "autoscalingError": nil, "clusterStatus": nil},
 	})
+}
+
+func autoscalingStatus(as *gcs.AutoscalerStatus, report string) any {
+	if as == nil {
+		return nil
+	}
+	return report
 }
 
 // Agent serves a node's agent port (52365 in Ray).

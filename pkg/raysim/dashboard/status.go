@@ -13,9 +13,10 @@ import (
 
 // FormatStatus renders the cluster the way Ray 2.60's `ray status` lays out its report: alive nodes
 // counted by node type, as active (running a job) or idle; dead nodes as recent failures; the resources
-// summed over the alive nodes; the resources pending jobs wait for as demands. raysim has no autoscaler,
-// so nothing is ever pending launch or requested through request_resources.
-func FormatStatus(nodes []gcs.NodeInfo, demands []resource.Set, now time.Time) string {
+// summed over the alive nodes; the resources pending jobs wait for as demands; the workers an autoscaler
+// asked for that have not joined yet (launching, by node type) as pending. Nothing is ever requested
+// through request_resources.
+func FormatStatus(nodes []gcs.NodeInfo, demands []resource.Set, launching map[string]int, now time.Time) string {
 	header := "======== Autoscaler status: " + now.Format("2006-01-02 15:04:05.000000") + " ========"
 	sep := strings.Repeat("-", len(header))
 	var active, idle, failures []gcs.NodeInfo
@@ -36,8 +37,9 @@ func FormatStatus(nodes []gcs.NodeInfo, demands []resource.Set, now time.Time) s
 	lines := []string{header, "Node status", sep,
 		"Active:", countByType(active, " (no active nodes)"),
 		"Idle:", countByType(idle, " (no idle nodes)"),
-		"Pending:", " (no pending nodes)",
-		"Recent failures:"}
+		"Pending:"}
+	lines = append(lines, pendingLines(launching)...)
+	lines = append(lines, "Recent failures:")
 	if len(failures) == 0 {
 		lines = append(lines, " (no failures)")
 	}
@@ -61,6 +63,25 @@ func FormatStatus(nodes []gcs.NodeInfo, demands []resource.Set, now time.Time) s
 	lines = append(lines, "", "From request_resources:", " (none)", "Pending Demands:")
 	lines = append(lines, demandLines(demands)...)
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// pendingLines are Ray's " <type>, <n> launching" lines, by node type.
+func pendingLines(launching map[string]int) []string {
+	var out []string
+	types := make([]string, 0, len(launching))
+	for t := range launching {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		if launching[t] > 0 {
+			out = append(out, fmt.Sprintf(" %s, %d launching", t, launching[t]))
+		}
+	}
+	if len(out) == 0 {
+		return []string{" (no pending nodes)"}
+	}
+	return out
 }
 
 // nodeType is the name `ray status` counts a node under: its node type, else node_<id>.

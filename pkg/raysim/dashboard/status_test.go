@@ -20,7 +20,7 @@ func TestFormatStatusLaysOutAsRay(t *testing.T) {
 		{NodeID: "w2", State: gcs.StateAlive, NodeTypeName: "workers", Total: resource.Set{"CPU": 2}, Available: resource.Set{"CPU": 2}},
 		{NodeID: "w0", State: gcs.StateDead, NodeTypeName: "workers", Hostname: "worker-0"},
 	}
-	got := FormatStatus(nodes, []resource.Set{{"CPU": 5}, {"CPU": 5}}, time.Date(2026, 12, 1, 23, 43, 34, 992838000, time.UTC))
+	got := FormatStatus(nodes, []resource.Set{{"CPU": 5}, {"CPU": 5}}, nil, time.Date(2026, 12, 1, 23, 43, 34, 992838000, time.UTC))
 	want := `======== Autoscaler status: 2026-12-01 23:43:34.992838 ========
 Node status
 ---------------------------------------------------------------
@@ -47,7 +47,7 @@ Pending Demands:
 	if got != want {
 		t.Errorf("report:\n%s\nwant:\n%s", got, want)
 	}
-	if empty := FormatStatus(nil, nil, time.Now()); !strings.Contains(empty, "Active:\n (no active nodes)\nIdle:\n (no idle nodes)\n") || !strings.HasSuffix(empty, "Pending Demands:\n (no resource demands)\n") {
+	if empty := FormatStatus(nil, nil, nil, time.Now()); !strings.Contains(empty, "Active:\n (no active nodes)\nIdle:\n (no idle nodes)\n") || !strings.HasSuffix(empty, "Pending Demands:\n (no resource demands)\n") {
 		t.Errorf("empty report:\n%s", empty)
 	}
 }

@@ -70,6 +70,18 @@ func (c *Client) Nodes(ctx context.Context) ([]NodeInfo, error) {
 	return nodes, err
 }
 
+// Load returns the nodes and the pending demands.
+func (c *Client) Load(ctx context.Context) (Load, error) {
+	var l Load
+	err := c.do(ctx, http.MethodGet, "/load", nil, &l)
+	return l, err
+}
+
+// ReportAutoscaler sends an autoscaler's status.
+func (c *Client) ReportAutoscaler(ctx context.Context, s AutoscalerStatus) error {
+	return c.do(ctx, http.MethodPut, "/autoscaler", s, nil)
+}
+
 // Register registers a worker node.
 func (c *Client) Register(ctx context.Context, n NodeInfo) (RegisterResponse, error) {
 	var r RegisterResponse

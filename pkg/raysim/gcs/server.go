@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/rayctl/rayctl/pkg/raysim/resource"
 )
 
 // PathPrefix is the root of raysim's GCS protocol on the GCS port.
@@ -20,6 +22,13 @@ type ClusterInfo struct {
 	HeartbeatPeriodMs int64 `json:"heartbeat_period_ms"`
 }
 
+// Load is the cluster's load as an autoscaler reads it: every node, and the resources of each piece of
+// work waiting for room to start (oldest first).
+type Load struct {
+	Nodes          []NodeInfo     `json:"nodes"`
+	PendingDemands []resource.Set `json:"pending_demands"`
+}
+
 // RegisterResponse answers a worker's registration.
 type RegisterResponse struct {
 	NodeID string      `json:"node_id"`
@@ -34,9 +43,12 @@ type RegisterResponse struct {
 //	POST   /raysim/gcs/v1/nodes                   NodeInfo -> RegisterResponse
 //	POST   /raysim/gcs/v1/nodes/{id}/heartbeat    204, or 404 when the node is unknown or dead
 //	DELETE /raysim/gcs/v1/nodes/{id}              204, or 404
+//	GET    /raysim/gcs/v1/load                    Load (what an autoscaler reads)
+//	PUT    /raysim/gcs/v1/autoscaler              AutoscalerStatus -> 204 (what an autoscaler reports)
 //
-// info is called for each request that needs the cluster description.
-func Handler(t *Table, info func() ClusterInfo) http.Handler {
+// info is called for each request that needs the cluster description, demands for the resources work
+// waiting to start asks for (nil: none).
+func Handler(t *Table, info func() ClusterInfo, demands func() []resource.Set) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathPrefix+"/health", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -60,6 +72,23 @@ func Handler(t *Table, info func() ClusterInfo) http.Handler {
 	})
 	mux.HandleFunc("POST "+PathPrefix+"/nodes/{id}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
 		nodeStatus(w, t.Heartbeat(r.PathValue("id")))
+	})
+	mux.HandleFunc("GET "+PathPrefix+"/load", func(w http.ResponseWriter, r *http.Request) {
+		l := Load{Nodes: t.Nodes(), PendingDemands: []resource.Set{}}
+		if demands != nil {
+			l.PendingDemands = demands()
+		}
+		writeJSON(w, http.StatusOK, l)
+	})
+	mux.HandleFunc("PUT "+PathPrefix+"/autoscaler", func(w http.ResponseWriter, r *http.Request) {
+		var s AutoscalerStatus
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&s); err != nil {
+			http.Error(w, "bad autoscaler status: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.Time = t.now()
+		t.SetAutoscalerStatus(s)
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("DELETE "+PathPrefix+"/nodes/{id}", func(w http.ResponseWriter, r *http.Request) {
 		reason := r.URL.Query().Get("reason")

@@ -29,19 +29,21 @@ var ErrUnknownNode = errors.New("node is not registered with this GCS")
 
 // NodeInfo describes one node of the cluster.
 type NodeInfo struct {
-	NodeID        string       `json:"node_id"`
-	NodeIP        string       `json:"node_ip_address"`
-	IsHead        bool         `json:"is_head_node"`
-	State         string       `json:"state"`
-	Total         resource.Set `json:"resources_total"`
-	Available     resource.Set `json:"resources_available,omitempty"`
-	AgentPort     int          `json:"agent_port,omitempty"`
-	MetricsPort   int          `json:"metrics_export_port,omitempty"`
-	StartTimeMs   int64        `json:"start_time_ms"`
-	EndTimeMs     int64        `json:"end_time_ms,omitempty"`
-	DeathReason   string       `json:"death_reason,omitempty"`
-	Hostname      string       `json:"node_name,omitempty"`
-	RaysimVersion string       `json:"raysim_version,omitempty"`
+	NodeID      string       `json:"node_id"`
+	NodeIP      string       `json:"node_ip_address"`
+	IsHead      bool         `json:"is_head_node"`
+	State       string       `json:"state"`
+	Total       resource.Set `json:"resources_total"`
+	Available   resource.Set `json:"resources_available,omitempty"`
+	AgentPort   int          `json:"agent_port,omitempty"`
+	MetricsPort int          `json:"metrics_export_port,omitempty"`
+	StartTimeMs int64        `json:"start_time_ms"`
+	EndTimeMs   int64        `json:"end_time_ms,omitempty"`
+	DeathReason string       `json:"death_reason,omitempty"`
+	Hostname    string       `json:"node_name,omitempty"`
+	// InstanceID is the node's cloud instance ($RAY_CLOUD_INSTANCE_ID: the Pod's name under KubeRay).
+	InstanceID    string `json:"instance_id,omitempty"`
+	RaysimVersion string `json:"raysim_version,omitempty"`
 	// NodeTypeName is the node's type ($RAY_NODE_TYPE_NAME; KubeRay sets the group's name), as `ray
 	// status` counts nodes.
 	NodeTypeName string `json:"node_type_name,omitempty"`
@@ -63,9 +65,39 @@ type Table struct {
 	onChange  func()
 	now       func() time.Time
 
-	mu    sync.Mutex
-	nodes map[string]*nodeEntry
-	seq   int
+	mu         sync.Mutex
+	nodes      map[string]*nodeEntry
+	seq        int
+	autoscaler *AutoscalerStatus
+}
+
+// AutoscalerStatus is what an autoscaler last reported to the GCS (Ray's autoscaler writes its state
+// to the GCS, where the dashboard and `ray status` read it).
+type AutoscalerStatus struct {
+	// Time is when it was reported.
+	Time time.Time `json:"time"`
+	// Launching counts, per node type, workers asked for that have not joined yet.
+	Launching map[string]int `json:"launching,omitempty"`
+	// Infeasible are demands no node type can hold.
+	Infeasible []resource.Set `json:"infeasible,omitempty"`
+}
+
+// SetAutoscalerStatus records an autoscaler's report.
+func (t *Table) SetAutoscalerStatus(s AutoscalerStatus) {
+	t.mu.Lock()
+	t.autoscaler = &s
+	t.mu.Unlock()
+}
+
+// Autoscaler returns the autoscaler's last report, or nil if none came within maxAge.
+func (t *Table) Autoscaler(maxAge time.Duration) *AutoscalerStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.autoscaler == nil || t.now().Sub(t.autoscaler.Time) > maxAge {
+		return nil
+	}
+	s := *t.autoscaler
+	return &s
 }
 
 // NewTable returns a table that declares a worker dead when no heartbeat came

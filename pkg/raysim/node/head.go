@@ -114,7 +114,7 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	total["node:"+h.nodeIP] = 1
 	total["node:__internal_head__"] = 1
 	h.table.Register(gcs.NodeInfo{NodeID: h.nodeID, NodeIP: h.nodeIP, IsHead: true, Total: total,
-		AgentPort: port(lis["agent"]), MetricsPort: port(lis["metrics"]), Hostname: hostname(), RaysimVersion: cfg.Version,
+		AgentPort: port(lis["agent"]), MetricsPort: port(lis["metrics"]), Hostname: hostname(), InstanceID: instanceID(), RaysimVersion: cfg.Version,
 		NodeTypeName: cfg.NodeTypeName})
 
 	h.jobs = jobs.NewManager(jobs.Config{
@@ -134,7 +134,7 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	}}
 	agent := &dashboard.Agent{Healthy: func() bool { return true }}
 	handlers := map[string]http.Handler{
-		"gcs":       gcs.Handler(h.table, h.clusterInfo),
+		"gcs":       gcs.Handler(h.table, h.clusterInfo, h.jobs.PendingDemands),
 		"dashboard": dash.Handler(),
 		"agent":     agent.Handler(),
 		"metrics":   dashboard.MetricsHandler(func() []dashboard.Metric { return headMetrics(dash) }),
@@ -169,6 +169,15 @@ func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+// instanceID is the node's cloud instance: $RAY_CLOUD_INSTANCE_ID (KubeRay sets the Pod's name), else
+// the hostname. The autoscaler maps nodes to Pods by it.
+func instanceID() string {
+	if id := os.Getenv("RAY_CLOUD_INSTANCE_ID"); id != "" {
+		return id
+	}
+	return hostname()
 }
 
 func (h *Head) clusterInfo() gcs.ClusterInfo {

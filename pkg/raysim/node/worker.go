@@ -116,7 +116,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	total := cfg.Resources.Clone()
 	total["node:"+cfg.NodeIP] = 1
 	reg, err := w.client.Register(ctx, gcs.NodeInfo{NodeIP: cfg.NodeIP, Total: total, AgentPort: port(lis["agent"]),
-		MetricsPort: port(lis["metrics"]), Hostname: hostname(), RaysimVersion: cfg.Version, NodeTypeName: cfg.NodeTypeName})
+		MetricsPort: port(lis["metrics"]), Hostname: hostname(), InstanceID: instanceID(), RaysimVersion: cfg.Version, NodeTypeName: cfg.NodeTypeName})
 	if err != nil {
 		for _, l := range lis {
 			l.Close()

@@ -1,0 +1,50 @@
+// Package rayparams holds what KubeRay's API says about a Ray node's resources, shared by the RayCluster
+// controller (which builds `ray start` from it) and raysim's autoscaler (which sizes workers by it): how
+// a group's top-level resources become rayStartParams, and which Kubernetes resource names are GPUs.
+package rayparams
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+var migGPU = regexp.MustCompile(`nvidia\.com/mig-\d+g\.\d+gb$`)
+
+// IsGPU tells GPU resource names ("nvidia.com/gpu", MIG slices) from others.
+func IsGPU(name string) bool {
+	return strings.HasSuffix(name, "gpu") || migGPU.MatchString(name)
+}
+
+// ApplyGroupResources turns a worker or head group's top-level `resources` (KubeRay v1.5) into
+// rayStartParams, as KubeRay does: CPU, memory and GPUs into num-cpus, memory and num-gpus, anything
+// else into the `resources` JSON.
+func ApplyGroupResources(params map[string]string, res map[string]string) {
+	if len(res) == 0 {
+		return
+	}
+	custom := map[string]float64{}
+	for name, v := range res {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			continue
+		}
+		switch n := strings.ToLower(name); {
+		case n == "cpu":
+			params["num-cpus"] = strconv.FormatInt(q.Value(), 10)
+		case n == "memory":
+			params["memory"] = strconv.FormatInt(q.Value(), 10)
+		case IsGPU(n):
+			params["num-gpus"] = strconv.FormatInt(q.Value(), 10)
+		default:
+			custom[name] = q.AsApproximateFloat64()
+		}
+	}
+	if len(custom) > 0 {
+		b, _ := json.Marshal(custom)
+		params["resources"] = "'" + string(b) + "'"
+	}
+}
