@@ -23,7 +23,7 @@ export GOTOOLCHAIN := local
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 
-.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint cross clean ray
+.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint cross clean ray kuberay-operator
 
 # The one pinned Ray (hack/ray-version): `make ray` installs it into a venv that `rayctl up` finds beside
 # the binary (_output/ray/bin/ray) and runs Ray's images on with the process runtime.
@@ -50,6 +50,19 @@ $(RAY_VENV)/.installed: hack/ray-version
 	$(RAY_VENV)/bin/pip install --quiet --disable-pip-version-check '$(RAY_REQUIREMENT)'
 	$(RAY_VENV)/bin/ray --version
 	touch $@
+
+## kuberay-operator: KubeRay's unmodified operator (hack/kuberay-version), built from its Go module through
+## the module proxy into _output/tools, for the test that runs it against `rayctl up --controllers=none`
+KUBERAY_VERSION  ?= $(shell cat hack/kuberay-version)
+KUBERAY_OPERATOR := _output/tools/kuberay-operator-$(KUBERAY_VERSION)
+
+kuberay-operator: $(KUBERAY_OPERATOR)
+
+$(KUBERAY_OPERATOR): hack/kuberay-version
+	@mkdir -p $(@D)/gobin-$(KUBERAY_VERSION)
+	GOBIN=$(CURDIR)/$(@D)/gobin-$(KUBERAY_VERSION) $(GO) install github.com/ray-project/kuberay/ray-operator@$(KUBERAY_VERSION)
+	mv $(@D)/gobin-$(KUBERAY_VERSION)/ray-operator $@
+	rmdir $(@D)/gobin-$(KUBERAY_VERSION)
 
 ## test: every test — unit, integration and end-to-end (starts rayctl up as a process)
 test: build

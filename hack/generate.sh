@@ -32,6 +32,8 @@ OPENAPI_PKGS=(
 	k8s.io/api/coordination/v1
 	k8s.io/api/events/v1
 	k8s.io/api/discovery/v1
+	k8s.io/api/storage/v1
+	k8s.io/api/networking/v1
 	k8s.io/api/authorization/v1
 	k8s.io/api/authentication/v1
 	k8s.io/api/autoscaling/v1

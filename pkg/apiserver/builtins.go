@@ -23,13 +23,19 @@ import (
 	coreevent "github.com/rayctl/rayctl/pkg/apiserver/registry/core/event"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/namespace"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/node"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/persistentvolume"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/persistentvolumeclaim"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/pod"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/secret"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/service"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/core/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/discovery/endpointslice"
 	eventsevent "github.com/rayctl/rayctl/pkg/apiserver/registry/events/event"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/ingress"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/ingressclass"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/networkpolicy"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/rbac"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/storage/storageclass"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
 )
 
@@ -92,6 +98,8 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	for _, r := range []*registry.Resource{
 		configmap.Resource, secret.Resource, endpoints.Resource,
 		coreevent.Resource, eventsevent.Resource, lease.Resource, job.Resource,
+		persistentvolumeclaim.Resource, persistentvolume.Resource, storageclass.Resource,
+		ingress.Resource, ingressclass.Resource, networkpolicy.Resource,
 	} {
 		if err := plain(r); err != nil {
 			return nil, err

@@ -4,7 +4,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -61,6 +63,30 @@ func RegisterDefaults(scheme *runtime.Scheme) {
 	add(&discoveryv1.EndpointSliceList{}, func(o any) {
 		for i := range o.(*discoveryv1.EndpointSliceList).Items {
 			SetEndpointSliceDefaults(&o.(*discoveryv1.EndpointSliceList).Items[i])
+		}
+	})
+	add(&corev1.PersistentVolumeClaim{}, func(o any) { SetPersistentVolumeClaimDefaults(o.(*corev1.PersistentVolumeClaim)) })
+	add(&corev1.PersistentVolumeClaimList{}, func(o any) {
+		for i := range o.(*corev1.PersistentVolumeClaimList).Items {
+			SetPersistentVolumeClaimDefaults(&o.(*corev1.PersistentVolumeClaimList).Items[i])
+		}
+	})
+	add(&corev1.PersistentVolume{}, func(o any) { SetPersistentVolumeDefaults(o.(*corev1.PersistentVolume)) })
+	add(&corev1.PersistentVolumeList{}, func(o any) {
+		for i := range o.(*corev1.PersistentVolumeList).Items {
+			SetPersistentVolumeDefaults(&o.(*corev1.PersistentVolumeList).Items[i])
+		}
+	})
+	add(&storagev1.StorageClass{}, func(o any) { SetStorageClassDefaults(o.(*storagev1.StorageClass)) })
+	add(&storagev1.StorageClassList{}, func(o any) {
+		for i := range o.(*storagev1.StorageClassList).Items {
+			SetStorageClassDefaults(&o.(*storagev1.StorageClassList).Items[i])
+		}
+	})
+	add(&networkingv1.NetworkPolicy{}, func(o any) { SetNetworkPolicyDefaults(o.(*networkingv1.NetworkPolicy)) })
+	add(&networkingv1.NetworkPolicyList{}, func(o any) {
+		for i := range o.(*networkingv1.NetworkPolicyList).Items {
+			SetNetworkPolicyDefaults(&o.(*networkingv1.NetworkPolicyList).Items[i])
 		}
 	})
 	for _, obj := range []runtime.Object{&rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}} {

@@ -44,6 +44,18 @@ func ForKind(gk schema.GroupKind) rest.TableConvertor {
 		return NewRoleBindingTableConvertor()
 	case schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:
 		return NewClusterRoleBindingTableConvertor()
+	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+		return NewPersistentVolumeClaimTableConvertor()
+	case schema.GroupKind{Kind: "PersistentVolume"}:
+		return NewPersistentVolumeTableConvertor()
+	case schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"}:
+		return NewStorageClassTableConvertor()
+	case schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}:
+		return NewIngressTableConvertor()
+	case schema.GroupKind{Group: "networking.k8s.io", Kind: "IngressClass"}:
+		return NewIngressClassTableConvertor()
+	case schema.GroupKind{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:
+		return NewNetworkPolicyTableConvertor()
 	}
 	return nil
 }

@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +45,8 @@ var GroupVersions = []schema.GroupVersion{
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
 	discoveryv1.SchemeGroupVersion,
+	storagev1.SchemeGroupVersion,
+	networkingv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
 }
@@ -54,6 +58,8 @@ var addToScheme = []func(*runtime.Scheme) error{
 	coordinationv1.AddToScheme,
 	eventsv1.AddToScheme,
 	discoveryv1.AddToScheme,
+	storagev1.AddToScheme,
+	networkingv1.AddToScheme,
 	authorizationv1.AddToScheme,
 	authenticationv1.AddToScheme,
 }
