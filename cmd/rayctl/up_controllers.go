@@ -17,6 +17,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
@@ -24,6 +25,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/controllers/replicaset"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
@@ -35,7 +37,8 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints"}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints",
+		deployment.Name, replicaset.Name}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -56,6 +59,8 @@ func init() {
 	manager.Register(raycluster.Name, raycluster.Setup)
 	manager.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{}))
 	manager.Register(job.Name, job.Setup)
+	manager.Register(deployment.Name, deployment.Setup)
+	manager.Register(replicaset.Name, replicaset.Setup)
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))

@@ -11,6 +11,11 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/controllerrevision"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/daemonset"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/deployment"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/replicaset"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/statefulset"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/accessreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/rulesreview"
@@ -85,6 +90,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	for _, r := range []*registry.Resource{
 		configmap.Resource, secret.Resource, serviceaccount.Resource, endpoints.Resource,
 		coreevent.Resource, eventsevent.Resource, lease.Resource, job.Resource,
+		deployment.Resource, replicaset.Resource, statefulset.Resource, daemonset.Resource, controllerrevision.Resource,
 	} {
 		if err := plain(r); err != nil {
 			return nil, err
