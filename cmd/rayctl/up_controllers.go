@@ -17,6 +17,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/controllers/daemonset"
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
@@ -27,6 +28,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 	"github.com/rayctl/rayctl/pkg/controllers/replicaset"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
+	"github.com/rayctl/rayctl/pkg/controllers/statefulset"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 )
@@ -38,7 +40,7 @@ import (
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name}
 	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints",
-		deployment.Name, replicaset.Name}
+		deployment.Name, replicaset.Name, statefulset.Name, daemonset.Name}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -61,6 +63,8 @@ func init() {
 	manager.Register(job.Name, job.Setup)
 	manager.Register(deployment.Name, deployment.Setup)
 	manager.Register(replicaset.Name, replicaset.Setup)
+	manager.Register(statefulset.Name, statefulset.Setup)
+	manager.Register(daemonset.Name, daemonset.Setup)
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
