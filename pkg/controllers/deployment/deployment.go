@@ -84,10 +84,8 @@ type Reconciler struct {
 
 // Setup is the manager.SetupFunc of this controller: For Deployments, Owns their ReplicaSets.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: env.Recorder, hooks: env.Hooks, exp: workload.NewExpectations()}
-	if r.hooks == nil {
-		r.hooks = chainhooks.New(Name, nil)
-	}
+	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
+	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		Watches(r.hooks.WatchFor(&appsv1.Deployment{})).

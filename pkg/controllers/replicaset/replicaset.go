@@ -51,10 +51,8 @@ type Reconciler struct {
 // Setup is the manager.SetupFunc of this controller: For ReplicaSets, Owns their pods, and orphan pods
 // go to the ReplicaSets that select them.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), Recorder: env.Recorder, hooks: env.Hooks, exp: workload.NewExpectations()}
-	if r.hooks == nil {
-		r.hooks = chainhooks.New(Name, nil)
-	}
+	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
+	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		Watches(r.hooks.WatchFor(&appsv1.ReplicaSet{})).

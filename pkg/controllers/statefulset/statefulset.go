@@ -69,10 +69,8 @@ type Reconciler struct {
 // Setup is the manager.SetupFunc of this controller: For StatefulSets, Owns their pods and
 // ControllerRevisions.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: env.Recorder, hooks: env.Hooks}
-	if r.hooks == nil {
-		r.hooks = chainhooks.New(Name, nil)
-	}
+	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		Watches(r.hooks.WatchFor(&appsv1.StatefulSet{})).
