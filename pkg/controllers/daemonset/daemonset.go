@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
@@ -90,23 +89,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ds.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || sel.Empty() {
+	sel, ok := workload.Selector(ds.Spec.Selector)
+	if !ok {
 		return reconcile.Result{}, nil
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes); err != nil {
 		return reconcile.Result{}, err
 	}
-	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ds.Namespace)); err != nil {
-		return reconcile.Result{}, err
-	}
-	all := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		all[i] = &list.Items[i]
-	}
-	pods, err := workload.Claim(ctx, r.Client, ds, kind, sel, all)
+	pods, err := workload.ClaimPods(ctx, r.Client, ds, kind, sel, nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

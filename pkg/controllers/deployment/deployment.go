@@ -117,9 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if d.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return reconcile.Result{}, nil // validation keeps this from happening
+	sel, ok := workload.Selector(d.Spec.Selector)
+	if !ok {
+		return reconcile.Result{}, nil
 	}
 	list := &appsv1.ReplicaSetList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(d.Namespace)); err != nil {

@@ -90,19 +90,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-	if err != nil {
-		return reconcile.Result{}, nil // validation keeps this from happening
+	sel, ok := workload.Selector(rs.Spec.Selector)
+	if !ok {
+		return reconcile.Result{}, nil
 	}
-	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(rs.Namespace)); err != nil {
-		return reconcile.Result{}, err
-	}
-	all := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		all[i] = &list.Items[i]
-	}
-	pods, err := workload.Claim(ctx, r.Client, rs, kind, sel, all)
+	pods, err := workload.ClaimPods(ctx, r.Client, rs, kind, sel, nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

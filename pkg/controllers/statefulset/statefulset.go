@@ -100,21 +100,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if s.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return reconcile.Result{}, nil // validation keeps this from happening
+	sel, ok := workload.Selector(s.Spec.Selector)
+	if !ok {
+		return reconcile.Result{}, nil
 	}
-	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.Namespace)); err != nil {
-		return reconcile.Result{}, err
-	}
-	var candidates []*corev1.Pod
-	for i := range list.Items {
-		if _, ok := ordinal(s, &list.Items[i]); ok {
-			candidates = append(candidates, &list.Items[i])
-		}
-	}
-	owned, err := workload.Claim(ctx, r.Client, s, kind, sel, candidates)
+	owned, err := workload.ClaimPods(ctx, r.Client, s, kind, sel, func(p *corev1.Pod) bool { _, ok := ordinal(s, p); return ok })
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -250,3 +250,26 @@ func Wiring(mgr ctrl.Manager, env manager.Env, name string) (*chainhooks.Hooks, 
 	}
 	return hooks, rec
 }
+
+// ClaimPods lists the pods of owner's namespace that keep accepts (nil: all) and claims them for owner
+// (see Claim).
+func ClaimPods(ctx context.Context, c client.Client, owner client.Object, ownerKind schema.GroupVersionKind, selector labels.Selector, keep func(*corev1.Pod) bool) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace(owner.GetNamespace())); err != nil {
+		return nil, err
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		if keep == nil || keep(&list.Items[i]) {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	return Claim(ctx, c, owner, ownerKind, selector, pods)
+}
+
+// Selector reads a workload's selector; false for one that selects nothing or everything (validation
+// keeps those out).
+func Selector(s *metav1.LabelSelector) (labels.Selector, bool) {
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	return sel, err == nil && !sel.Empty()
+}
