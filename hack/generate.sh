@@ -27,6 +27,7 @@ echo "==> building generators (hack/tools)"
 # (batch/v1's Job refers to scheduling/v1alpha3 types, for example).
 OPENAPI_PKGS=(
 	k8s.io/api/core/v1
+	k8s.io/api/apps/v1
 	k8s.io/api/batch/v1
 	k8s.io/api/rbac/v1
 	k8s.io/api/coordination/v1

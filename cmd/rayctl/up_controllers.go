@@ -21,6 +21,8 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/controllers/daemonset"
+	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/fieldwarnings"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
@@ -30,8 +32,10 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raycronjob"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/controllers/replicaset"
 	"github.com/rayctl/rayctl/pkg/controllers/rootca"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
+	"github.com/rayctl/rayctl/pkg/controllers/statefulset"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 )
@@ -42,7 +46,8 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name, raycronjob.Name, fieldwarnings.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, "endpoints"}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, "endpoints",
+		deployment.Name, replicaset.Name, statefulset.Name, daemonset.Name}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -65,6 +70,10 @@ func init() {
 	manager.Register(raycronjob.Name, raycronjob.Setup)
 	manager.Register(fieldwarnings.Name, fieldwarnings.Setup)
 	manager.Register(job.Name, job.Setup)
+	manager.Register(deployment.Name, deployment.Setup)
+	manager.Register(replicaset.Name, replicaset.Setup)
+	manager.Register(statefulset.Name, statefulset.Setup)
+	manager.Register(daemonset.Name, daemonset.Setup)
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))

@@ -13,6 +13,11 @@ import (
 
 	satoken "github.com/rayctl/rayctl/pkg/apiserver/auth/serviceaccount"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/controllerrevision"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/daemonset"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/deployment"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/replicaset"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/statefulset"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/selfsubjectreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/accessreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/rulesreview"
@@ -100,6 +105,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 		coreevent.Resource, eventsevent.Resource, lease.Resource, job.Resource,
 		persistentvolumeclaim.Resource, persistentvolume.Resource, storageclass.Resource,
 		ingress.Resource, ingressclass.Resource, networkpolicy.Resource,
+		deployment.Resource, replicaset.Resource, statefulset.Resource, daemonset.Resource, controllerrevision.Resource,
 	} {
 		if err := plain(r); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package defaults
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -87,6 +88,30 @@ func RegisterDefaults(scheme *runtime.Scheme) {
 	add(&networkingv1.NetworkPolicyList{}, func(o any) {
 		for i := range o.(*networkingv1.NetworkPolicyList).Items {
 			SetNetworkPolicyDefaults(&o.(*networkingv1.NetworkPolicyList).Items[i])
+		}
+	})
+	add(&appsv1.Deployment{}, func(o any) { SetDeploymentDefaults(o.(*appsv1.Deployment)) })
+	add(&appsv1.DeploymentList{}, func(o any) {
+		for i := range o.(*appsv1.DeploymentList).Items {
+			SetDeploymentDefaults(&o.(*appsv1.DeploymentList).Items[i])
+		}
+	})
+	add(&appsv1.ReplicaSet{}, func(o any) { SetReplicaSetDefaults(o.(*appsv1.ReplicaSet)) })
+	add(&appsv1.ReplicaSetList{}, func(o any) {
+		for i := range o.(*appsv1.ReplicaSetList).Items {
+			SetReplicaSetDefaults(&o.(*appsv1.ReplicaSetList).Items[i])
+		}
+	})
+	add(&appsv1.StatefulSet{}, func(o any) { SetStatefulSetDefaults(o.(*appsv1.StatefulSet)) })
+	add(&appsv1.StatefulSetList{}, func(o any) {
+		for i := range o.(*appsv1.StatefulSetList).Items {
+			SetStatefulSetDefaults(&o.(*appsv1.StatefulSetList).Items[i])
+		}
+	})
+	add(&appsv1.DaemonSet{}, func(o any) { SetDaemonSetDefaults(o.(*appsv1.DaemonSet)) })
+	add(&appsv1.DaemonSetList{}, func(o any) {
+		for i := range o.(*appsv1.DaemonSetList).Items {
+			SetDaemonSetDefaults(&o.(*appsv1.DaemonSetList).Items[i])
 		}
 	})
 	for _, obj := range []runtime.Object{&rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{}} {

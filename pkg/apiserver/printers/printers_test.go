@@ -2,6 +2,7 @@ package printers
 
 import (
 	"context"
+	appsv1 "k8s.io/api/apps/v1"
 	"reflect"
 	"testing"
 	"time"
@@ -367,9 +368,31 @@ func TestOtherKinds(t *testing.T) {
 		ObjectMeta: meta("crb"), RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"}}),
 		[]any{"crb", "ClusterRole/cluster-admin", "3h", "", "", ""})
 
-	if ForKind(schema.GroupKind{Group: "apps", Kind: "Deployment"}) != nil {
-		t.Errorf("unexpected convertor for deployments")
-	}
+	apps := func(kind string) schema.GroupKind { return schema.GroupKind{Group: "apps", Kind: kind} }
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "redis", Image: "redis:7"}}}}
+	check(t, "deployment", cells(t, apps("Deployment"), &appsv1.Deployment{ObjectMeta: meta("web"),
+		Spec:   appsv1.DeploymentSpec{Replicas: ptrTo[int32](3), Selector: sel, Template: tmpl},
+		Status: appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 1}}),
+		[]any{"web", "2/3", int64(3), int64(1), "3h", "redis", "redis:7", "app=web"})
+	check(t, "replica set", cells(t, apps("ReplicaSet"), &appsv1.ReplicaSet{ObjectMeta: meta("web-abc"),
+		Spec:   appsv1.ReplicaSetSpec{Replicas: ptrTo[int32](3), Selector: sel, Template: tmpl},
+		Status: appsv1.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1}}),
+		[]any{"web-abc", int64(3), int64(2), int64(1), "3h", "redis", "redis:7", "app=web"})
+	check(t, "stateful set", cells(t, apps("StatefulSet"), &appsv1.StatefulSet{ObjectMeta: meta("db"),
+		Spec:   appsv1.StatefulSetSpec{Replicas: ptrTo[int32](2), Selector: sel, Template: tmpl},
+		Status: appsv1.StatefulSetStatus{ReadyReplicas: 1}}),
+		[]any{"db", "1/2", "3h", "redis", "redis:7"})
+	dsTmpl := *tmpl.DeepCopy()
+	dsTmpl.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+	check(t, "daemon set", cells(t, apps("DaemonSet"), &appsv1.DaemonSet{ObjectMeta: meta("agent"),
+		Spec: appsv1.DaemonSetSpec{Selector: sel, Template: dsTmpl},
+		Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, CurrentNumberScheduled: 1, NumberReady: 1,
+			UpdatedNumberScheduled: 1, NumberAvailable: 1}}),
+		[]any{"agent", int64(1), int64(1), int64(1), int64(1), int64(1), "kubernetes.io/os=linux", "3h", "redis", "redis:7", "app=web"})
+	rev := &appsv1.ControllerRevision{ObjectMeta: meta("db-5d8f"), Revision: 2}
+	rev.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: ptrTo(true)}}
+	check(t, "controller revision", cells(t, apps("ControllerRevision"), rev), []any{"db-5d8f", "statefulset.apps/db", int64(2), "3h"})
 	if Age(metav1.Time{}) != "<unknown>" {
 		t.Errorf("zero age")
 	}

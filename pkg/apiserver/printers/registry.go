@@ -34,6 +34,16 @@ func ForKind(gk schema.GroupKind) rest.TableConvertor {
 		return NewEndpointSliceTableConvertor()
 	case schema.GroupKind{Group: "batch", Kind: "Job"}:
 		return NewJobTableConvertor()
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		return NewDeploymentTableConvertor()
+	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
+		return NewReplicaSetTableConvertor()
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+		return NewStatefulSetTableConvertor()
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
+		return NewDaemonSetTableConvertor()
+	case schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}:
+		return NewControllerRevisionTableConvertor()
 	case schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}:
 		return NewLeaseTableConvertor()
 	case schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}:

@@ -36,6 +36,9 @@ type Resource struct {
 	// HasStatus says the kind has a status subresource: the main endpoint ignores status changes and
 	// the status endpoint ignores everything else.
 	HasStatus bool
+	// HasScale says the kind has a scale subresource (autoscaling/v1 Scale); the kind's Go type must have
+	// Spec.Replicas (*int32), Spec.Selector (*metav1.LabelSelector) and Status.Replicas (int32).
+	HasScale bool
 	// AllowCreateOnUpdate lets a PUT create a missing object (as for endpoints and leases).
 	AllowCreateOnUpdate bool
 
@@ -92,7 +95,7 @@ func (r *Resource) fieldSet(obj runtime.Object, meta metav1.Object) fields.Set {
 // Storage maps resource paths ("pods", "pods/status") to their REST storage, as an API group info wants them.
 type Storage map[string]rest.Storage
 
-// Build makes the main and status endpoints of r and returns them keyed by path, with the main store.
+// Build makes the main, status and scale endpoints of r and returns them keyed by path, with the main store.
 func Build(scheme *runtime.Scheme, r *Resource, optsGetter generic.RESTOptionsGetter) (Storage, *REST, error) {
 	main, status, err := NewStore(scheme, r, optsGetter)
 	if err != nil {
@@ -101,6 +104,9 @@ func Build(scheme *runtime.Scheme, r *Resource, optsGetter generic.RESTOptionsGe
 	s := Storage{r.Resource.Resource: main}
 	if status != nil {
 		s[r.Resource.Resource+"/status"] = status
+	}
+	if r.HasScale {
+		s[r.Resource.Resource+"/scale"] = &ScaleREST{store: main.Store, r: r}
 	}
 	return s, main, nil
 }

@@ -6,6 +6,8 @@
 package scheme
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"reflect"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -41,6 +43,8 @@ var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var GroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	appsv1.SchemeGroupVersion,
+	autoscalingv1.SchemeGroupVersion,
 	rbacv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	eventsv1.SchemeGroupVersion,
@@ -54,6 +58,8 @@ var GroupVersions = []schema.GroupVersion{
 var addToScheme = []func(*runtime.Scheme) error{
 	corev1.AddToScheme,
 	batchv1.AddToScheme,
+	appsv1.AddToScheme,
+	autoscalingv1.AddToScheme,
 	rbacv1.AddToScheme,
 	coordinationv1.AddToScheme,
 	eventsv1.AddToScheme,
