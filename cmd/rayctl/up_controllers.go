@@ -20,6 +20,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
+	"github.com/rayctl/rayctl/pkg/controllers/localpath"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
@@ -35,7 +36,7 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints"}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints", localpath.Name}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -59,6 +60,7 @@ func init() {
 	manager.Register(gc.Name, manager.Plain(gc.Setup))
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
+	manager.Register(localpath.Name, localpath.Setup)
 	manager.Register("endpoints", manager.Plain(func(mgr ctrl.Manager) error {
 		c, err := endpoints.New(mgr.GetConfig(), endpoints.Options{})
 		if err != nil {
@@ -150,6 +152,9 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		opts.LeaderElectionIdentity = leaderIdentity(dir)
 		opts.Logger = zapr.NewLogger(logger.Named(s.name))
 		opts.Observer = rec.Observer()
+		if !s.ray {
+			opts.VolumesDir = dir.Join("volumes")
+		}
 		if s.ray {
 			// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
 			// watched namespaces.

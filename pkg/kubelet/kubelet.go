@@ -466,7 +466,7 @@ func (k *Kubelet) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
 	return kubeletapi.PodNetwork{UID: string(w.UID()), NetNSPath: n.NetNSPath, Gone: w.Done()}, nil
 }
 
-// apiSources reads config maps and secrets straight from the API server.
+// apiSources reads config maps, secrets, claims and volumes straight from the API server.
 type apiSources struct{ client kubernetes.Interface }
 
 func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
@@ -475,4 +475,12 @@ func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.Con
 
 func (s apiSources) Secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return s.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s apiSources) PersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	return s.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s apiSources) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return s.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }

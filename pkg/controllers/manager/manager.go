@@ -99,6 +99,8 @@ type Options struct {
 	Observer chainhooks.Observer
 	// HostRayVersion is passed to the controllers as Env.HostRayVersion (nil: no node runs a host Ray).
 	HostRayVersion func(image string) string
+	// VolumesDir is passed to the controllers as Env.VolumesDir.
+	VolumesDir string
 	// Logger is the manager's logger; the zero value discards.
 	Logger logr.Logger
 }
@@ -224,6 +226,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			Recorder:       mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
 			Hooks:          chainhooks.New(name, opts.Observer),
 			HostRayVersion: opts.HostRayVersion,
+			VolumesDir:     opts.VolumesDir,
 		}
 		hooks[name] = env.Hooks
 		if err := opts.Registry.setup(name)(mgr, env); err != nil {

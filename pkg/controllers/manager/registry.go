@@ -33,6 +33,8 @@ type Env struct {
 	// node's runtime ("" when the image runs as itself, or raysim runs it): rayctl runs Ray's images
 	// on the host's Ray, which may differ from what a RayCluster's spec.rayVersion says.
 	HostRayVersion func(image string) string
+	// VolumesDir is the host directory local volumes are provisioned under ("" where none are).
+	VolumesDir string
 }
 
 // SetupFunc adds one controller to mgr.

@@ -21,6 +21,10 @@ type Sources interface {
 	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)
 	// Secret returns the secret ns/name (an error satisfying apierrors.IsNotFound when absent).
 	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
+	// PersistentVolumeClaim returns the claim ns/name (an error satisfying apierrors.IsNotFound when absent).
+	PersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error)
+	// PersistentVolume returns the volume name (an error satisfying apierrors.IsNotFound when absent).
+	PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 }
 
 // Input is what resolving a container's environment needs besides the container itself.
