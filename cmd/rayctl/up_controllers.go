@@ -23,6 +23,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/localpath"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
+	"github.com/rayctl/rayctl/pkg/controllers/nodataplane"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
@@ -36,7 +37,7 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints", localpath.Name}
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, "endpoints", localpath.Name, nodataplane.Name}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -61,6 +62,7 @@ func init() {
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
 	manager.Register(localpath.Name, localpath.Setup)
+	manager.Register(nodataplane.Name, nodataplane.Setup)
 	manager.Register("endpoints", manager.Plain(func(mgr ctrl.Manager) error {
 		c, err := endpoints.New(mgr.GetConfig(), endpoints.Options{})
 		if err != nil {
