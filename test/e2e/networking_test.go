@@ -73,7 +73,9 @@ spec:
 // and the Ingress and the NetworkPolicy each get a Warning event saying that nothing acts on them here.
 func TestIngressAndNetworkPolicyAreStoredWithAWarning(t *testing.T) {
 	in, ctx, ns := setup(t)
-	t.Cleanup(func() { _ = in.Client.NetworkingV1().IngressClasses().Delete(context.Background(), "e2e-nginx", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = in.Client.NetworkingV1().IngressClasses().Delete(context.Background(), "e2e-nginx", metav1.DeleteOptions{})
+	})
 	out, stderr, err := in.Kubectl(ctx, networkingManifests, "apply", "-n", ns, "-f", "-")
 	must(t, "applying an IngressClass, an Ingress and a NetworkPolicy: "+out+stderr, err)
 
