@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +22,13 @@ func TestPersistentVolumeClaim(t *testing.T) {
 	in, ctx, ns := setup(t)
 	c := in.Client
 
-	sc, err := c.StorageV1().StorageClasses().Get(ctx, "local-path", metav1.GetOptions{})
-	must(t, "reading the default StorageClass", err)
+	// The class is made when the provisioner starts, which may be after the instance is ready.
+	var sc *storagev1.StorageClass
+	eventually(t, ctx, nodeTimeout, "the default StorageClass", func(ctx context.Context) (bool, error) {
+		var err error
+		sc, err = c.StorageV1().StorageClasses().Get(ctx, "local-path", metav1.GetOptions{})
+		return err == nil, err
+	})
 	if sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || sc.Provisioner != "rayctl.io/local-path" {
 		t.Errorf("StorageClass local-path: annotations %v, provisioner %q; want the default class of rayctl.io/local-path", sc.Annotations, sc.Provisioner)
 	}

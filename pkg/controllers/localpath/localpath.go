@@ -52,8 +52,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 }
 
-// Setup registers the controller with mgr: the default class made at start, claims reconciled for
-// provisioning and binding, volumes (and the claims bound to them) for phases and reclaiming.
+// Setup registers the controller with mgr: the default class made at start, claims (and every unbound
+// claim when a class changes) reconciled for provisioning and binding, volumes (and the claims bound to
+// them) for phases and reclaiming.
 func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
 	if env.VolumesDir == "" {
 		return fmt.Errorf("%s: no volumes directory", Name)
@@ -62,8 +63,24 @@ func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
 	if err := mgr.Add(manager.RunnableFunc(r.ensureClass)); err != nil {
 		return err
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named(env.Name + "-claims").
+	// A class appearing (the default one is made at start, perhaps after claims) concerns every claim not
+	// bound yet.
+	toUnboundClaims := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		claims := &corev1.PersistentVolumeClaimList{}
+		if err := r.Client.List(ctx, claims); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, c := range claims.Items {
+			if c.Spec.VolumeName == "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+			}
+		}
+		return reqs
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named(env.Name+"-claims").
 		For(&corev1.PersistentVolumeClaim{}).
+		Watches(&storagev1.StorageClass{}, toUnboundClaims).
 		Complete(reconcile.Func(r.reconcileClaim)); err != nil {
 		return err
 	}
