@@ -27,8 +27,10 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/fieldwarnings"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
+	"github.com/rayctl/rayctl/pkg/controllers/localpath"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
+	"github.com/rayctl/rayctl/pkg/controllers/nodataplane"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raycronjob"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
@@ -47,7 +49,7 @@ import (
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name, raycronjob.Name, fieldwarnings.Name}
 	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, "endpoints",
-		deployment.Name, replicaset.Name, statefulset.Name, daemonset.Name}
+		deployment.Name, replicaset.Name, statefulset.Name, daemonset.Name, localpath.Name, nodataplane.Name}
 )
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
@@ -78,6 +80,8 @@ func init() {
 	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
 	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
 	manager.Register(rootca.Name, rootca.Setup)
+	manager.Register(localpath.Name, localpath.Setup)
+	manager.Register(nodataplane.Name, nodataplane.Setup)
 	manager.Register("endpoints", manager.Plain(func(mgr ctrl.Manager) error {
 		c, err := endpoints.New(mgr.GetConfig(), endpoints.Options{})
 		if err != nil {
@@ -170,6 +174,9 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		opts.Logger = zapr.NewLogger(logger.Named(s.name))
 		opts.Observer = rec.Observer()
 		opts.RootCA = ca.CertPEM()
+		if !s.ray {
+			opts.VolumesDir = dir.Join("volumes")
+		}
 		if s.ray {
 			// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
 			// watched namespaces.

@@ -472,7 +472,7 @@ func (k *Kubelet) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
 	return kubeletapi.PodNetwork{UID: string(w.UID()), NetNSPath: n.NetNSPath, Gone: w.Done()}, nil
 }
 
-// apiSources reads config maps and secrets straight from the API server, and asks it for tokens.
+// apiSources reads config maps, secrets, claims and volumes straight from the API server, and asks it for tokens.
 type apiSources struct{ client kubernetes.Interface }
 
 func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
@@ -485,4 +485,12 @@ func (s apiSources) Secret(ctx context.Context, ns, name string) (*corev1.Secret
 
 func (s apiSources) ServiceAccountToken(ctx context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	return s.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
+}
+
+func (s apiSources) PersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	return s.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (s apiSources) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return s.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }

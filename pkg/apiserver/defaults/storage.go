@@ -8,10 +8,7 @@ import (
 
 // SetPersistentVolumeClaimDefaults defaults a claim: volume mode Filesystem and phase Pending.
 func SetPersistentVolumeClaimDefaults(pvc *corev1.PersistentVolumeClaim) {
-	if pvc.Spec.VolumeMode == nil {
-		mode := corev1.PersistentVolumeFilesystem
-		pvc.Spec.VolumeMode = &mode
-	}
+	pvc.Spec.VolumeMode = filesystemUnlessSet(pvc.Spec.VolumeMode)
 	if pvc.Status.Phase == "" {
 		pvc.Status.Phase = corev1.ClaimPending
 	}
@@ -23,13 +20,19 @@ func SetPersistentVolumeDefaults(pv *corev1.PersistentVolume) {
 	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
 		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 	}
-	if pv.Spec.VolumeMode == nil {
-		mode := corev1.PersistentVolumeFilesystem
-		pv.Spec.VolumeMode = &mode
-	}
+	pv.Spec.VolumeMode = filesystemUnlessSet(pv.Spec.VolumeMode)
 	if pv.Status.Phase == "" {
 		pv.Status.Phase = corev1.VolumePending
 	}
+}
+
+// filesystemUnlessSet is mode, or Filesystem when mode is nil.
+func filesystemUnlessSet(mode *corev1.PersistentVolumeMode) *corev1.PersistentVolumeMode {
+	if mode != nil {
+		return mode
+	}
+	fs := corev1.PersistentVolumeFilesystem
+	return &fs
 }
 
 // SetStorageClassDefaults defaults a class: reclaim policy Delete and binding mode Immediate.

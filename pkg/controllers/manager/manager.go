@@ -101,6 +101,8 @@ type Options struct {
 	HostRayVersion func(image string) string
 	// RootCA is passed to the controllers as Env.RootCA.
 	RootCA []byte
+	// VolumesDir is passed to the controllers as Env.VolumesDir.
+	VolumesDir string
 	// Logger is the manager's logger; the zero value discards.
 	Logger logr.Logger
 }
@@ -227,6 +229,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			Hooks:          chainhooks.New(name, opts.Observer),
 			HostRayVersion: opts.HostRayVersion,
 			RootCA:         opts.RootCA,
+			VolumesDir:     opts.VolumesDir,
 		}
 		hooks[name] = env.Hooks
 		if err := opts.Registry.setup(name)(mgr, env); err != nil {

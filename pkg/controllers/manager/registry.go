@@ -36,6 +36,8 @@ type Env struct {
 	// RootCA is the cluster's CA certificate in PEM (the one that signs the API server's serving
 	// certificate), which pods trust; the root CA publisher publishes it.
 	RootCA []byte
+	// VolumesDir is the host directory local volumes are provisioned under ("" where none are).
+	VolumesDir string
 }
 
 // SetupFunc adds one controller to mgr.

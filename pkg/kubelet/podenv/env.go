@@ -26,6 +26,10 @@ type Sources interface {
 	Secret(ctx context.Context, ns, name string) (*corev1.Secret, error)
 	// ServiceAccountToken asks for a token of the service account ns/name (TokenRequest).
 	ServiceAccountToken(ctx context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
+	// PersistentVolumeClaim returns the claim ns/name (an error satisfying apierrors.IsNotFound when absent).
+	PersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error)
+	// PersistentVolume returns the volume name (an error satisfying apierrors.IsNotFound when absent).
+	PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 }
 
 // APIServer is where containers reach the API server (the kubernetes Service's endpoint).

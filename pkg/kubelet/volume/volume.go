@@ -2,7 +2,8 @@
 // container's volumeMounts into bind mounts for the runtime. Supported: emptyDir (medium Memory is a
 // tmpfs when running as root), configMap, secret, downwardAPI, projected (configMap, secret, downwardAPI
 // and serviceAccountToken sources, the last through TokenRequest, bound to the pod; clusterTrustBundle
-// and podCertificate sources are skipped) and hostPath.
+// and podCertificate sources are skipped), hostPath, and persistentVolumeClaim bound to a hostPath or
+// local PersistentVolume (its directory, bind-mounted).
 package volume
 
 import (
@@ -60,6 +61,8 @@ func setupPlain(ctx context.Context, in podenv.Input, dir string, v corev1.Volum
 	switch {
 	case src.HostPath != nil:
 		return hostPath(src.HostPath)
+	case src.PersistentVolumeClaim != nil:
+		return claimPath(ctx, in, src.PersistentVolumeClaim.ClaimName)
 	case src.EmptyDir != nil:
 		return target, emptyDir(target, src.EmptyDir)
 	case src.ConfigMap != nil:
@@ -146,6 +149,35 @@ func tokenFile(ctx context.Context, in podenv.Input, p *corev1.ServiceAccountTok
 	}
 	lifetime := tr.Status.ExpirationTimestamp.Sub(asked)
 	return file{path: p.Path, data: []byte(tr.Status.Token), mode: modeOf(nil, def)}, asked.Add(lifetime * 8 / 10), nil
+}
+
+// claimPath is the host directory of the volume bound to claim name: a hostPath volume (made when its
+// type asks) or a local one. A claim not bound yet is an error the pod worker retries.
+func claimPath(ctx context.Context, in podenv.Input, name string) (string, error) {
+	claim, err := in.Sources.PersistentVolumeClaim(ctx, in.Pod.Namespace, name)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: %w", name, err)
+	}
+	if claim.DeletionTimestamp != nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q is being deleted", name)
+	}
+	if claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("persistentvolumeclaim %q is not bound", name)
+	}
+	pv, err := in.Sources.PersistentVolume(ctx, claim.Spec.VolumeName)
+	if err != nil {
+		return "", fmt.Errorf("persistentvolume %q of claim %q: %w", claim.Spec.VolumeName, name, err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
+		return "", fmt.Errorf("persistentvolume %q is not bound to claim %q", pv.Name, name)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		return hostPath(pv.Spec.HostPath)
+	case pv.Spec.Local != nil:
+		return hostPath(&corev1.HostPathVolumeSource{Path: pv.Spec.Local.Path})
+	}
+	return "", fmt.Errorf("persistentvolume %q: only hostPath and local volumes can be mounted on this node", pv.Name)
 }
 
 func hostPath(h *corev1.HostPathVolumeSource) (string, error) {

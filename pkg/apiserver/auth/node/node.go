@@ -1,9 +1,9 @@
 // Package node keeps a kubelet to what its own pods need, as Kubernetes' Node authorizer does. RBAC
 // grants every node the same rights (the system:node ClusterRole, which holds no Secrets or ConfigMaps);
-// this authorizer adds, for the node system:node:<name>, reads of exactly the Secrets, ConfigMaps and
-// ServiceAccounts that pods bound to that node reference, one object at a time, and refuses a node's
-// reads of any other, and lets it request tokens (serviceaccounts/token) only for the ServiceAccounts its
-// pods run as. Writes are NodeRestriction admission's business (pkg/apiserver).
+// this authorizer adds, for the node system:node:<name>, reads of exactly the Secrets, ConfigMaps,
+// ServiceAccounts and PersistentVolumeClaims that pods bound to that node reference, one object at a time,
+// and refuses a node's reads of any other, and lets it request tokens (serviceaccounts/token) only for the
+// ServiceAccounts its pods run as. Writes are NodeRestriction admission's business (pkg/apiserver).
 package node
 
 import (
@@ -57,14 +57,16 @@ func New(pods Pods) *Authorizer { return &Authorizer{pods: pods} }
 
 // referenced maps each kind the authorizer decides to what a pod references of it.
 var referenced = map[string]func(*corev1.Pod) []string{
-	"secrets":         Secrets,
-	"configmaps":      ConfigMaps,
-	"serviceaccounts": func(p *corev1.Pod) []string { return []string{serviceAccount(p)} },
+	"secrets":                Secrets,
+	"configmaps":             ConfigMaps,
+	"serviceaccounts":        func(p *corev1.Pod) []string { return []string{serviceAccount(p)} },
+	"persistentvolumeclaims": Claims,
 }
 
-// Authorize allows a node to get (or list or watch by name) a Secret, ConfigMap or ServiceAccount that a
-// pod bound to it references, and to create a token of a ServiceAccount such a pod runs as, and denies a node every other request for those kinds. Other users and
-// other resources get no opinion.
+// Authorize allows a node to get (or list or watch by name) a Secret, ConfigMap, ServiceAccount or
+// PersistentVolumeClaim that a pod bound to it references, and to create a token of a ServiceAccount such
+// a pod runs as, and denies a node every other request for those kinds. Other users and other resources
+// get no opinion.
 func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	node, isNode := Identity(attrs.GetUser())
 	if !isNode || !attrs.IsResourceRequest() || attrs.GetAPIGroup() != "" {

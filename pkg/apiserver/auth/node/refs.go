@@ -92,3 +92,14 @@ func visitEnv(pod *corev1.Pod, f func(*corev1.EnvFromSource, *corev1.EnvVar)) {
 		visit(c.EnvFrom, c.Env)
 	}
 }
+
+// Claims returns the names of the PersistentVolumeClaims pod mounts.
+func Claims(pod *corev1.Pod) []string {
+	var names []string
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			names = append(names, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return names
+}
