@@ -8,14 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/statefulset"
@@ -24,25 +21,9 @@ import (
 
 var in *framework.Instance
 
-// TestMain runs the StatefulSet controller against a control plane without a kubelet: the tests play
-// the kubelet by writing pod status.
+// TestMain runs the StatefulSet controller against a control plane without a kubelet.
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	framework.RunMain(m, "manager", func(i *framework.Instance) (func(context.Context) error, error) {
-		in = i
-		skip := true
-		mgr, err := ctrl.NewManager(in.Config, ctrl.Options{
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
-		})
-		if err == nil {
-			err = statefulset.Setup(mgr, manager.Env{})
-		}
-		if err != nil {
-			return nil, err
-		}
-		return mgr.Start, nil
-	})
+	framework.RunControllers(m, &in, func(mgr ctrl.Manager) error { return statefulset.Setup(mgr, manager.Env{}) })
 }
 
 func newStatefulSet(replicas int32, policy appsv1.PodManagementPolicyType) *appsv1.StatefulSet {
