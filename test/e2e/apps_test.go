@@ -89,9 +89,9 @@ func onlyActive(t *testing.T, sets map[string]*appsv1.ReplicaSet) *appsv1.Replic
 }
 
 func TestDeployment(t *testing.T) {
-	in, ctx, ns := setup(t)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	in, _, ns := setup(t)
+	// Six rollouts: a minute and a half on an idle 2-core machine, more while others build.
+	ctx := framework.TestContext(t, 4*time.Minute)
 
 	kubectlOK(t, ctx, in, ns, "create", "deployment", "redis", "--image="+simImage, "--replicas=2", "--port=6379", "--", "sh", "-c", respPong)
 	kubectlOK(t, ctx, in, ns, "expose", "deployment", "redis", "--port=6379")
@@ -122,23 +122,26 @@ func TestDeployment(t *testing.T) {
 	_, err = in.Client.AppsV1().Deployments(ns).UpdateScale(ctx, "redis", &autoscalingv1.Scale{
 		ObjectMeta: metav1.ObjectMeta{Name: "redis", Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: -1}}, metav1.UpdateOptions{})
 	expectStatus(t, "scaling to -1", err, 422, "spec.replicas")
+	// Back to two, so that each rollout below replaces two pods.
+	kubectlOK(t, ctx, in, ns, "scale", "deployment/redis", "--replicas=2")
+	kubectlOK(t, ctx, in, ns, "rollout", "status", "deployment/redis", "--timeout=60s")
 
 	// A new image rolls out as a new ReplicaSet; the old one is scaled to zero and kept.
 	kubectlOK(t, ctx, in, ns, "set", "image", "deployment/redis", "raysim="+strings.TrimSuffix(simImage, ":latest"))
 	kubectlOK(t, ctx, in, ns, "rollout", "status", "deployment/redis", "--timeout=60s")
 	sets := replicaSets(t, ctx, in, ns)
 	second := onlyActive(t, sets)
-	if len(sets) != 2 || second.Name == first.Name || *second.Spec.Replicas != 3 || second.Annotations["deployment.kubernetes.io/revision"] != "2" {
+	if len(sets) != 2 || second.Name == first.Name || *second.Spec.Replicas != 2 || second.Annotations["deployment.kubernetes.io/revision"] != "2" {
 		t.Fatalf("after set image: %d replica sets, active %s (%d, revision %s)", len(sets), second.Name, *second.Spec.Replicas, second.Annotations["deployment.kubernetes.io/revision"])
 	}
 	ping(t, ctx, in, ns, "redis")
 
-	// An image that cannot run stalls the rollout; maxUnavailable (25% of 3 = 0) keeps every old pod.
+	// An image that cannot run stalls the rollout; maxUnavailable (25% of 2 = 0) keeps every old pod.
 	kubectlOK(t, ctx, in, ns, "set", "image", "deployment/redis", "raysim=rayctl.local/no-such-image:1")
 	if _, _, err := in.Kubectl(ctx, "", "-n", ns, "rollout", "status", "deployment/redis", "--timeout=5s"); err == nil {
 		t.Errorf("rollout status of a stalled rollout succeeded")
 	}
-	if rs, err := in.Client.AppsV1().ReplicaSets(ns).Get(ctx, second.Name, metav1.GetOptions{}); err != nil || rs.Status.ReadyReplicas != 3 {
+	if rs, err := in.Client.AppsV1().ReplicaSets(ns).Get(ctx, second.Name, metav1.GetOptions{}); err != nil || rs.Status.ReadyReplicas != 2 {
 		t.Errorf("the working replica set during a stalled rollout: %v, %+v", err, rs.Status)
 	}
 	ping(t, ctx, in, ns, "redis")
@@ -164,9 +167,24 @@ func TestDeployment(t *testing.T) {
 			t.Errorf("rollout history lacks revision %s:\n%s", rev, history)
 		}
 	}
+	// A paused Deployment takes template changes without rolling them out, until resumed.
+	kubectlOK(t, ctx, in, ns, "rollout", "pause", "deployment/redis")
+	kubectlOK(t, ctx, in, ns, "set", "env", "deployment/redis", "PAUSED=1")
+	eventually(t, ctx, 30*time.Second, "the paused change observed", func(ctx context.Context) (bool, error) {
+		d, err := in.Client.AppsV1().Deployments(ns).Get(ctx, "redis", metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration == d.Generation, err
+	})
+	if sets := replicaSets(t, ctx, in, ns); onlyActive(t, sets).Name != restarted.Name || len(sets) != 4 {
+		t.Errorf("a paused deployment rolled out: %d replica sets", len(sets))
+	}
+	kubectlOK(t, ctx, in, ns, "rollout", "resume", "deployment/redis")
+	kubectlOK(t, ctx, in, ns, "rollout", "status", "deployment/redis", "--timeout=60s")
+	if onlyActive(t, replicaSets(t, ctx, in, ns)).Name == restarted.Name {
+		t.Errorf("resuming did not roll the paused change out")
+	}
 	d, err := in.Client.AppsV1().Deployments(ns).Get(ctx, "redis", metav1.GetOptions{})
 	must(t, "reading the deployment", err)
-	if d.Status.ObservedGeneration != d.Generation || d.Annotations["deployment.kubernetes.io/revision"] != "5" {
+	if d.Status.ObservedGeneration != d.Generation || d.Annotations["deployment.kubernetes.io/revision"] != "6" {
 		t.Errorf("deployment: generation %d observed %d, revision %s", d.Generation, d.Status.ObservedGeneration, d.Annotations["deployment.kubernetes.io/revision"])
 	}
 	ping(t, ctx, in, ns, "redis")
@@ -184,9 +202,8 @@ func TestDeployment(t *testing.T) {
 }
 
 func TestStatefulSet(t *testing.T) {
-	in, ctx, ns := setup(t)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	in, _, ns := setup(t)
+	ctx := framework.TestContext(t, 3*time.Minute)
 
 	// Watch the pods from the start, to see the order in which they come.
 	w, err := in.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})

@@ -6,14 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
@@ -25,28 +22,12 @@ import (
 var in *framework.Instance
 
 // TestMain runs the Deployment, ReplicaSet and garbage collector controllers against a control plane
-// without a kubelet: the tests play the kubelet by writing pod status.
+// without a kubelet.
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	framework.RunMain(m, "manager", func(i *framework.Instance) (func(context.Context) error, error) {
-		in = i
-		skip := true
-		mgr, err := ctrl.NewManager(in.Config, ctrl.Options{
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
-		})
-		for _, setup := range []func() error{
-			func() error { return err },
-			func() error { return deployment.Setup(mgr, manager.Env{}) },
-			func() error { return replicaset.Setup(mgr, manager.Env{}) },
-			func() error { return gc.Setup(mgr) },
-		} {
-			if err := setup(); err != nil {
-				return nil, err
-			}
-		}
-		return mgr.Start, nil
-	})
+	framework.RunControllers(m, &in,
+		func(mgr ctrl.Manager) error { return deployment.Setup(mgr, manager.Env{}) },
+		func(mgr ctrl.Manager) error { return replicaset.Setup(mgr, manager.Env{}) },
+		gc.Setup)
 }
 
 // newDeployment is a Deployment of four pods that no scheduler binds.

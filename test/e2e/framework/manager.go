@@ -1,0 +1,35 @@
+package framework
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// RunControllers is the whole of a TestMain for a controller package's integration tests: it starts a
+// control plane without a kubelet (see RunMain), keeps it in *in, and runs one controller-runtime manager
+// with the controllers setups add while the tests run; the tests play the kubelet by writing pod status.
+func RunControllers(m *testing.M, in **Instance, setups ...func(ctrl.Manager) error) {
+	ctrl.SetLogger(logr.Discard())
+	RunMain(m, "manager", func(i *Instance) (func(context.Context) error, error) {
+		*in = i
+		skip := true
+		mgr, err := ctrl.NewManager(i.Config, ctrl.Options{
+			Metrics:    metricsserver.Options{BindAddress: "0"},
+			Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, setup := range setups {
+			if err := setup(mgr); err != nil {
+				return nil, err
+			}
+		}
+		return mgr.Start, nil
+	})
+}
