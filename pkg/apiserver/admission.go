@@ -1,6 +1,9 @@
 package apiserver
 
 import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
@@ -37,5 +40,8 @@ func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.
 		factory.WaitForCacheSync(ctx.Done())
 		return nil
 	}
-	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), newNodeRestriction()), start, nil
+	pod := func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+		return client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), newNodeRestriction(pod)), start, nil
 }

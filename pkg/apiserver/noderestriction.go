@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,26 +16,30 @@ import (
 )
 
 var (
-	podsResource   = corev1.Resource("pods")
-	nodesResource  = corev1.Resource("nodes")
-	leasesResource = coordinationv1.Resource("leases")
+	podsResource            = corev1.Resource("pods")
+	serviceAccountsResource = corev1.Resource("serviceaccounts")
+	nodesResource           = corev1.Resource("nodes")
+	leasesResource          = coordinationv1.Resource("leases")
 )
 
 // nodeRestriction is a validating admission plugin that keeps a kubelet to its own node, as Kubernetes'
 // NodeRestriction plugin does: RBAC grants every node the same rights (system:node), and this plugin
 // narrows the writes to the node's own objects. A node may change only its own Node (and nodes/status),
 // its own Lease in kube-node-lease, the status of pods bound to it, and create or delete only pods bound
-// to it; it may not update pods, nor use their other subresources. Events and reads are left to RBAC.
+// to it; it may not update pods, nor use their other subresources. The tokens it requests
+// (serviceaccounts/token) must be bound to a pod bound to it. Events and reads are left to RBAC.
 // Requests from anyone else pass untouched.
 type nodeRestriction struct {
 	*admission.Handler
+	// pod reads a pod as stored (nil: a node's token requests are refused).
+	pod func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 }
 
 var _ admission.ValidationInterface = &nodeRestriction{}
 
-// newNodeRestriction returns the plugin; it needs nothing but the request's attributes.
-func newNodeRestriction() *nodeRestriction {
-	return &nodeRestriction{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
+// newNodeRestriction returns the plugin; pod reads the pods that nodes' token requests are bound to.
+func newNodeRestriction(pod func(ctx context.Context, namespace, name string) (*corev1.Pod, error)) *nodeRestriction {
+	return &nodeRestriction{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete), pod: pod}
 }
 
 // Validate refuses a node's write to anything that is not its own.
@@ -54,6 +59,33 @@ func (p *nodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 		return p.admitNode(node, a)
 	case leasesResource:
 		return p.admitLease(node, a)
+	case serviceAccountsResource:
+		if a.GetSubresource() == "token" {
+			return p.admitTokenRequest(ctx, node, a)
+		}
+	}
+	return nil
+}
+
+// admitTokenRequest lets a node ask only for tokens bound to a pod bound to it.
+func (p *nodeRestriction) admitTokenRequest(ctx context.Context, node string, a admission.Attributes) error {
+	req, ok := a.GetObject().(*authenticationv1.TokenRequest)
+	if !ok {
+		return admission.NewForbidden(a, fmt.Errorf("unexpected object %T for a token request", a.GetObject()))
+	}
+	ref := req.Spec.BoundObjectRef
+	if ref == nil || ref.Kind != "Pod" {
+		return admission.NewForbidden(a, fmt.Errorf("node %q can only request tokens bound to a pod", node))
+	}
+	if p.pod == nil {
+		return admission.NewForbidden(a, fmt.Errorf("node %q: cannot look the pod up", node))
+	}
+	pod, err := p.pod(ctx, a.GetNamespace(), ref.Name)
+	if err != nil {
+		return admission.NewForbidden(a, fmt.Errorf("node %q: reading pod %s/%s: %w", node, a.GetNamespace(), ref.Name, err))
+	}
+	if pod.Spec.NodeName != node {
+		return admission.NewForbidden(a, fmt.Errorf("node %q can only request tokens bound to its own pods, and pod %s/%s is %s", node, a.GetNamespace(), ref.Name, boundTo(pod)))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -45,6 +46,14 @@ func TestNodeRestriction(t *testing.T) {
 	nodes := corev1.SchemeGroupVersion.WithResource("nodes")
 	leases := coordinationv1.SchemeGroupVersion.WithResource("leases")
 	events := eventsv1.SchemeGroupVersion.WithResource("events")
+	accounts := corev1.SchemeGroupVersion.WithResource("serviceaccounts")
+	token := func(kind, name string) *authenticationv1.TokenRequest {
+		tr := &authenticationv1.TokenRequest{}
+		if kind != "" {
+			tr.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: kind, APIVersion: "v1", Name: name}
+		}
+		return tr
+	}
 	type request struct {
 		u        user.Info
 		op       admission.Operation
@@ -96,11 +105,24 @@ func TestNodeRestriction(t *testing.T) {
 		{"a node without a node name", request{unnamed, admission.Update, nodes, "", "", "a", node("a"), node("a")}, `could not tell which node user "kubelet"`},
 		{"a node name outside system:nodes", request{notInGroup, admission.Update, nodes, "", "", "a", node("a"), node("a")}, ""},
 		{"admin", request{admin, admission.Update, pods, "status", "ns", "p", pod("b", nil), pod("b", nil)}, ""},
+		{"a token bound to its pod", request{nodeA, admission.Create, accounts, "token", "ns", "robot", token("Pod", "mine"), nil}, ""},
+		{"a token bound to another node's pod", request{nodeA, admission.Create, accounts, "token", "ns", "robot", token("Pod", "theirs"), nil},
+			`pod ns/theirs is bound to node "b"`},
+		{"an unbound token", request{nodeA, admission.Create, accounts, "token", "ns", "robot", token("", ""), nil}, "only request tokens bound to a pod"},
+		{"a token bound to a secret", request{nodeA, admission.Create, accounts, "token", "ns", "robot", token("Secret", "s"), nil}, "bound to a pod"},
+		{"admin's unbound token", request{admin, admission.Create, accounts, "token", "ns", "robot", token("", ""), nil}, ""},
 	} {
 		r := tc.req
 		kind := r.resource.GroupVersion().WithKind("")
 		attrs := admission.NewAttributesRecord(r.obj, r.old, kind, r.ns, r.name, r.resource, r.sub, r.op, nil, false, r.u)
-		p := newNodeRestriction()
+		p := newNodeRestriction(func(_ context.Context, ns, name string) (*corev1.Pod, error) {
+			p := pod("a", nil)
+			if name == "theirs" {
+				p = pod("b", nil)
+			}
+			p.Namespace, p.Name = ns, name
+			return p, nil
+		})
 		if !p.Handles(r.op) {
 			t.Errorf("%s: the plugin does not handle %s", tc.name, r.op)
 			continue
@@ -115,7 +137,7 @@ func TestNodeRestriction(t *testing.T) {
 			t.Errorf("%s: %q does not say %q", tc.name, err, tc.want)
 		}
 	}
-	if newNodeRestriction().Handles(admission.Connect) {
+	if newNodeRestriction(nil).Handles(admission.Connect) {
 		t.Error("the plugin handles connect requests")
 	}
 }

@@ -13,13 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/pernamespace"
 )
 
 // Name is the controller's name, in logs, metrics and --kube-controllers.
@@ -31,63 +28,30 @@ const (
 	DataKey       = "ca.crt"
 )
 
-// Reconciler keeps the kube-root-ca.crt ConfigMap of one namespace.
-type Reconciler struct {
-	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
-	// CA is the certificate published, in PEM.
-	CA string
-}
-
 // Setup registers the controller with mgr: it watches namespaces, and ConfigMaps named kube-root-ca.crt
 // mapped to their namespace. env.RootCA is what it publishes.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if len(env.RootCA) == 0 {
 		return fmt.Errorf("%s: no root CA to publish", Name)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), CA: string(env.RootCA)}
-	isOurs := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == ConfigMapName })
-	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
-	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&corev1.Namespace{}).
-		Watches(&corev1.ConfigMap{}, toNamespace, builder.WithPredicates(isOurs)).
-		Complete(r)
+	return pernamespace.Setup(mgr, Name, &corev1.ConfigMap{}, ConfigMapName, publisher(string(env.RootCA)))
 }
 
-// Reconcile creates the namespace's kube-root-ca.crt, or puts its data back to the CA.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
-		return reconcile.Result{}, nil
-	}
-	want := map[string]string{DataKey: r.CA}
-	cm := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: ConfigMapName}, cm)
-	switch {
-	case err == nil:
-		if len(cm.Data) == 1 && cm.Data[DataKey] == r.CA && len(cm.BinaryData) == 0 {
-			return reconcile.Result{}, nil
+// publisher makes a namespace's kube-root-ca.crt hold ca, and only that.
+func publisher(ca string) pernamespace.SyncFunc {
+	want := map[string]string{DataKey: ca}
+	return func(ctx context.Context, c client.Client, namespace string) error {
+		cm := &corev1.ConfigMap{}
+		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ConfigMapName}, cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			return pernamespace.Create(ctx, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ConfigMapName}, Data: want})
+		case err != nil:
+			return err
+		case len(cm.Data) == 1 && cm.Data[DataKey] == ca && len(cm.BinaryData) == 0:
+			return nil
 		}
 		cm.Data, cm.BinaryData = want, nil
-		return reconcile.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, cm))
-	case !apierrors.IsNotFound(err):
-		return reconcile.Result{}, err
-	}
-	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: ConfigMapName}, Data: want}
-	err = r.Client.Create(ctx, cm)
-	switch {
-	case err == nil, apierrors.IsAlreadyExists(err):
-		return reconcile.Result{}, nil
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace went away or began terminating in the meantime.
-		return reconcile.Result{}, nil
-	default:
-		return reconcile.Result{}, fmt.Errorf("creating %s/%s: %w", ns.Name, ConfigMapName, err)
+		return client.IgnoreNotFound(c.Update(ctx, cm))
 	}
 }
