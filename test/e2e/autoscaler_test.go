@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,6 +80,7 @@ func TestAutoscaler(t *testing.T) {
 	dash := jobs.NewClient("http://" + head.Status.PodIP + ":8265")
 	_, err = dash.Submit(e.ctx, jobs.SubmitRequest{Entrypoint: "echo ran on a new worker", SubmissionID: "big", EntrypointNumCPUs: ptr.To(2.0)})
 	must(t, "submitting the job", err)
+	submitted := time.Now()
 
 	var worker string
 	e.waitFor(t, rayTimeout, "the autoscaler to scale the group up and a worker Pod to run", func(ctx context.Context) (bool, string, error) {
@@ -88,6 +90,7 @@ func TestAutoscaler(t *testing.T) {
 		}
 		return err == nil && ptr.Deref(g.Replicas, 0) == 1 && len(pods) == 1, desc, err
 	})
+	t.Logf("submitted → replicas 1 and worker Pod %s: %s", worker, time.Since(submitted).Round(time.Millisecond))
 	e.waitFor(t, rayTimeout, "the job to succeed", func(ctx context.Context) (bool, string, error) {
 		d, err := dash.Get(ctx, "big")
 		if err != nil {
@@ -95,6 +98,8 @@ func TestAutoscaler(t *testing.T) {
 		}
 		return d.Status == jobs.StatusSucceeded, string(d.Status) + ": " + ptr.Deref(d.Message, ""), nil
 	})
+	succeeded := time.Now()
+	t.Logf("submitted → job SUCCEEDED: %s", succeeded.Sub(submitted).Round(time.Millisecond))
 
 	// The trace of the worker Pod starts at the sidecar's patch, written with its ServiceAccount.
 	out, err := in.Rayctl(e.ctx, "trace", "pod/"+worker, "-n", e.ns, "-o", "json")
@@ -130,9 +135,11 @@ func TestAutoscaler(t *testing.T) {
 		g, pods, desc, err := e.workerGroup(ctx, name)
 		return err == nil && ptr.Deref(g.Replicas, -1) == 0 && len(pods) == 0 && len(g.ScaleStrategy.WorkersToDelete) == 0, desc, err
 	})
+	t.Logf("job SUCCEEDED → worker gone, replicas 0, workersToDelete cleared (idleTimeoutSeconds 5): %s", time.Since(succeeded).Round(time.Millisecond))
 
 	logs, _, err := in.Kubectl(e.ctx, "", "logs", "-n", e.ns, head.Name, "-c", "autoscaler")
 	must(t, "the autoscaler's logs", err)
+	t.Logf("the autoscaler's log:\n%s", logs)
 	for _, line := range []string{"adding 1 worker(s) of cpu for pending demands: replicas 0 -> 1",
 		"removing 1 idle worker(s) of cpu: [" + worker + "]", "workersToDelete [" + worker + "]"} {
 		if !strings.Contains(logs, line) {
