@@ -455,7 +455,7 @@ func testRealAutoscaler(t *testing.T, e *rayEnv) {
 		ctr.Image = "rayproject/ray:2.60.0"
 		ctr.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}
 	}
-	_, logs := e.autoscales(t, c, 1, realRayTimeout)
+	_, logs := e.autoscales(t, c, 1, false, realRayTimeout)
 	for _, line := range []string{"Submitting a scale request", "Removing 1 nodes of type cpu (idle)"} {
 		if !strings.Contains(logs, line) {
 			t.Errorf("Ray's autoscaler's log lacks %q", line)
