@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,36 +69,57 @@ func TestAutoscaler(t *testing.T) {
 	if _, _, err := in.Kubectl(e.ctx, "", "get", "service", "kubernetes", "-n", "default"); err != nil {
 		t.Skip("pods cannot reach the API server in-cluster on this build (no kubernetes Service): the autoscaler sidecar cannot run")
 	}
-	const name = "asc"
-	e.createCluster(t, autoscalingCluster(name))
-	_, head, _ := e.waitClusterReady(t, name, 0)
+	worker, logs := e.autoscales(t, autoscalingCluster("asc"), 2, true, rayTimeout)
+	for _, line := range []string{"adding 1 worker(s) of cpu for pending demands: replicas 0 -> 1",
+		"removing 1 idle worker(s) of cpu: [" + worker + "]", "workersToDelete [" + worker + "]"} {
+		if !strings.Contains(logs, line) {
+			t.Errorf("the autoscaler's log lacks %q:\n%s", line, logs)
+		}
+	}
+}
+
+// autoscales runs the scenario on cluster c, whose head lacks the CPUs a job asking for cpus has and
+// whose first worker group, from 0 replicas, has them: the job is submitted to the head's dashboard,
+// the group goes up to 1, the job succeeds, the worker Pod's trace starts at the sidecar's patch, and the
+// idle worker goes (replicas 0, and with clears workersToDelete emptied once the Pod is gone, as raysim's
+// and Ray's v1 autoscaler do; Ray 2.60's v2 instance manager empties it only with its next scale request).
+// It returns the worker's name and the sidecar's log.
+func (e *rayEnv) autoscales(t *testing.T, c *rayv1.RayCluster, cpus float64, clears bool, timeout time.Duration) (string, string) {
+	t.Helper()
+	name := c.Name
+	e.createCluster(t, c)
+	_, head, _ := e.waitClusterReadyWithin(t, name, 0, timeout)
 	if len(head.Spec.Containers) != 2 || head.Spec.ServiceAccountName != name {
 		t.Fatalf("head pod: %d containers, serviceAccountName %q", len(head.Spec.Containers), head.Spec.ServiceAccountName)
 	}
 
-	// A job asking for 2 CPUs: more than the head's 1, so it waits until a worker joins.
+	// A job asking for more CPUs than the head has waits until a worker joins.
 	dash := jobs.NewClient("http://" + head.Status.PodIP + ":8265")
-	_, err = dash.Submit(e.ctx, jobs.SubmitRequest{Entrypoint: "echo ran on a new worker", SubmissionID: "big", EntrypointNumCPUs: ptr.To(2.0)})
+	_, err := dash.Submit(e.ctx, jobs.SubmitRequest{Entrypoint: "echo ran on a new worker", SubmissionID: "big", EntrypointNumCPUs: ptr.To(cpus)})
 	must(t, "submitting the job", err)
+	submitted := time.Now()
 
 	var worker string
-	e.waitFor(t, rayTimeout, "the autoscaler to scale the group up and a worker Pod to run", func(ctx context.Context) (bool, string, error) {
+	e.waitFor(t, timeout, "the autoscaler to scale the group up and a worker Pod to run", func(ctx context.Context) (bool, string, error) {
 		g, pods, desc, err := e.workerGroup(ctx, name)
 		if len(pods) == 1 {
 			worker = pods[0].Name
 		}
 		return err == nil && ptr.Deref(g.Replicas, 0) == 1 && len(pods) == 1, desc, err
 	})
-	e.waitFor(t, rayTimeout, "the job to succeed", func(ctx context.Context) (bool, string, error) {
+	t.Logf("submitted → replicas 1 and worker Pod %s: %s", worker, time.Since(submitted).Round(time.Millisecond))
+	e.waitFor(t, timeout, "the job to succeed", func(ctx context.Context) (bool, string, error) {
 		d, err := dash.Get(ctx, "big")
 		if err != nil {
 			return false, "", err
 		}
 		return d.Status == jobs.StatusSucceeded, string(d.Status) + ": " + ptr.Deref(d.Message, ""), nil
 	})
+	succeeded := time.Now()
+	t.Logf("submitted → job SUCCEEDED: %s", succeeded.Sub(submitted).Round(time.Millisecond))
 
 	// The trace of the worker Pod starts at the sidecar's patch, written with its ServiceAccount.
-	out, err := in.Rayctl(e.ctx, "trace", "pod/"+worker, "-n", e.ns, "-o", "json")
+	out, err := e.in.Rayctl(e.ctx, "trace", "pod/"+worker, "-n", e.ns, "-o", "json")
 	must(t, "rayctl trace", err)
 	var steps []chain.Step
 	if err := json.Unmarshal([]byte(out), &steps); err != nil {
@@ -125,20 +147,18 @@ func TestAutoscaler(t *testing.T) {
 		t.Errorf("trace of pod/%s lacks %s (in order):\n%s", worker, want[i], lines.String())
 	}
 
-	// Idle for 5 s: the worker goes, named in workersToDelete, and the group returns to 0.
-	e.waitFor(t, rayTimeout, "the idle worker to go and replicas to return to 0", func(ctx context.Context) (bool, string, error) {
+	// Idle for idleTimeoutSeconds: the worker goes, named in workersToDelete, and the group returns to 0.
+	e.waitFor(t, timeout, "the idle worker to go and replicas to return to 0", func(ctx context.Context) (bool, string, error) {
 		g, pods, desc, err := e.workerGroup(ctx, name)
-		return err == nil && ptr.Deref(g.Replicas, -1) == 0 && len(pods) == 0 && len(g.ScaleStrategy.WorkersToDelete) == 0, desc, err
+		return err == nil && ptr.Deref(g.Replicas, -1) == 0 && len(pods) == 0 && (!clears || len(g.ScaleStrategy.WorkersToDelete) == 0), desc, err
 	})
+	t.Logf("job SUCCEEDED → worker gone, replicas 0 (idleTimeoutSeconds %d): %s",
+		ptr.Deref(c.Spec.AutoscalerOptions.IdleTimeoutSeconds, 60), time.Since(succeeded).Round(time.Millisecond))
 
-	logs, _, err := in.Kubectl(e.ctx, "", "logs", "-n", e.ns, head.Name, "-c", "autoscaler")
+	logs, _, err := e.in.Kubectl(e.ctx, "", "logs", "-n", e.ns, head.Name, "-c", "autoscaler")
 	must(t, "the autoscaler's logs", err)
-	for _, line := range []string{"adding 1 worker(s) of cpu for pending demands: replicas 0 -> 1",
-		"removing 1 idle worker(s) of cpu: [" + worker + "]", "workersToDelete [" + worker + "]"} {
-		if !strings.Contains(logs, line) {
-			t.Errorf("the autoscaler's log lacks %q:\n%s", line, logs)
-		}
-	}
+	t.Logf("the autoscaler's log:\n%s", logs)
+	return worker, logs
 }
 
 // workerGroup reads the cluster's first worker group and its worker Pods, and describes them.

@@ -20,6 +20,7 @@ import (
 	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -62,6 +63,7 @@ func TestRealRay(t *testing.T) {
 		{"HeadPodDeleted", testRealHeadPodDeleted},
 		{"JobSuspendedAndResumed", testRealJobSuspendResume},
 		{"JobFailingEntrypoint", testRealJobFailing},
+		{"Autoscaler", testRealAutoscaler},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, realRaySetup(t, in)) })
 	}
@@ -437,4 +439,26 @@ func TestRealRayJobSurvivesRayctlKill(t *testing.T) {
 		t.Errorf("the head's dashboard lists %d jobs (%d under %s), want exactly one submission: %+v", len(all), n, jobID, all)
 	}
 	wantDriverOutput(t, "ray job logs "+jobID, e.headExec(t, after, "ray", "job", "logs", jobID))
+}
+
+// testRealAutoscaler: the same manifests' autoscaling on real Ray, where the sidecar is Ray's own
+// autoscaler: a head with no CPUs, a job asking for one, a 1-CPU worker group from 0 to 1, workers idle
+// for 10 s going.
+func testRealAutoscaler(t *testing.T, e *rayEnv) {
+	c := autoscalingCluster("real-asc")
+	c.Spec.RayVersion = "2.60.0"
+	c.Spec.AutoscalerOptions.IdleTimeoutSeconds = ptr.To[int32](10)
+	head, g := &c.Spec.HeadGroupSpec, &c.Spec.WorkerGroupSpecs[0]
+	head.RayStartParams["num-cpus"], g.RayStartParams["num-cpus"] = "0", "1"
+	g.MaxReplicas = ptr.To[int32](1)
+	for _, ctr := range []*corev1.Container{&head.Template.Spec.Containers[0], &g.Template.Spec.Containers[0]} {
+		ctr.Image = "rayproject/ray:2.60.0"
+		ctr.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}
+	}
+	_, logs := e.autoscales(t, c, 1, false, realRayTimeout)
+	for _, line := range []string{"Submitting a scale request", "Removing 1 nodes of type cpu (idle)"} {
+		if !strings.Contains(logs, line) {
+			t.Errorf("Ray's autoscaler's log lacks %q", line)
+		}
+	}
 }

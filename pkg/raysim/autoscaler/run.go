@@ -102,21 +102,38 @@ func (a *Autoscaler) say(format string, args ...any) {
 	a.cfg.Logf("%s", line)
 }
 
+// slowPass is how long a pass may take before the autoscaler says which step took the time.
+const slowPass = 5 * time.Second
+
 // Pass reads the cluster, decides and patches the RayCluster.
 func (a *Autoscaler) Pass(ctx context.Context) error {
+	start, step := time.Now(), time.Now()
+	var steps []string
+	lap := func(what string) {
+		steps = append(steps, fmt.Sprintf("%s %s", what, time.Since(step).Round(time.Millisecond)))
+		step = time.Now()
+	}
+	defer func() {
+		if took := time.Since(start); took > slowPass {
+			a.say("Slow pass: %s (%s)", took.Round(time.Millisecond), strings.Join(steps, ", "))
+		}
+	}()
 	var c rayv1.RayCluster
 	if err := a.kube.Get(ctx, types.NamespacedName{Namespace: a.cfg.Namespace, Name: a.cfg.Cluster}, &c); err != nil {
 		return fmt.Errorf("reading RayCluster %s/%s: %w", a.cfg.Namespace, a.cfg.Cluster, err)
 	}
+	lap("get RayCluster")
 	var pods corev1.PodList
 	if err := a.kube.List(ctx, &pods, client.InNamespace(c.Namespace),
 		client.MatchingLabels{"ray.io/cluster": c.Name, "ray.io/node-type": string(rayv1.WorkerNode)}); err != nil {
 		return fmt.Errorf("listing the cluster's Pods: %w", err)
 	}
+	lap("list Pods")
 	load, err := a.cfg.GCS.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the load from the GCS at %s: %w", a.cfg.GCS.Address, err)
 	}
+	lap("GCS load")
 	now := time.Now()
 	s := a.state(&c, pods.Items, load, now)
 	d := Decide(s)
@@ -131,6 +148,7 @@ func (a *Autoscaler) Pass(ctx context.Context) error {
 		if err := a.patch(ctx, &c, ch); err != nil {
 			return err
 		}
+		lap("patch " + ch.Group)
 		a.last = ""
 		a.say("%s: replicas %d -> %d%s", ch.Reason, ptrOr(c.Spec.WorkerGroupSpecs[ch.Index].Replicas, 0), ch.Replicas, listed(ch.WorkersToDelete))
 		for _, p := range ch.WorkersToDelete {

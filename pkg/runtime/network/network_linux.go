@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -115,10 +116,28 @@ func (m *Manager) ensureBridge() (netlink.Link, error) {
 			return nil, fmt.Errorf("network: giving bridge %s the address %s: %w", m.cfg.Bridge, want, err)
 		}
 	}
+	// A Linux bridge whose address was never set takes the lowest of its ports' addresses, so a pod's
+	// veth joining or leaving can change the gateway's MAC under the other pods, whose ARP entries then
+	// point nowhere until they expire (~30 s without the API server or DNS). Setting the address pins it.
+	if err := pinHardwareAddr(link); err != nil {
+		return nil, fmt.Errorf("network: pinning bridge %s's MAC address: %w", m.cfg.Bridge, err)
+	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return nil, fmt.Errorf("network: bringing bridge %s up: %w", m.cfg.Bridge, err)
 	}
 	return link, nil
+}
+
+// addrSet is the kernel's addr_assign_type for an address set from user space (NET_ADDR_SET).
+const addrSet = "3"
+
+// pinHardwareAddr sets link's MAC address to the one it has, unless it was set already.
+func pinHardwareAddr(link netlink.Link) error {
+	b, err := os.ReadFile("/sys/class/net/" + link.Attrs().Name + "/addr_assign_type")
+	if err == nil && strings.TrimSpace(string(b)) == addrSet {
+		return nil
+	}
+	return netlink.LinkSetHardwareAddr(link, link.Attrs().HardwareAddr)
 }
 
 // plumb makes the namespace and veth and configures both ends.

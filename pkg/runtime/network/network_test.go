@@ -157,6 +157,40 @@ func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 	}
 }
 
+// TestGatewayMACStaysPut: pods joining and leaving the bridge do not change the gateway's MAC address
+// (an unpinned Linux bridge takes its lowest port's), so the ARP entries of the pods already there stay
+// right and their connections to the host (API server, DNS) carry on.
+func TestGatewayMACStaysPut(t *testing.T) {
+	m := testManager(t)
+	if _, err := m.Setup("pod-0"); err != nil {
+		t.Fatal(err)
+	}
+	mac := func() string {
+		l, err := netlink.LinkByName(m.cfg.Bridge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Attrs().HardwareAddr.String()
+	}
+	before := mac()
+	if b, err := os.ReadFile("/sys/class/net/" + m.cfg.Bridge + "/addr_assign_type"); err != nil || strings.TrimSpace(string(b)) != addrSet {
+		t.Errorf("bridge address not pinned: addr_assign_type %q, %v", b, err)
+	}
+	for i := 1; i <= 4; i++ {
+		if _, err := m.Setup(fmt.Sprintf("pod-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		if err := m.Teardown(fmt.Sprintf("pod-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := mac(); after != before {
+		t.Errorf("the gateway's MAC moved from %s to %s as pods came and went", before, after)
+	}
+}
+
 func TestSetupIsIdempotentAndSurvivesARestart(t *testing.T) {
 	m := testManager(t)
 	first, err := m.Setup("pod-x")
