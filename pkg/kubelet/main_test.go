@@ -73,16 +73,30 @@ func newEnv(t *testing.T, rt *fake.Runtime) *testEnv {
 	t.Helper()
 	inst := apiServer(t)
 	e := &testEnv{t: t, client: inst.Client, rt: rt, node: uniqueName("node"), ns: uniqueName("ns"), dir: t.TempDir()}
-	ctx := context.Background()
-	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(t, inst, e.ns)
 	e.startKubelet()
 	t.Cleanup(func() {
 		e.stop()
 		_ = e.client.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{})
 	})
 	return e
+}
+
+// createNamespace makes namespace ns with what kube-controller-manager (absent here) gives every
+// namespace, and every pod's token volume needs: the default ServiceAccount and kube-root-ca.crt.
+func createNamespace(t *testing.T, inst *framework.Instance, ns string) {
+	t.Helper()
+	ctx, c := context.Background(), inst.Client
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": string(inst.Config.CAData)}}
+	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (e *testEnv) startKubelet() {

@@ -35,9 +35,7 @@ func TestWithTheProcessRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &testEnv{t: t, client: inst.Client, node: uniqueName("proc-node"), ns: uniqueName("ns"), dir: filepath.Join(dir, "pods")}
-	if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(t, inst, e.ns)
 	kl, err := kubelet.New(kubelet.Config{
 		NodeName: e.node, RESTConfig: inst.Config, Runtime: rt, PodsDir: e.dir,
 		CrashLoopBackOff: podworker.BackoffConfig{Initial: 300 * time.Millisecond, Max: time.Second},
