@@ -55,6 +55,9 @@ func TestRestartKeepsObjects(t *testing.T) {
 	must(t, "create service", err)
 	before, err := in.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	must(t, "list", err)
+	for _, cm := range before.Items {
+		uids[cm.Name] = cm.UID // kube-root-ca.crt too
+	}
 
 	t.Run("second up refused", func(t *testing.T) {
 		bin, err := framework.Binary()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,12 @@ func shared(t *testing.T) *framework.Instance {
 		t.Fatalf("starting the shared rayctl: %v", sharedErr)
 	}
 	return sharedInst
+}
+
+// withoutRootCA drops from items the kube-root-ca.crt ConfigMap that every namespace holds (the cluster's
+// CA, for in-cluster clients), leaving the ConfigMaps a test made.
+func withoutRootCA(items []corev1.ConfigMap) []corev1.ConfigMap {
+	return slices.DeleteFunc(slices.Clone(items), func(cm corev1.ConfigMap) bool { return cm.Name == "kube-root-ca.crt" })
 }
 
 // testContext is the test's context with a deadline, so that no test hangs on a dead server.
