@@ -614,3 +614,46 @@ func TestInTreeAutoscaling(t *testing.T) {
 		t.Errorf("the user's ServiceAccount was taken over: %+v, %v", sa.OwnerReferences, err)
 	}
 }
+
+// TestGCSFaultTolerance: a RayCluster with gcsFaultToleranceOptions gets a head Pod that carries its
+// Redis; one that also sets the older ray.io/ft-enabled annotation is refused with a Warning and gets
+// no Pods, as KubeRay refuses it.
+func TestGCSFaultTolerance(t *testing.T) {
+	ctx, ns := setup(t)
+	c := sample(t, ns, 0)
+	c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379", RedisPassword: &rayv1.RedisCredential{Value: "pw"}}
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the head Pod", func() bool { return len(pods(ctx, t, ns)) == 1 }, describe(ctx, t, ns, c.Name))
+	head := pods(ctx, t, ns)[0]
+	env := map[string]string{}
+	for _, e := range head.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if head.Annotations[raycluster.AnnotationFTEnabled] != "true" || env[raycluster.EnvRedisAddress] != "redis:6379" ||
+		env[raycluster.EnvRedisPassword] != "pw" || env[raycluster.EnvExternalStorageNS] != string(c.UID) {
+		t.Errorf("head annotations %v, env %v", head.Annotations, env)
+	}
+
+	bad := sample(t, ns, 0)
+	bad.Name = "both-ways"
+	bad.Annotations = map[string]string{raycluster.AnnotationFTEnabled: "true"}
+	bad.Spec.GcsFaultToleranceOptions = c.Spec.GcsFaultToleranceOptions
+	if err := cl.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "a Warning saying both are set", func() bool {
+		var ev corev1.EventList
+		_ = cl.List(ctx, &ev, client.InNamespace(ns))
+		for _, e := range ev.Items {
+			if e.Reason == raycluster.EventInvalidSpec && e.InvolvedObject.Name == bad.Name && strings.Contains(e.Message, "both set") {
+				return true
+			}
+		}
+		return false
+	}, describe(ctx, t, ns, bad.Name))
+	if ps := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": bad.Name}); len(ps) != 0 {
+		t.Errorf("an invalid cluster got Pods: %v", names(ps))
+	}
+}
