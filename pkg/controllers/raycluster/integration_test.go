@@ -594,14 +594,7 @@ func TestInTreeAutoscaling(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "a Warning naming the missing ServiceAccount", func() bool {
-		var ev corev1.EventList
-		_ = cl.List(ctx, &ev, client.InNamespace(ns))
-		for _, e := range ev.Items {
-			if e.Reason == raycluster.EventAutoscalerSANotFound && e.InvolvedObject.Name == "named-sa" && strings.Contains(e.Message, "users-own") {
-				return true
-			}
-		}
-		return false
+		return hasEvent(ctx, ns, raycluster.EventAutoscalerSANotFound, "named-sa", "users-own")
 	}, desc)
 	if err := cl.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "users-own", Namespace: ns}}); err != nil {
 		t.Fatal(err)
@@ -625,8 +618,9 @@ func TestGCSFaultTolerance(t *testing.T) {
 	if err := cl.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, "the head Pod", func() bool { return len(pods(ctx, t, ns)) == 1 }, describe(ctx, t, ns, c.Name))
-	head := pods(ctx, t, ns)[0]
+	heads := client.MatchingLabels{"ray.io/node-type": "head"}
+	eventually(ctx, t, "the head Pod", func() bool { return len(pods(ctx, t, ns, heads)) == 1 }, describe(ctx, t, ns, c.Name))
+	head := pods(ctx, t, ns, heads)[0]
 	env := map[string]string{}
 	for _, e := range head.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
@@ -644,16 +638,21 @@ func TestGCSFaultTolerance(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "a Warning saying both are set", func() bool {
-		var ev corev1.EventList
-		_ = cl.List(ctx, &ev, client.InNamespace(ns))
-		for _, e := range ev.Items {
-			if e.Reason == raycluster.EventInvalidSpec && e.InvolvedObject.Name == bad.Name && strings.Contains(e.Message, "both set") {
-				return true
-			}
-		}
-		return false
+		return hasEvent(ctx, ns, raycluster.EventInvalidSpec, bad.Name, "both set")
 	}, describe(ctx, t, ns, bad.Name))
 	if ps := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": bad.Name}); len(ps) != 0 {
 		t.Errorf("an invalid cluster got Pods: %v", names(ps))
 	}
+}
+
+// hasEvent says whether ns has an event of reason about the object named name whose message holds text.
+func hasEvent(ctx context.Context, ns, reason, name, text string) bool {
+	var ev corev1.EventList
+	_ = cl.List(ctx, &ev, client.InNamespace(ns))
+	for _, e := range ev.Items {
+		if e.Reason == reason && e.InvolvedObject.Name == name && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }
