@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
 )
@@ -92,6 +93,19 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		}
 		if bind != "" && (dashHost == "0.0.0.0" || dashHost == "::") {
 			dashHost = bind
+		}
+		if redis, ok := gcs.RedisFromEnv(os.Getenv); ok {
+			// As in Ray, --redis-username and --redis-password (KubeRay passes $REDIS_USERNAME and
+			// $REDIS_PASSWORD there) are the credentials.
+			if f.isSet("redis-password") {
+				redis.Username, redis.Password = f.str("redis-username"), f.str("redis-password")
+			}
+			// GCS fault tolerance: Ray's GCS does not come up without its Redis, so neither does this head.
+			if err := redis.Wait(ctx, time.Second, 5*time.Second, logger.Printf); err != nil {
+				logger.Printf("stopped waiting for Redis: %v", err)
+				return 0
+			}
+			logger.Printf("GCS uses external Redis at %s (storage namespace %q); it answered PING. raysim keeps GCS state in memory, not in Redis.", redis.Address, redis.Namespace)
 		}
 		h, err := node.StartHead(node.HeadConfig{
 			BindHost: bind, DashboardHost: dashHost, NodeIP: f.str("node-ip-address"), NodeTypeName: os.Getenv("RAY_NODE_TYPE_NAME"),

@@ -364,7 +364,7 @@ func TestStartFlagsAsRay(t *testing.T) {
 	var warn bytes.Buffer
 	sa, err := parseStart([]string{"--head", "--num-cpus=2", "--port", "7000", "--object-store-memory", "1000", "--block",
 		"--include-dashboard=false", "--disable-usage-stats", "--dashboard-host=0.0.0.0", "--resources={\"a\": 1}",
-		"--redis-password", "x", "-vv", "--log-style=record"}, &warn)
+		"--redis-shard-ports", "x", "-vv", "--log-style=record"}, &warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestStartFlagsAsRay(t *testing.T) {
 		f.str("resources") != `{"a": 1}` || f.str("include-dashboard") != "false" || f.str("verbose") != "2" {
 		t.Fatalf("parsed %v", f.got)
 	}
-	for _, w := range []string{"--include-dashboard", "--redis-password", "--log-style"} {
+	for _, w := range []string{"--include-dashboard", "--redis-shard-ports", "--log-style"} {
 		if !strings.Contains(warn.String(), "ignoring "+w) {
 			t.Errorf("no warning for %s:\n%s", w, warn.String())
 		}

@@ -38,8 +38,8 @@ var rayStartOptions = []startOption{
 	{name: "address", kind: optText, used: true},
 	{name: "port", kind: optInt, used: true},
 	{name: "node-name", kind: optText},
-	{name: "redis-username", kind: optText},
-	{name: "redis-password", kind: optText},
+	{name: "redis-username", kind: optText, used: true}, // the head's external Redis (RAY_REDIS_ADDRESS)
+	{name: "redis-password", kind: optText, used: true},
 	{name: "redis-shard-ports", kind: optText},
 	{name: "object-manager-port", kind: optInt},
 	{name: "node-manager-port", kind: optInt},

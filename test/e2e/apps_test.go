@@ -26,7 +26,20 @@ import (
 
 // respPong is a shell program serving RESP on 6379: every line holding PING gets +PONG. It exits at
 // SIGTERM (a shell as PID 1 would otherwise sit out the grace period).
-const respPong = `trap 'exit 0' TERM; nc -ll -p 6379 -e sh -c 'while read -r l; do case "$l" in *PING*) printf "+PONG\r\n";; esac; done' & wait`
+var respPong = respServer("")
+
+// respServer is respPong that, when password is set, answers PING only after AUTH with that password
+// (-NOAUTH before): a line that is exactly password (AUTH's last argument, as RESP sends it) gets +OK, a
+// wrong password no answer at all. password must be plain letters and digits.
+func respServer(password string) string {
+	authed, auth := "1", ""
+	if password != "" {
+		authed, auth = "0", password+`) a=1; printf "+OK\r\n";; `
+	}
+	return `trap 'exit 0' TERM; nc -ll -p 6379 -e sh -c 'a=` + authed + `; cr=$(printf "\r"); while read -r l; do l=${l%"$cr"}; case "$l" in ` +
+		`*PING*) if [ $a = 1 ]; then printf "+PONG\r\n"; else printf "%s\r\n" "-NOAUTH Authentication required."; fi;; ` +
+		auth + `esac; done' & wait`
+}
 
 // sleeper runs until SIGTERM.
 var sleeper = []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}

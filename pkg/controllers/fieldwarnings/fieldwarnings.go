@@ -33,27 +33,38 @@ const Name = "fieldwarnings"
 const EventUnsupportedField = "UnsupportedField"
 
 // Field is a field rayctl does not act on: its path inside a cluster spec ("[]" steps into every
-// item of a list) and what goes undone.
+// item of a list), the value it is unsupported with (or any value), and what goes undone.
 type Field struct {
 	// Path is the field's path, e.g. "workerGroupSpecs[].priority".
 	Path string
+	// Value, when set, limits the field to that (string) value: other values are acted on.
+	Value string
 	// Undone says what rayctl does not do for it.
 	Undone string
+}
+
+// String is the field as events name it: its path, and its value where only one value is unsupported.
+func (f Field) String() string {
+	if f.Value == "" {
+		return f.Path
+	}
+	return f.Path + ": " + f.Value
 }
 
 // ClusterSpecFields are the fields of a RayCluster spec (KubeRay v1.6 and v1.7 additions) that rayctl
 // accepts and does not act on.
 var ClusterSpecFields = []Field{
-	{"authOptions", "Ray's token authentication is not set up"},
-	{"tlsOptions", "TLS between Ray's components is not set up"},
-	{"networkPolicy", "no NetworkPolicies are made, and no data plane would enforce them"},
-	{"historyServerOptions", "no history server collector is added"},
-	{"gcsFaultToleranceOptions.backend", "GCS fault tolerance is not configured"},
-	{"gcsFaultToleranceOptions.storage", "no GCS storage claim is made"},
-	{"headGroupSpec.ingressOptions", "no Ingress is made for the head"},
-	{"workerGroupSpecs[].priority", "worker groups are not ordered by priority"},
-	{"autoscalerOptions.command", "the autoscaler container's command is not changed"},
-	{"autoscalerOptions.args", "the autoscaler container's args are not changed"},
+	{Path: "authOptions", Undone: "Ray's token authentication is not set up"},
+	{Path: "tlsOptions", Undone: "TLS between Ray's components is not set up"},
+	{Path: "networkPolicy", Undone: "no NetworkPolicies are made, and no data plane would enforce them"},
+	{Path: "historyServerOptions", Undone: "no history server collector is added"},
+	// The redis backend (the default) is acted on: the head gets its Redis.
+	{Path: "gcsFaultToleranceOptions.backend", Value: "rocksdb", Undone: "GCS fault tolerance with RocksDB is not configured (only with Redis)"},
+	{Path: "gcsFaultToleranceOptions.storage", Undone: "no GCS storage claim is made"},
+	{Path: "headGroupSpec.ingressOptions", Undone: "no Ingress is made for the head"},
+	{Path: "workerGroupSpecs[].priority", Undone: "worker groups are not ordered by priority"},
+	{Path: "autoscalerOptions.command", Undone: "the autoscaler container's command is not changed"},
+	{Path: "autoscalerOptions.args", Undone: "the autoscaler container's args are not changed"},
 }
 
 // kinds are the watched kinds and where each keeps a cluster spec.
@@ -69,16 +80,17 @@ var kinds = []struct {
 func Present(spec map[string]any, fields []Field) []Field {
 	var out []Field
 	for _, f := range fields {
-		if set(spec, strings.Split(f.Path, ".")) {
+		if set(spec, strings.Split(f.Path, "."), f.Value) {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-func set(v any, steps []string) bool {
+// set says whether the field at steps below v is set (to value, unless value is "").
+func set(v any, steps []string, value string) bool {
 	if len(steps) == 0 {
-		return v != nil
+		return v != nil && (value == "" || v == value)
 	}
 	step := steps[0]
 	list := strings.HasSuffix(step, "[]")
@@ -91,11 +103,11 @@ func set(v any, steps []string) bool {
 		return false
 	}
 	if !list {
-		return set(child, steps[1:])
+		return set(child, steps[1:], value)
 	}
 	items, _ := child.([]any)
 	for _, item := range items {
-		if set(item, steps[1:]) {
+		if set(item, steps[1:], value) {
 			return true
 		}
 	}
@@ -151,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	where := strings.Join(r.prefix, ".")
 	for _, f := range Present(spec, ClusterSpecFields) {
 		r.recorder.Eventf(obj, corev1.EventTypeWarning, EventUnsupportedField,
-			"%s.%s is accepted but rayctl does not act on it: %s", where, f.Path, f.Undone)
+			"%s.%s is accepted but rayctl does not act on it: %s", where, f, f.Undone)
 	}
 	return ctrl.Result{}, nil
 }

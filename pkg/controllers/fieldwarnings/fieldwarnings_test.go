@@ -12,7 +12,7 @@ func TestPresent(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(`
 tlsOptions: {enabled: false}
 networkPolicy: null
-gcsFaultToleranceOptions: {redisAddress: "redis:6379"}
+gcsFaultToleranceOptions: {redisAddress: "redis:6379", backend: redis}
 headGroupSpec: {template: {}}
 workerGroupSpecs:
 - groupName: a
@@ -26,9 +26,20 @@ autoscalerOptions: {args: []}
 	for _, f := range Present(spec, ClusterSpecFields) {
 		got = append(got, f.Path)
 	}
-	// A field set to null is not set; an empty list or false is; a list step finds any item.
+	// A field set to null is not set; an empty list or false is; a list step finds any item. The redis
+	// backend is acted on.
 	want := []string{"tlsOptions", "workerGroupSpecs[].priority", "autoscalerOptions.args"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Present = %v, want %v", got, want)
+	}
+
+	spec["gcsFaultToleranceOptions"] = map[string]any{"backend": "rocksdb", "storage": map[string]any{"size": "1Gi"}}
+	got = nil
+	for _, f := range Present(spec, ClusterSpecFields) {
+		got = append(got, f.String())
+	}
+	want = []string{"tlsOptions", "gcsFaultToleranceOptions.backend: rocksdb", "gcsFaultToleranceOptions.storage", "workerGroupSpecs[].priority", "autoscalerOptions.args"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("with RocksDB: Present = %v, want %v", got, want)
 	}
 }

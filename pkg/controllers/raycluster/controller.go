@@ -147,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"The RayCluster metadata is invalid %s/%s: name must be at most %d characters", c.Namespace, c.Name, maxClusterNameLength)
 		return ctrl.Result{}, nil
 	}
-	if err := validate(&c.Spec); err != nil {
+	if err := validateCluster(&c); err != nil {
 		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventInvalidSpec, "The RayCluster spec is invalid %s/%s: %v", c.Namespace, c.Name, err)
 		return ctrl.Result{}, nil
 	}
@@ -207,6 +207,14 @@ func validate(s *rayv1.RayClusterSpec) error {
 		seen[g.GroupName] = true
 	}
 	return nil
+}
+
+// validateCluster is validate plus the checks that read the RayCluster's annotations.
+func validateCluster(c *rayv1.RayCluster) error {
+	if err := validate(&c.Spec); err != nil {
+		return err
+	}
+	return validateGCSFaultTolerance(c)
 }
 
 // observe lists the cluster's Pods and head Service from the cache.

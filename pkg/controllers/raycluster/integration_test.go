@@ -594,14 +594,7 @@ func TestInTreeAutoscaling(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "a Warning naming the missing ServiceAccount", func() bool {
-		var ev corev1.EventList
-		_ = cl.List(ctx, &ev, client.InNamespace(ns))
-		for _, e := range ev.Items {
-			if e.Reason == raycluster.EventAutoscalerSANotFound && e.InvolvedObject.Name == "named-sa" && strings.Contains(e.Message, "users-own") {
-				return true
-			}
-		}
-		return false
+		return hasEvent(ctx, ns, raycluster.EventAutoscalerSANotFound, "named-sa", "users-own")
 	}, desc)
 	if err := cl.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "users-own", Namespace: ns}}); err != nil {
 		t.Fatal(err)
@@ -613,4 +606,53 @@ func TestInTreeAutoscaling(t *testing.T) {
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "users-own"}, &sa); err != nil || len(sa.OwnerReferences) != 0 {
 		t.Errorf("the user's ServiceAccount was taken over: %+v, %v", sa.OwnerReferences, err)
 	}
+}
+
+// TestGCSFaultTolerance: a RayCluster with gcsFaultToleranceOptions gets a head Pod that carries its
+// Redis; one that also sets the older ray.io/ft-enabled annotation is refused with a Warning and gets
+// no Pods, as KubeRay refuses it.
+func TestGCSFaultTolerance(t *testing.T) {
+	ctx, ns := setup(t)
+	c := sample(t, ns, 0)
+	c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379", RedisPassword: &rayv1.RedisCredential{Value: "pw"}}
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	heads := client.MatchingLabels{"ray.io/node-type": "head"}
+	eventually(ctx, t, "the head Pod", func() bool { return len(pods(ctx, t, ns, heads)) == 1 }, describe(ctx, t, ns, c.Name))
+	head := pods(ctx, t, ns, heads)[0]
+	env := map[string]string{}
+	for _, e := range head.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if head.Annotations[raycluster.AnnotationFTEnabled] != "true" || env[raycluster.EnvRedisAddress] != "redis:6379" ||
+		env[raycluster.EnvRedisPassword] != "pw" || env[raycluster.EnvExternalStorageNS] != string(c.UID) {
+		t.Errorf("head annotations %v, env %v", head.Annotations, env)
+	}
+
+	bad := sample(t, ns, 0)
+	bad.Name = "both-ways"
+	bad.Annotations = map[string]string{raycluster.AnnotationFTEnabled: "true"}
+	bad.Spec.GcsFaultToleranceOptions = c.Spec.GcsFaultToleranceOptions
+	if err := cl.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "a Warning saying both are set", func() bool {
+		return hasEvent(ctx, ns, raycluster.EventInvalidSpec, bad.Name, "both set")
+	}, describe(ctx, t, ns, bad.Name))
+	if ps := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": bad.Name}); len(ps) != 0 {
+		t.Errorf("an invalid cluster got Pods: %v", names(ps))
+	}
+}
+
+// hasEvent says whether ns has an event of reason about the object named name whose message holds text.
+func hasEvent(ctx context.Context, ns, reason, name, text string) bool {
+	var ev corev1.EventList
+	_ = cl.List(ctx, &ev, client.InNamespace(ns))
+	for _, e := range ev.Items {
+		if e.Reason == reason && e.InvolvedObject.Name == name && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }

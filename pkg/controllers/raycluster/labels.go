@@ -25,7 +25,8 @@ const (
 
 	// AnnotationOverwriteCmd ("true") keeps the Ray container's command as the user wrote it.
 	AnnotationOverwriteCmd = "ray.io/overwrite-container-cmd"
-	// AnnotationFTEnabled records on the head Pod whether GCS fault tolerance is on (always "false" here).
+	// AnnotationFTEnabled records on the head Pod whether GCS fault tolerance is on; on a
+	// RayCluster, "true" is the older way of turning it on (see GCSFaultToleranceEnabled).
 	AnnotationFTEnabled = "ray.io/ft-enabled"
 
 	// ManagedByKubeRay is the spec.managedBy value (besides empty) this controller acts on; any other

@@ -107,7 +107,7 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 	}
 	setCommonParams(params)
 	annotate(c, tmpl)
-	tmpl.Annotations[AnnotationFTEnabled] = "false"
+	configureHeadGCSFaultTolerance(c, tmpl, params)
 	if AutoscalingEnabled(c) {
 		addAutoscaler(c, tmpl, params)
 	}
@@ -138,6 +138,7 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	}
 	setCommonParams(params)
 	annotate(c, tmpl)
+	configureWorkerGCSFaultTolerance(c, tmpl)
 	if autoscalerV2(c) {
 		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
