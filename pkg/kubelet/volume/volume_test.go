@@ -32,6 +32,14 @@ func (s *sources) Secret(_ context.Context, ns, name string) (*corev1.Secret, er
 	return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
 }
 
+func (s *sources) PersistentVolumeClaim(_ context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	return nil, apierrors.NewNotFound(corev1.Resource("persistentvolumeclaims"), name)
+}
+
+func (s *sources) PersistentVolume(_ context.Context, name string) (*corev1.PersistentVolume, error) {
+	return nil, apierrors.NewNotFound(corev1.Resource("persistentvolumes"), name)
+}
+
 func (s *sources) ServiceAccountToken(_ context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	s.asked = append(s.asked, req)
 	out := req.DeepCopy()
