@@ -19,9 +19,14 @@ import (
 const redisPassword = "5241590000000000"
 
 // redisCluster is the sample RayCluster with gcsFaultToleranceOptions pointing at addr, the password
-// from the Secret redis-password-secret.
+// from the Secret redis-password-secret. Its pods ask for no CPU: they run on the shared instance, whose
+// node other tests' pods hold.
 func redisCluster(t *testing.T, name, addr string) *rayv1.RayCluster {
 	c := sampleCluster(t, name)
+	c.Spec.HeadGroupSpec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	for i := range c.Spec.WorkerGroupSpecs {
+		c.Spec.WorkerGroupSpecs[i].Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	}
 	c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{
 		RedisAddress: addr,
 		RedisPassword: &rayv1.RedisCredential{ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
