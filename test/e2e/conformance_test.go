@@ -345,6 +345,12 @@ func jobListView(out string) string {
 			jobs = append(jobs, "unreadable: "+item)
 			continue
 		}
+		if m[1] == "'api-fail'" {
+			// Deleted by "delete a finished job" before this list; Ray's job monitor may write it back as
+			// FAILED after the delete (seen in CI: listed by Ray, not by raysim), so whether Ray lists it
+			// depends on timing and is not compared.
+			continue
+		}
 		jobs = append(jobs, fmt.Sprintf("%s %s fields in order: %v", m[1], m[2], inOrder))
 	}
 	sort.Strings(jobs)
