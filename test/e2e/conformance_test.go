@@ -407,16 +407,25 @@ func conformanceCases() []conformanceCase {
 			return apiCall(t, r, http.MethodGet, "/api/cluster_status", "")
 		}},
 		{name: "cluster_status formatted", run: func(t *testing.T, r *rayTarget) string {
-			_, body := r.http(t, http.MethodGet, "/api/cluster_status?format=1", "")
-			var resp struct {
-				Result bool
-				Msg    string
-				Data   struct{ ClusterStatus string }
+			// Nothing runs, so a settled cluster reports its head idle; a real Ray head just started (and
+			// slowed by a loaded machine) may still report it active for a few seconds, so wait for that
+			// to settle (up to 30 s) before comparing.
+			var view string
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+				_, body := r.http(t, http.MethodGet, "/api/cluster_status?format=1", "")
+				var resp struct {
+					Result bool
+					Msg    string
+					Data   struct{ ClusterStatus string }
+				}
+				if err := json.Unmarshal([]byte(body), &resp); err != nil {
+					return "not JSON: " + body
+				}
+				view = fmt.Sprintf("%v %s\n%s", resp.Result, resp.Msg, masked(resp.Data.ClusterStatus))
+				if strings.Contains(view, "Active:\n (no active nodes)") || time.Now().After(deadline) {
+					return view
+				}
 			}
-			if err := json.Unmarshal([]byte(body), &resp); err != nil {
-				return "not JSON: " + body
-			}
-			return fmt.Sprintf("%v %s\n%s", resp.Result, resp.Msg, masked(resp.Data.ClusterStatus))
 		}},
 		{name: "ray status", run: func(t *testing.T, r *rayTarget) string {
 			res := r.sh(t, "ray status")
