@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
@@ -323,14 +322,14 @@ func (p *pass) createPod(ctx context.Context, ord int) error {
 }
 
 // ensureClaim creates the claim name from template c unless it exists, and reports whether it does.
-// Where the API serves no PersistentVolumeClaims, it says so in a Warning event and the pod waits.
+// A claim that cannot be read or made is a Warning event, and the pod waits.
 func (p *pass) ensureClaim(ctx context.Context, c *corev1.PersistentVolumeClaim, name string) (bool, error) {
 	existing := &corev1.PersistentVolumeClaim{}
 	err := p.r.Reader.Get(ctx, client.ObjectKey{Namespace: p.s.Namespace, Name: name}, existing)
 	if err == nil {
 		return true, nil
 	}
-	if apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+	if apierrors.IsNotFound(err) {
 		claim := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.s.Namespace, Labels: labels.Merge(c.Labels, p.s.Spec.Selector.MatchLabels), Annotations: c.Annotations},
 			Spec:       c.Spec,
@@ -347,12 +346,8 @@ func (p *pass) ensureClaim(ctx context.Context, c *corev1.PersistentVolumeClaim,
 			return true, nil
 		}
 	}
-	why := err.Error()
-	if meta.IsNoMatchError(err) {
-		why = "this API server serves no PersistentVolumeClaims (core/v1 persistentvolumeclaims)"
-	}
 	p.r.Recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %s",
-		name, strings.TrimPrefix(name, c.Name+"-"), p.s.Name, why)
+		name, strings.TrimPrefix(name, c.Name+"-"), p.s.Name, err)
 	p.wait = workload.MinRequeue(p.wait, claimRetry)
 	return false, nil
 }
