@@ -20,8 +20,8 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 )
 
-// cronJobYAML is the sample RayCronJob (configs/samples/raycronjob.yaml) with a schedule of every 15 s
-// and the given name and time zone.
+// cronJobYAML is the sample RayCronJob (configs/samples/raycronjob.yaml) with the given name, schedule
+// and time zone.
 func cronJobYAML(t *testing.T, name, schedule, timeZone string) string {
 	t.Helper()
 	obj := map[string]any{}
