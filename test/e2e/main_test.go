@@ -62,10 +62,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// sharedCapacity is what the shared instance's Node advertises. That one Node holds the pods of every
+// parallel test at once (the KubeRay samples ask 1 CPU a head, and every worker's wait-gcs-ready init
+// container 200m), so on a 2-core runner the machine's own capacity made tests wait on each other's pods
+// for scheduling, not on anything they test. Scheduling by capacity is tested on an instance of its own
+// (TestNodeCapacity); a test that wants Insufficient cpu here asks for more than this.
+const sharedCapacity = "cpu=64,memory=64Gi"
+
 // shared returns the instance most tests share, starting it on first use.
 func shared(t *testing.T) *framework.Instance {
 	t.Helper()
-	sharedOnce.Do(func() { sharedInst, sharedErr = framework.Start("") })
+	sharedOnce.Do(func() { sharedInst, sharedErr = framework.Start("", "--node-capacity", sharedCapacity) })
 	if sharedErr != nil {
 		t.Fatalf("starting the shared rayctl: %v", sharedErr)
 	}
