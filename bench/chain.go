@@ -46,12 +46,12 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
 
@@ -71,7 +71,7 @@ const (
 type chainInstance struct {
 	label string // "on" or "off"
 	dir   string
-	up    *upProc
+	up    *instance.Process
 	kube  kubernetes.Interface
 	ray   rayclient.Interface
 	cc    *chain.Client // nil with the recorder off
@@ -157,7 +157,7 @@ func runChain(rayctl, out string) error {
 		return err
 	}
 	for _, in := range insts {
-		in.rssMB = loadgen.RSSMB(in.up.cmd.Process.Pid)
+		in.rssMB = loadgen.RSSMB(in.up.Pid())
 	}
 	samples, missing := chainSamples(on.events, on.mark)
 	if len(samples) < 200 {
@@ -177,19 +177,17 @@ func (in *chainInstance) start(rayctl string) error {
 		return err
 	}
 	in.dir = dir
-	args := []string{"--runtime", "fake",
-		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)), "--bridge", fmt.Sprintf("rbc%05d", rand.IntN(100000))}
+	args := []string{"--runtime", "fake"}
 	if in.label == "off" {
 		args = append(args, "--chain-buffer=0")
 	}
 	if in.up, err = startUp(rayctl, dir, args...); err != nil {
 		return fmt.Errorf("chain (recorder %s): %w", in.label, err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	cfg, err := in.up.RESTConfig(200, 400)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 200, 400
 	if in.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
@@ -221,7 +219,7 @@ func (in *chainInstance) stop() {
 		cancel()
 	}
 	if in.up != nil {
-		in.up.stop()
+		in.up.Stop(time.Minute)
 	}
 	if in.dir != "" {
 		os.RemoveAll(in.dir)

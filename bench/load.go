@@ -8,20 +8,16 @@ package main
 // The same load runs for 15 s in the end-to-end suite (test/e2e/load_test.go, TestLoad).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"github.com/rayctl/rayctl/test/loadgen"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/test/loadgen"
 )
 
 // loadSeconds is how long the writers run; RAYCTL_LOAD_SECONDS overrides it.
@@ -34,53 +30,13 @@ func runLoad(rayctl, out string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cmd := exec.Command(rayctl, "up", "--data-dir", dir, "--port", "0",
-		"--controllers=none", "--kube-controllers=none", "--kubelet=false",
-		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)), "--bridge", fmt.Sprintf("rtl%05d", rand.IntN(100000)))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
+	up, err := instance.Start(context.Background(), instance.Options{Binary: rayctl, DataDir: dir,
+		Args: instance.OwnNetwork([]string{"--port", "0", "--controllers=none", "--kube-controllers=none", "--kubelet=false"})})
 	if err != nil {
 		return err
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}()
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sent := false
-		for sc.Scan() {
-			if !sent && strings.HasPrefix(sc.Text(), "ready in ") {
-				ready <- true
-				sent = true
-			}
-		}
-		if !sent {
-			ready <- false
-		}
-		cmd.Wait()
-		close(done)
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			return fmt.Errorf("rayctl up exited before ready; see %s", filepath.Join(dir, "rayctl.log"))
-		}
-	case <-time.After(3 * time.Minute):
-		return fmt.Errorf("rayctl up not ready after 3m")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	defer up.Stop(time.Minute)
+	cfg, err := up.RESTConfig(0, 0)
 	if err != nil {
 		return err
 	}
@@ -92,7 +48,7 @@ func runLoad(rayctl, out string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Minute)
 	defer cancel()
 	fmt.Fprintf(os.Stderr, "load: %d clients for %d s...\n", loadgen.Clients, seconds)
-	r, err := loadgen.Run(ctx, cfg, cmd.Process.Pid, d, nil)
+	r, err := loadgen.Run(ctx, cfg, up.Pid(), d, nil)
 	if err != nil {
 		return err
 	}

@@ -15,19 +15,18 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rayctl/rayctl/test/loadgen"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/test/loadgen"
 )
 
 func main() {
@@ -77,12 +76,14 @@ func run(rayctl, out string, runs int) error {
 		if err != nil {
 			return err
 		}
-		s, err := startOnce(rayctl, dir, i == 0, true)
+		// A pod network of the run's own, the same for its restart: the default one may be taken.
+		args := instance.OwnNetwork([]string{"--port", "0"})
+		s, err := startOnce(rayctl, dir, args, i == 0, true)
 		if err != nil {
 			return fmt.Errorf("cold start: %w", err)
 		}
 		cold = append(cold, s)
-		s, err = startOnce(rayctl, dir, true, false)
+		s, err = startOnce(rayctl, dir, args, true, false)
 		if err != nil {
 			return fmt.Errorf("warm restart: %w", err)
 		}
@@ -124,57 +125,24 @@ func run(rayctl, out string, runs int) error {
 	return nil
 }
 
-// startOnce runs `rayctl up` on dir, waits for ready, samples RSS when asked, and stops it. With settle
+// startOnce runs `rayctl up args...` on dir, waits for ready, samples RSS when asked, and stops it. With settle
 // it first waits until rayctl has loaded the raysim image it loads after ready, so that the next start
 // on dir is a restart of a settled instance, not of one stopped in the middle of an image import.
-func startOnce(rayctl, dir string, measureRSS, settle bool) (sample, error) {
-	cmd := exec.Command(rayctl, "up", "--data-dir", dir, "--port", "0")
-	stdout, err := cmd.StdoutPipe()
+func startOnce(rayctl, dir string, args []string, measureRSS, settle bool) (sample, error) {
+	up, err := instance.Start(context.Background(), instance.Options{Binary: rayctl, DataDir: dir, Args: args})
 	if err != nil {
 		return sample{}, err
 	}
-	cmd.Stderr = cmd.Stdout
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return sample{}, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
-	sc := bufio.NewScanner(stdout)
-	var s sample
-	var lines []string
-	for sc.Scan() {
-		line := sc.Text()
-		lines = append(lines, line)
+	defer up.Stop(time.Minute)
+	s := sample{wall: up.Wall, reported: up.Reported}
+	for _, line := range up.Startup {
 		if f := strings.Fields(line); strings.HasPrefix(line, "  ") && len(f) >= 3 && f[2] == "ms" {
 			s.steps += fmt.Sprintf(" %s %s", f[0], f[1])
 		}
-		if rest, ok := strings.CutPrefix(line, "ready in "); ok {
-			s.wall = time.Since(t0)
-			ms, _ := strconv.Atoi(strings.TrimSuffix(rest, " ms"))
-			s.reported = time.Duration(ms) * time.Millisecond
-			break
-		}
 	}
-	if s.wall == 0 {
-		return s, fmt.Errorf("no ready line:\n%s", strings.Join(lines, "\n"))
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	if measureRSS {
 		time.Sleep(3 * time.Second)
-		s.rssMB = loadgen.RSSMB(cmd.Process.Pid)
+		s.rssMB = loadgen.RSSMB(up.Pid())
 	}
 	for deadline := time.Now().Add(time.Minute); settle && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(dir, "raysim-image")); err == nil {

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,13 +99,12 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	up, err := startUp(rayctl, dir, "--runtime", rt,
-		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)), "--bridge", fmt.Sprintf("rbp%05d", rand.IntN(100000)))
+	up, err := startUp(rayctl, dir, "--runtime", rt)
 	if err != nil {
 		return res, err
 	}
 	defer func() {
-		up.stop()
+		up.Stop(time.Minute)
 		if rt != "fake" {
 			// The pods' containers outlive `rayctl up`; remove them, their netns and the bridge.
 			if out, err := exec.Command(rayctl, "down", "--purge", "--data-dir", dir).CombinedOutput(); err != nil {
@@ -114,7 +112,7 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 			}
 		}
 	}()
-	res.chosen = podsRuntimeName(strings.TrimPrefix(up.runtimeLine(), "runtime"))
+	res.chosen = podsRuntimeName(strings.TrimPrefix(runtimeLine(up), "runtime"))
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
 	if err != nil {
 		return res, err

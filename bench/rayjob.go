@@ -12,20 +12,16 @@ package main
 // and waits until the namespace has no pods left before the next run.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -35,8 +31,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rayctl/rayctl/pkg/instance"
 )
 
 // rayjobGoal is the goal for apply → Complete on containerd, printed in the table.
@@ -176,20 +173,17 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	up, err := startUp(rayctl, dir, append(append([]string{}, c.args...),
-		"--pod-cidr", fmt.Sprintf("10.%d.%d.0/24", 200+rand.IntN(50), rand.IntN(256)),
-		"--bridge", fmt.Sprintf("rtb%05d", rand.IntN(100000)))...)
+	up, err := startUp(rayctl, dir, c.args...)
 	if err != nil {
 		return res, err
 	}
-	defer up.stop()
-	res.chosen = up.runtimeLine()
+	defer up.Stop(time.Minute)
+	res.chosen = runtimeLine(up)
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	cfg, err := up.RESTConfig(100, 200)
 	if err != nil {
 		return res, err
 	}
-	cfg.QPS, cfg.Burst = 100, 200
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return res, err
@@ -270,7 +264,7 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 func loadAvg() string { return strings.Fields(loadAverage() + " ?")[0] }
 
 // rayjobOnce creates job, times it to Complete, then deletes it and waits for the namespace to be empty.
-func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *upProc, timeout time.Duration) (rayjobSample, error) {
+func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *instance.Process, timeout time.Duration) (rayjobSample, error) {
 	var s rayjobSample
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -303,7 +297,7 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 					last.Status.JobStatus, last.Status.Reason, last.Status.Message)
 			}
 			return s, fmt.Errorf("RayJob %s not Complete within %s: %s", job.Name, timeout, desc)
-		case <-up.exited:
+		case <-up.Exited():
 			return s, fmt.Errorf("rayctl up exited")
 		case ev, ok := <-jw.ResultChan():
 			if !ok {
@@ -404,72 +398,21 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	return nil
 }
 
-// upProc is a running `rayctl up`.
-type upProc struct {
-	cmd    *exec.Cmd
-	lines  []string
-	exited chan struct{}
+// startUp runs `rayctl up --data-dir dir --port 0 args...` with a pod network of its own and waits for
+// its ready line.
+func startUp(rayctl, dir string, args ...string) (*instance.Process, error) {
+	return instance.Start(context.Background(), instance.Options{Binary: rayctl, DataDir: dir,
+		Args: instance.OwnNetwork(append([]string{"--port", "0"}, args...))})
 }
 
-// startUp runs `rayctl up --data-dir dir --port 0 args...` and waits for its ready line.
-func startUp(rayctl, dir string, args ...string) (*upProc, error) {
-	cmd := exec.Command(rayctl, append([]string{"up", "--data-dir", dir, "--port", "0"}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	u := &upProc{cmd: cmd, exited: make(chan struct{})}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		readySeen := false
-		for sc.Scan() {
-			if !readySeen {
-				u.lines = append(u.lines, sc.Text())
-				if strings.HasPrefix(sc.Text(), "ready in ") {
-					readySeen = true
-					close(ready)
-				}
-			}
-		}
-		cmd.Wait()
-		close(u.exited)
-	}()
-	select {
-	case <-ready:
-		return u, nil
-	case <-u.exited:
-		return nil, fmt.Errorf("rayctl up exited before ready:\n%s", strings.Join(u.lines, "\n"))
-	case <-time.After(3 * time.Minute):
-		u.stop()
-		return nil, fmt.Errorf("rayctl up not ready after 3m")
-	}
-}
-
-// runtimeLine is what `rayctl up` printed about its runtime.
-func (u *upProc) runtimeLine() string {
-	for _, l := range u.lines {
+// runtimeLine is what `rayctl up` printed about its runtime before it was ready.
+func runtimeLine(up *instance.Process) string {
+	for _, l := range up.Startup {
 		if strings.Contains(strings.ToLower(l), "runtime") {
 			return strings.TrimSpace(l)
 		}
 	}
 	return "(no runtime line)"
-}
-
-// stop sends SIGTERM and waits up to a minute, then kills the process group.
-func (u *upProc) stop() {
-	_ = u.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-u.exited:
-	case <-time.After(time.Minute):
-		_ = syscall.Kill(-u.cmd.Process.Pid, syscall.SIGKILL)
-		<-u.exited
-	}
 }
 
 func logTail(dir string) string {

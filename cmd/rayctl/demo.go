@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -109,11 +108,11 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, o *demoOptions)
 			return fmt.Errorf("rayctl is not running on %s: start it with `rayctl up --detach`, or run `rayctl demo --start`", dir.Path)
 		}
 		fmt.Fprintf(out, "starting rayctl up in the background on %s …\n", dir.Path)
-		line, serr := startDetached(ctx, dir.Path)
+		up, serr := startDetached(ctx, dir.Path, []string{"--port", "0"})
 		if serr != nil {
-			return serr
+			return fmt.Errorf("rayctl up --detach: %w", serr)
 		}
-		fmt.Fprintf(out, "%s\n\n", line)
+		fmt.Fprintf(out, "rayctl up ready in %d ms\n\n", up.Reported.Milliseconds())
 		started = true
 		defer func() {
 			fmt.Fprintln(out)
@@ -307,25 +306,6 @@ drain:
 	}
 	printResult(ctx, out, st, final, finished.Sub(applied))
 	return nil
-}
-
-// startDetached runs `rayctl up --detach` on dataDir and returns its "ready in" line.
-func startDetached(ctx context.Context, dataDir string) (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, self, "up", "--detach", "--data-dir", dataDir, "--port", "0")
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("rayctl up --detach: %v\n%s", err, b)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "ready in ") {
-			return "rayctl up " + l, nil
-		}
-	}
-	return "rayctl up is running", nil
 }
 
 // demoJob reads the RayJob to run (the embedded sample, or file) and gives it a name of its own.

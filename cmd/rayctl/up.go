@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"crypto/ecdsa"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime/debug"
 	"strings"
@@ -31,6 +29,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
@@ -426,55 +425,36 @@ func redirectLogs(w io.Writer) *zap.Logger {
 
 // detach starts `rayctl up` again as a background process and waits until it is ready.
 func detach(out io.Writer, o *upOptions) error {
-	dir, err := datadir.Open(o.dataDir)
+	p, err := startDetached(context.Background(), o.dataDir, detachedArgs(os.Args))
 	if err != nil {
 		return err
 	}
+	out.Write([]byte(p.Text()))
+	fmt.Fprintf(out, "running in the background (pid %d); `rayctl down` stops it\n", p.Pid())
+	return nil
+}
+
+// startDetached starts `rayctl up args...` on dataDir (args name no --data-dir) as a background
+// process in a session of its own, its output in the data dir's rayctl.out, and waits until it is
+// ready. A rayctl already running there is refused.
+func startDetached(ctx context.Context, dataDir string, args []string) (*instance.Process, error) {
+	dir, err := datadir.Open(dataDir)
+	if err != nil {
+		return nil, err
+	}
 	if st, err := dir.ReadState(); err == nil {
-		return fmt.Errorf("rayctl is already running in %s (pid %d, %s)", dir.Path, st.PID, st.Server)
+		return nil, fmt.Errorf("rayctl is already running in %s (pid %d, %s)", dir.Path, st.PID, st.Server)
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	logPath := dir.Join("rayctl.out")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logFile, err := os.OpenFile(dir.Join("rayctl.out"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logFile.Close()
-	child := exec.Command(self, append([]string{"up"}, detachedArgs(os.Args)...)...)
-	child.Stdout, child.Stderr = logFile, logFile
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	deadline := time.After(3 * time.Minute)
-	for {
-		select {
-		case err := <-exited:
-			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("rayctl up exited (%v):\n%s", err, b)
-		case <-deadline:
-			return fmt.Errorf("rayctl up did not become ready within 3 minutes; see %s", logPath)
-		case <-time.After(20 * time.Millisecond):
-		}
-		st, err := dir.ReadState()
-		if errors.Is(err, datadir.ErrNotRunning) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if st.PID == child.Process.Pid {
-			b, _ := os.ReadFile(logPath)
-			out.Write(b)
-			fmt.Fprintf(out, "running in the background (pid %d); `rayctl down` stops it\n", st.PID)
-			return nil
-		}
-	}
+	return instance.Start(ctx, instance.Options{Binary: self, DataDir: dir.Path, Args: args, Log: logFile, Detach: true})
 }
 
 // detachedArgs are the arguments of this `rayctl up --detach` without --detach, for the background child.

@@ -13,15 +13,14 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/pkg/runtime/containerd"
 )
 
@@ -74,29 +73,12 @@ type Instance struct {
 	// ExtraArgs are passed to `rayctl up` on every (re)start.
 	ExtraArgs []string
 	// Env is added to the test process's environment for the next (re)starts ("KEY=value").
-	Env    []string
-	exited chan struct{}
+	Env  []string
+	proc *instance.Process
 }
 
 // SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type SyncBuffer = instance.Buffer
 
 // Start runs `rayctl up --port 0` on dataDir (a new temporary one when empty) and waits until it is ready.
 func Start(dataDir string, extraArgs ...string) (*Instance, error) {
@@ -107,7 +89,7 @@ func Start(dataDir string, extraArgs ...string) (*Instance, error) {
 		}
 		dataDir = d
 	}
-	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: withRuntime(withOwnNetwork(extraArgs))}
+	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: withRuntime(instance.OwnNetwork(extraArgs))}
 	return in, in.Restart()
 }
 
@@ -118,67 +100,41 @@ func (in *Instance) Restart() error {
 		return err
 	}
 	os.Remove(filepath.Join(in.DataDir, "rayctl.state"))
-	in.Output = &SyncBuffer{}
-	args := append([]string{"up", "--data-dir", in.DataDir, "--port", "0"}, in.ExtraArgs...)
-	in.Cmd = exec.Command(bin, args...)
-	in.Cmd.Stdout, in.Cmd.Stderr = in.Output, in.Output
-	if len(in.Env) > 0 {
-		in.Cmd.Env = append(os.Environ(), in.Env...)
-	}
-	in.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := in.Cmd.Start(); err != nil {
-		return err
-	}
-	in.exited = make(chan struct{})
-	go func() { in.Cmd.Wait(); close(in.exited) }()
-	deadline := time.After(3 * time.Minute)
-	// The line `rayctl up` prints once ready (not any text containing it: "address already in use").
-	for !isReady(in.Output.String()) {
-		select {
-		case <-in.exited:
-			return fmt.Errorf("rayctl up exited before ready:\n%s", in.Output.String())
-		case <-deadline:
-			in.Kill()
-			return fmt.Errorf("rayctl up not ready after 3m:\n%s", in.Output.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", in.Kubeconfig)
+	p, err := instance.Start(context.Background(), instance.Options{Binary: bin, DataDir: in.DataDir,
+		Args: append([]string{"--port", "0"}, in.ExtraArgs...), Env: in.Env})
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 200, 400
-	in.Config = cfg
-	in.Client, err = kubernetes.NewForConfig(cfg)
+	in.proc, in.Output, in.Cmd = p, p.Output, p.Cmd
+	if in.Config, err = p.RESTConfig(200, 400); err != nil {
+		return err
+	}
+	in.Client, err = kubernetes.NewForConfig(in.Config)
 	return err
 }
 
 // Stop sends SIGTERM and waits for a clean exit.
 func (in *Instance) Stop() error {
-	if in.Cmd == nil || in.Cmd.Process == nil {
+	if in.proc == nil {
 		return nil
 	}
-	_ = in.Cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-in.exited:
-		return nil
-	case <-time.After(time.Minute):
-		in.Kill()
-		return fmt.Errorf("rayctl up did not stop within 1m")
-	}
+	return in.proc.Stop(time.Minute)
 }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it to be gone.
 func (in *Instance) Kill() {
-	if in.Cmd == nil || in.Cmd.Process == nil {
-		return
+	if in.proc != nil {
+		in.proc.Kill()
 	}
-	_ = syscall.Kill(-in.Cmd.Process.Pid, syscall.SIGKILL)
-	<-in.exited
 }
 
 // Exited reports whether the process has ended.
-func (in *Instance) Exited() <-chan struct{} { return in.exited }
+func (in *Instance) Exited() <-chan struct{} {
+	if in.proc == nil {
+		return nil
+	}
+	return in.proc.Exited()
+}
 
 // Kubectl runs `rayctl kubectl args...` against the instance and returns stdout, stderr and the error.
 func (in *Instance) Kubectl(ctx context.Context, stdin string, args ...string) (string, string, error) {
@@ -276,89 +232,15 @@ func ControlPlaneOnly() []string {
 // Ray (with `make ray`'s venv, --runtime=auto would take the process runtime). A test of auto's choice
 // says --runtime=auto.
 func withRuntime(args []string) []string {
-	if hasFlag(args, "--runtime") || hasFlag(args, "--ray") || !containerd.Available() || os.Geteuid() != 0 {
+	if instance.HasFlag(args, "--runtime") || instance.HasFlag(args, "--ray") || !containerd.Available() || os.Geteuid() != 0 {
 		return args
 	}
 	return append(args, "--runtime=containerd")
 }
 
-// hasFlag reports whether args name flag, as "--flag value" or "--flag=value".
-func hasFlag(args []string, flag string) bool {
-	for _, a := range args {
-		if a == flag || strings.HasPrefix(a, flag+"=") {
-			return true
-		}
-	}
-	return false
-}
-
-// withOwnNetwork gives an instance its own pod CIDR and bridge unless args name them, so instances
-// running side by side (parallel tests, CI) never share a bridge or hand out the same pod IPs.
-func withOwnNetwork(args []string) []string {
-	out := append([]string{}, args...)
-	cidr, bridge := nextNetwork()
-	if !hasFlag(args, "--pod-cidr") {
-		out = append(out, "--pod-cidr", cidr)
-	}
-	if !hasFlag(args, "--bridge") {
-		out = append(out, "--bridge", bridge)
-	}
-	return out
-}
-
-// isReady reports whether `rayctl up`'s output has its "ready in N ms" line.
-func isReady(out string) bool {
-	return strings.HasPrefix(out, "ready in ") || strings.Contains(out, "\nready in ")
-}
-
-// networks counts the networks this process has tried; claimed holds the lock files of those it took.
-var (
-	networks  atomic.Uint32
-	claimMu   sync.Mutex
-	claimed   []*os.File
-	netLocks  = filepath.Join(os.TempDir(), "rayctl-e2e-networks")
-	netsInAll = uint32(8 * 256)
-)
-
-// nextNetwork returns a pod CIDR (a /24 in 10.200.0.0/13) and a bridge name that no other instance
-// started by any test process on this machine has at the same time. Each test process claims a
-// network with an flock on a file of its own under the temporary directory, held until it exits (the
-// kernel lets go of it even when the process is killed); the search starts at an offset from the
-// process id, so processes side by side seldom even try the same one.
-func nextNetwork() (cidr, bridge string) {
-	start := uint32(os.Getpid()) * 64
-	var n uint32
-	for range netsInAll {
-		n = (start + networks.Add(1)) % netsInAll
-		if claimNetwork(n) {
-			break
-		}
-	}
-	return fmt.Sprintf("10.%d.%d.0/24", 200+n/256, n%256), fmt.Sprintf("rte%04d", n)
-}
-
-// claimNetwork takes network n for this process unless another process holds it.
-func claimNetwork(n uint32) bool {
-	if err := os.MkdirAll(netLocks, 0o700); err != nil {
-		return true // no lock directory: fall back on the offset alone
-	}
-	f, err := os.OpenFile(filepath.Join(netLocks, fmt.Sprintf("%04d.lock", n)), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return true
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return false
-	}
-	claimMu.Lock()
-	claimed = append(claimed, f)
-	claimMu.Unlock()
-	return true
-}
-
 // NetworkArgs are `rayctl up` arguments that give an instance started by hand (not through Start) a pod
 // network of its own, and the runtime Start would name.
-func NetworkArgs() []string { return withRuntime(withOwnNetwork(nil)) }
+func NetworkArgs() []string { return withRuntime(instance.OwnNetwork(nil)) }
 
 // KillLeftoverShims kills every containerd shim serving a containerd under dataDir (a purged instance
 // must have none: each is a container's task nobody deleted) and describes each one it found.

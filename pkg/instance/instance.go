@@ -1,0 +1,237 @@
+// Package instance starts `rayctl up` as a child process on a data dir and waits until it says it is
+// ready ("ready in N ms" on a line of its own); it stops, kills and restarts it and hands out the
+// admin REST config its kubeconfig holds. The end-to-end tests (through test/e2e/framework), bench and
+// `rayctl up --detach` start rayctl through it. It does not depend on package testing.
+package instance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// DefaultReadyTimeout bounds the wait for the ready line when Options.ReadyTimeout is zero.
+const DefaultReadyTimeout = 3 * time.Minute
+
+// Options say which `rayctl up` to start and how.
+type Options struct {
+	// Binary is the rayctl executable.
+	Binary string
+	// DataDir is the instance's data dir, passed as --data-dir.
+	DataDir string
+	// Args follow `up --data-dir DataDir`, e.g. "--port", "0".
+	Args []string
+	// Env is added to this process's environment ("KEY=value").
+	Env []string
+	// Log, when set, receives the output in place of memory: a file outlives this process, as a
+	// detached instance's output must. The ready line is then read back from it.
+	Log *os.File
+	// Detach starts the process in a session of its own, so that it outlives this process and its
+	// terminal; otherwise it runs in a process group of its own. Kill ends either whole.
+	Detach bool
+	// ReadyTimeout bounds the wait for the ready line (DefaultReadyTimeout when zero).
+	ReadyTimeout time.Duration
+}
+
+// Process is one running `rayctl up`.
+type Process struct {
+	// Cmd is the running process; its ProcessState is set once Exited is closed.
+	Cmd *exec.Cmd
+	// Output holds what the process printed (empty when Options.Log took it).
+	Output *Buffer
+	// Startup are the lines printed up to and including the ready line.
+	Startup []string
+	// Wall is the time from exec to the ready line.
+	Wall time.Duration
+	// Reported is the start-up time the ready line states.
+	Reported time.Duration
+
+	kubeconfig string
+	log        *os.File
+	exited     chan struct{}
+}
+
+// Start runs `rayctl up --data-dir o.DataDir o.Args...` and waits until it prints its ready line. It
+// fails, having killed the process, when the process exits first, when o.ReadyTimeout passes or when
+// ctx ends; ctx bounds only the wait, not the process's life.
+func Start(ctx context.Context, o Options) (*Process, error) {
+	p := &Process{
+		Output:     &Buffer{},
+		kubeconfig: filepath.Join(o.DataDir, "kubeconfig"),
+		log:        o.Log,
+		exited:     make(chan struct{}),
+	}
+	p.Cmd = exec.Command(o.Binary, append([]string{"up", "--data-dir", o.DataDir}, o.Args...)...)
+	if o.Log != nil {
+		p.Cmd.Stdout, p.Cmd.Stderr = o.Log, o.Log
+	} else {
+		p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
+	}
+	if len(o.Env) > 0 {
+		p.Cmd.Env = append(os.Environ(), o.Env...)
+	}
+	if o.Detach {
+		p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	t0 := time.Now()
+	if err := p.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { p.Cmd.Wait(); close(p.exited) }()
+
+	timeout := o.ReadyTimeout
+	if timeout == 0 {
+		timeout = DefaultReadyTimeout
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	// Output in memory says when it changes; a log file is read back every 20 ms.
+	var changed <-chan struct{}
+	var poll <-chan time.Time
+	if o.Log == nil {
+		changed = p.Output.changed()
+	} else {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		poll = tick.C
+	}
+	for {
+		if lines, reported, ok := ReadyLine(p.Text()); ok {
+			p.Wall, p.Startup, p.Reported = time.Since(t0), lines, reported
+			return p, nil
+		}
+		select {
+		case <-changed:
+		case <-poll:
+		case <-p.exited:
+			if lines, reported, ok := ReadyLine(p.Text()); ok {
+				// Ready, then gone at once: the caller sees it exit.
+				p.Wall, p.Startup, p.Reported = time.Since(t0), lines, reported
+				return p, nil
+			}
+			return nil, fmt.Errorf("rayctl up exited before ready (%v):\n%s", p.Cmd.ProcessState, p.Text())
+		case <-deadline.C:
+			p.Kill()
+			return nil, fmt.Errorf("rayctl up not ready after %s:\n%s", timeout, p.Text())
+		case <-ctx.Done():
+			p.Kill()
+			return nil, fmt.Errorf("rayctl up not ready: %w", ctx.Err())
+		}
+	}
+}
+
+// ReadyLine looks for the line `rayctl up` prints once ready, "ready in N ms", among out's complete
+// lines (not any text containing it: "address already in use"). It returns the lines up to and
+// including it and the time it states.
+func ReadyLine(out string) (lines []string, reported time.Duration, ok bool) {
+	for rest := out; ; {
+		line, after, complete := strings.Cut(rest, "\n")
+		if !complete {
+			return nil, 0, false
+		}
+		lines = append(lines, line)
+		if ms, found := strings.CutPrefix(line, "ready in "); found {
+			if n, err := strconv.ParseInt(strings.TrimSuffix(ms, " ms"), 10, 64); err == nil && strings.HasSuffix(ms, " ms") {
+				return lines, time.Duration(n) * time.Millisecond, true
+			}
+		}
+		rest = after
+	}
+}
+
+// Text is everything the process printed so far.
+func (p *Process) Text() string {
+	if p.log != nil {
+		b, _ := os.ReadFile(p.log.Name())
+		return string(b)
+	}
+	return p.Output.String()
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int { return p.Cmd.Process.Pid }
+
+// Exited is closed once the process has ended.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Kubeconfig is the path of the instance's admin kubeconfig.
+func (p *Process) Kubeconfig() string { return p.kubeconfig }
+
+// RESTConfig reads the admin kubeconfig, with the client-side rate limits qps and burst.
+func (p *Process) RESTConfig(qps float32, burst int) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	return cfg, nil
+}
+
+// Stop sends SIGTERM and waits up to timeout for the process to exit; after that it kills the process
+// group and says so.
+func (p *Process) Stop(timeout time.Duration) error {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(timeout):
+		p.Kill()
+		return fmt.Errorf("rayctl up did not stop within %s", timeout)
+	}
+}
+
+// Kill ends the process and its group with SIGKILL, as a crash would, and waits for it to be gone.
+func (p *Process) Kill() {
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// Buffer is a bytes.Buffer safe for one writer and concurrent readers.
+type Buffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	notify chan struct{}
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.notify != nil {
+		select {
+		case b.notify <- struct{}{}:
+		default:
+		}
+	}
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// changed returns a channel that receives after a Write (one pending signal at most).
+func (b *Buffer) changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.notify == nil {
+		b.notify = make(chan struct{}, 1)
+	}
+	return b.notify
+}

@@ -1,0 +1,107 @@
+package instance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadyLine(t *testing.T) {
+	for _, c := range []struct {
+		out      string
+		ok       bool
+		reported time.Duration
+		lines    int
+	}{
+		{"", false, 0, 0},
+		{"ready in 12", false, 0, 0}, // not a whole line yet
+		{"ready in 12 ms", false, 0, 0},
+		{"ready in 12 ms\n", true, 12 * time.Millisecond, 1},
+		{"  etcd 40 ms\n  apiserver 900 ms\nready in 1234 ms\nkubeconfig: x\n", true, 1234 * time.Millisecond, 3},
+		{"listen tcp: address already in use; ready in 5 ms\n", false, 0, 0}, // not a line of its own
+		{"ready in soon ms\n", false, 0, 0},
+		{"ready in 7\n", false, 0, 0},
+	} {
+		lines, reported, ok := ReadyLine(c.out)
+		if ok != c.ok || reported != c.reported || len(lines) != c.lines {
+			t.Errorf("ReadyLine(%q) = %q, %v, %v; want %d lines, %v, %v", c.out, lines, reported, ok, c.lines, c.reported, c.ok)
+		}
+	}
+}
+
+// script writes an executable shell script that stands in for rayctl.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "rayctl")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestStartWaitsForReadyAndStops(t *testing.T) {
+	bin := script(t, `echo "args: $*"; echo "  etcd 3 ms"; sleep 0.2; echo "ready in 250 ms"; trap 'echo stopping; exit 0' TERM; while :; do sleep 0.05; done`)
+	dir := t.TempDir()
+	p, err := Start(context.Background(), Options{Binary: bin, DataDir: dir, Args: []string{"--port", "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Reported != 250*time.Millisecond || len(p.Startup) != 3 || p.Startup[0] != "args: up --data-dir "+dir+" --port 0" {
+		t.Errorf("Reported %v, Startup %q", p.Reported, p.Startup)
+	}
+	if p.Kubeconfig() != filepath.Join(dir, "kubeconfig") {
+		t.Errorf("Kubeconfig() = %s", p.Kubeconfig())
+	}
+	if err := p.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
+}
+
+func TestStartFailsWhenTheProcessExitsFirst(t *testing.T) {
+	bin := script(t, `echo "listen tcp 127.0.0.1:6443: bind: address already in use"; exit 1`)
+	_, err := Start(context.Background(), Options{Binary: bin, DataDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "exited before ready") || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("err = %v, want exited before ready with the output", err)
+	}
+}
+
+func TestStartTimesOutAndKills(t *testing.T) {
+	bin := script(t, `trap '' TERM; echo starting; while :; do sleep 0.05; done`)
+	_, err := Start(context.Background(), Options{Binary: bin, DataDir: t.TempDir(), ReadyTimeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "not ready after") {
+		t.Errorf("err = %v, want not ready after", err)
+	}
+}
+
+func TestStartDetachedReadsTheLog(t *testing.T) {
+	bin := script(t, `echo "ready in 9 ms"; sleep 30`)
+	log, err := os.Create(filepath.Join(t.TempDir(), "rayctl.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := Start(context.Background(), Options{Binary: bin, DataDir: t.TempDir(), Log: log, Detach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if p.Reported != 9*time.Millisecond || !strings.Contains(p.Text(), "ready in 9 ms") {
+		t.Errorf("Reported %v, text %q", p.Reported, p.Text())
+	}
+}
+
+func TestOwnNetwork(t *testing.T) {
+	a, b := OwnNetwork(nil), OwnNetwork([]string{"--bridge=br0"})
+	if len(a) != 4 || a[0] != "--pod-cidr" || a[2] != "--bridge" {
+		t.Fatalf("OwnNetwork(nil) = %q", a)
+	}
+	if len(b) != 3 || b[1] != "--pod-cidr" || b[2] == a[1] {
+		t.Errorf("OwnNetwork(--bridge=br0) = %q (first took %s)", b, a[1])
+	}
+}
