@@ -3,14 +3,19 @@
 // the key entering the work queue (new, coalesced, delayed, rate-limited), a worker taking it, the
 // reconcile that follows and what it writes and calls — without changing what the controller does.
 //
-// A controller builds one Hooks and wraps what it hands to the builder:
+// A controller builds one Hooks and sets itself up through the Hooks' builder, which reads as
+// controller-runtime's and puts the hooks inside:
 //
-//	h := chainhooks.New("raycluster", observer)
-//	ctrl.NewControllerManagedBy(mgr).Named("raycluster").
-//		Watches(&rayv1.RayCluster{}, h.EnqueueObject(), h.Filter(chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{}))).
-//		Watches(&corev1.Pod{}, h.EnqueueController(mgr, &rayv1.RayCluster{}), h.Filter()).
-//		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: 1})).
-//		Complete(h.Reconciler(r))
+//	h := chainhooks.New("replicaset", observer)
+//	err := h.NewControllerManagedBy(mgr).
+//		For(&appsv1.ReplicaSet{}, chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{})).
+//		Owns(&corev1.Pod{}).
+//		Watches(&corev1.Node{}, "node changed", handler.EnqueueRequestsFromMapFunc(everyReplicaSet)).
+//		MaxConcurrentReconciles(1).
+//		Complete(r)
+//
+// The pieces it is made of (WatchFor, WatchOwned, Handler, Filter, ControllerOptions, Reconciler) are
+// there for a controller that builds its watches another way.
 //
 // Every decorator calls the wrapped handler, predicate, queue or reconciler exactly as the builder
 // would and returns its answer unchanged; the observer only sees copies of what passes through.

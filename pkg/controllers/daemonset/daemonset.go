@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -54,14 +53,13 @@ type Reconciler struct {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), exp: workload.NewExpectations()}
 	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(r.hooks.WatchFor(&appsv1.DaemonSet{})).
-		Watches(r.hooks.WatchOwned(mgr, &corev1.Pod{}, &appsv1.DaemonSet{})).
-		Watches(r.hooks.WatchOwned(mgr, &appsv1.ControllerRevision{}, &appsv1.DaemonSet{})).
-		Watches(&corev1.Node{}, r.hooks.Handler("node changed", handler.EnqueueRequestsFromMapFunc(r.all))).
-		WithOptions(r.hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(env.ReconcileConcurrency, 1)})).
-		Complete(r.hooks.Reconciler(r))
+	return r.hooks.NewControllerManagedBy(mgr).
+		For(&appsv1.DaemonSet{}).
+		Owns(&corev1.Pod{}).
+		Owns(&appsv1.ControllerRevision{}).
+		Watches(&corev1.Node{}, "node changed", handler.EnqueueRequestsFromMapFunc(r.all)).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
+		Complete(r)
 }
 
 // all maps a Node to every DaemonSet.

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
@@ -86,12 +85,11 @@ type Reconciler struct {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
 	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(r.hooks.WatchFor(&appsv1.Deployment{})).
-		Watches(r.hooks.WatchOwned(mgr, &appsv1.ReplicaSet{}, &appsv1.Deployment{})).
-		WithOptions(r.hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(env.ReconcileConcurrency, 1)})).
-		Complete(r.hooks.Reconciler(r))
+	return r.hooks.NewControllerManagedBy(mgr).
+		For(&appsv1.Deployment{}).
+		Owns(&appsv1.ReplicaSet{}).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
+		Complete(r)
 }
 
 // pass is one reconcile of one Deployment.

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
@@ -95,13 +94,11 @@ func (r *Reconciler) setup(mgr ctrl.Manager, hooks *chainhooks.Hooks, concurrenc
 		hooks = chainhooks.New(Name, nil)
 	}
 	r.hooks = hooks
-	// For(&Job{}) and Owns(&Pod{}), spelled as the Watches they stand for so the hooks see each hop.
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(hooks.WatchFor(&batchv1.Job{})).
-		Watches(hooks.WatchOwned(mgr, &corev1.Pod{}, &batchv1.Job{})).
-		WithOptions(hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
-		Complete(hooks.Reconciler(r))
+	return hooks.NewControllerManagedBy(mgr).
+		For(&batchv1.Job{}).
+		Owns(&corev1.Pod{}).
+		MaxConcurrentReconciles(concurrency).
+		Complete(r)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
@@ -108,18 +107,15 @@ var specLabelsOrAnnotationsChanged = chainhooks.Named("generation, labels or ann
 	predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 
 // SetupWithManager wires the controller as KubeRay does: For(&RayCluster{}) with
-// specLabelsOrAnnotationsChanged, Owns(&Pod{}) and Owns(&Service{}) without predicates. The builder's
-// For and Owns are spelled out as the Watches they stand for (EnqueueRequestForObject, and
-// EnqueueRequestForOwner with OnlyControllerOwner) so the chain hooks can observe each hop.
+// specLabelsOrAnnotationsChanged, Owns(&Pod{}) and Owns(&Service{}) without predicates, through the
+// chain hooks' builder so that each hop is observed.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	h := r.hooks
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(h.WatchFor(&rayv1.RayCluster{}, specLabelsOrAnnotationsChanged)).
-		Watches(h.WatchOwned(mgr, &corev1.Pod{}, &rayv1.RayCluster{})).
-		Watches(h.WatchOwned(mgr, &corev1.Service{}, &rayv1.RayCluster{})).
-		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
-		Complete(h.Reconciler(r))
+	return r.hooks.NewControllerManagedBy(mgr).
+		For(&rayv1.RayCluster{}, specLabelsOrAnnotationsChanged).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		MaxConcurrentReconciles(concurrency).
+		Complete(r)
 }
 
 // Reconcile brings one RayCluster's head Service and Pods to what its spec asks for, then writes its

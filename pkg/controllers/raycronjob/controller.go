@@ -32,7 +32,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -101,13 +100,11 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 
 // SetupWithManager watches RayCronJobs (For, no predicates) and the RayJobs they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	h := r.hooks
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(h.WatchFor(newCronJob())).
-		Watches(h.WatchOwned(mgr, &rayv1.RayJob{}, newCronJob())).
-		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)})).
-		Complete(h.Reconciler(r))
+	return r.hooks.NewControllerManagedBy(mgr).
+		For(newCronJob()).
+		Owns(&rayv1.RayJob{}).
+		MaxConcurrentReconciles(concurrency).
+		Complete(r)
 }
 
 // newCronJob is an empty unstructured RayCronJob.

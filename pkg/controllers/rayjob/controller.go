@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -155,15 +154,13 @@ func SetupFunc(opts Options) ctrlmanager.SetupFunc {
 // and of the RayClusters, Services and batch Jobs they control — For RayJob,
 // Owns RayCluster, Service and Job, each handler observed by the chain hooks.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	h := r.opts.Hooks
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(h.Controller()).
-		Watches(h.WatchFor(&rayv1.RayJob{})).
-		Watches(h.WatchOwned(mgr, &rayv1.RayCluster{}, &rayv1.RayJob{})).
-		Watches(h.WatchOwned(mgr, &corev1.Service{}, &rayv1.RayJob{})).
-		Watches(h.WatchOwned(mgr, &batchv1.Job{}, &rayv1.RayJob{})).
-		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})).
-		Complete(h.Reconciler(r))
+	return r.opts.Hooks.NewControllerManagedBy(mgr).
+		For(&rayv1.RayJob{}).
+		Owns(&rayv1.RayCluster{}).
+		Owns(&corev1.Service{}).
+		Owns(&batchv1.Job{}).
+		MaxConcurrentReconciles(r.opts.MaxConcurrentReconciles).
+		Complete(r)
 }
 
 // Reconcile moves one RayJob one step along its states.

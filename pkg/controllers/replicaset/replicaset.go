@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -53,13 +52,12 @@ type Reconciler struct {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
 	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(r.hooks.WatchFor(&appsv1.ReplicaSet{})).
-		Watches(r.hooks.WatchOwned(mgr, &corev1.Pod{}, &appsv1.ReplicaSet{})).
-		Watches(&corev1.Pod{}, r.hooks.Handler("orphan pod selected", handler.EnqueueRequestsFromMapFunc(r.selecting))).
-		WithOptions(r.hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(env.ReconcileConcurrency, 1)})).
-		Complete(r.hooks.Reconciler(r))
+	return r.hooks.NewControllerManagedBy(mgr).
+		For(&appsv1.ReplicaSet{}).
+		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, "orphan pod selected", handler.EnqueueRequestsFromMapFunc(r.selecting)).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
+		Complete(r)
 }
 
 // selecting maps an orphan pod to the ReplicaSets of its namespace whose selector matches it.

@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
@@ -70,13 +69,12 @@ type Reconciler struct {
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		Watches(r.hooks.WatchFor(&appsv1.StatefulSet{})).
-		Watches(r.hooks.WatchOwned(mgr, &corev1.Pod{}, &appsv1.StatefulSet{})).
-		Watches(r.hooks.WatchOwned(mgr, &appsv1.ControllerRevision{}, &appsv1.StatefulSet{})).
-		WithOptions(r.hooks.ControllerOptions(controller.Options{MaxConcurrentReconciles: max(env.ReconcileConcurrency, 1)})).
-		Complete(r.hooks.Reconciler(r))
+	return r.hooks.NewControllerManagedBy(mgr).
+		For(&appsv1.StatefulSet{}).
+		Owns(&corev1.Pod{}).
+		Owns(&appsv1.ControllerRevision{}).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
+		Complete(r)
 }
 
 // pass is one reconcile of one StatefulSet.
