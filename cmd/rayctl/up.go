@@ -337,7 +337,13 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 
 	if err := c.step("controllers", func() (string, error) {
-		managers, names, err := controllerManagers(ca, serverURL, dir, o.ctrl, o.recorder, rt.HostRay, logger)
+		ctrlFlags := o.ctrl
+		if o.kubelet {
+			// The node's pods need placing: the binder, as the scheduler.
+			ctrlFlags.insufficientHint = insufficientHint(o.nodeCapacity)
+			ctrlFlags.scheduler = true
+		}
+		managers, names, err := controllerManagers(ca, serverURL, dir, ctrlFlags, o.recorder, rt.HostRay, logger)
 		if err != nil {
 			return "", err
 		}

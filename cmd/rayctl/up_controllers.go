@@ -15,12 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/controllers/binder"
 	"github.com/rayctl/rayctl/pkg/controllers/daemonset"
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
@@ -48,7 +48,7 @@ import (
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
 	rayControllers  = []string{raycluster.Name, rayjob.Name, raycronjob.Name, fieldwarnings.Name}
-	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, "endpoints",
+	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, endpoints.Name,
 		deployment.Name, replicaset.Name, statefulset.Name, daemonset.Name, localpath.Name, nodataplane.Name}
 )
 
@@ -64,11 +64,14 @@ type controllerFlags struct {
 	leaderElect          bool
 	metricsAddr          string
 	healthAddr           string
+	// scheduler runs the binder (with --kubelet), with insufficientHint in its FailedScheduling events.
+	scheduler        bool
+	insufficientHint string
 }
 
 func init() {
 	manager.Register(raycluster.Name, raycluster.Setup)
-	manager.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{}))
+	manager.Register(rayjob.Name, rayjob.Setup)
 	manager.Register(raycronjob.Name, raycronjob.Setup)
 	manager.Register(fieldwarnings.Name, fieldwarnings.Setup)
 	manager.Register(job.Name, job.Setup)
@@ -76,19 +79,14 @@ func init() {
 	manager.Register(replicaset.Name, replicaset.Setup)
 	manager.Register(statefulset.Name, statefulset.Setup)
 	manager.Register(daemonset.Name, daemonset.Setup)
-	manager.Register(gc.Name, manager.Plain(gc.Setup))
-	manager.Register(namespace.Name, manager.Plain(namespace.Setup))
-	manager.Register(serviceaccount.Name, manager.Plain(serviceaccount.Setup))
+	manager.Register(gc.Name, gc.Setup)
+	manager.Register(namespace.Name, namespace.Setup)
+	manager.Register(serviceaccount.Name, serviceaccount.Setup)
 	manager.Register(rootca.Name, rootca.Setup)
 	manager.Register(localpath.Name, localpath.Setup)
 	manager.Register(nodataplane.Name, nodataplane.Setup)
-	manager.Register("endpoints", manager.Plain(func(mgr ctrl.Manager) error {
-		c, err := endpoints.New(mgr.GetConfig(), endpoints.Options{})
-		if err != nil {
-			return err
-		}
-		return mgr.Add(c)
-	}))
+	manager.Register(endpoints.Name, endpoints.Setup)
+	manager.Register(binder.Name, binder.Setup)
 }
 
 // selectControllers reads a --controllers style list against one group: "all" (or "*"), "none", names,
@@ -137,13 +135,22 @@ func identityConfig(ca *pki.Authority, serverURL, certName, user string, groups 
 	}, nil
 }
 
-// controllerManagers builds the managers the flags ask for (none when nothing is selected).
+// controllerManagers builds the managers the flags ask for (none when nothing is selected): the Ray
+// controllers', kube-controller-manager's, and the scheduler's (the binder, under the scheduler's
+// identity; it is not one of the listed controller names).
 // hostRay is the host's Ray the node runs Ray's images on (nil: none).
 func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f controllerFlags, rec *chain.Recorder, hostRay *hostray.Ray, logger *zap.Logger) ([]*controllerManager, []string, error) {
 	type spec struct {
 		name, cert, user, leaseID string
 		controllers               []string
 		ray                       bool
+		// scheduler: the binder's manager, which holds no Lease (the binder never did) and whose
+		// controller is not one of those --controllers and --kube-controllers name.
+		scheduler bool
+	}
+	var schedNames []string
+	if f.scheduler {
+		schedNames = []string{binder.Name}
 	}
 	rayNames, err := selectControllers(f.controllers, rayControllers)
 	if err != nil {
@@ -156,8 +163,9 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 	var managers []*controllerManager
 	var all []string
 	for _, s := range []spec{
-		{"ray-controllers", "controllers", manager.Identity, "rayctl-controllers", rayNames, true},
-		{"kube-controllers", "kube-controller-manager", kubeControllerManagerUser, "rayctl-kube-controllers", kubeNames, false},
+		{"ray-controllers", "controllers", manager.Identity, "rayctl-controllers", rayNames, true, false},
+		{"kube-controllers", "kube-controller-manager", kubeControllerManagerUser, "rayctl-kube-controllers", kubeNames, false, false},
+		{"scheduler", "scheduler", "system:kube-scheduler", "", schedNames, false, true},
 	} {
 		if len(s.controllers) == 0 {
 			continue
@@ -168,7 +176,7 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		}
 		opts := manager.DefaultOptions()
 		opts.Controllers = s.controllers
-		opts.LeaderElection = f.leaderElect
+		opts.LeaderElection = f.leaderElect && !s.scheduler
 		opts.LeaderElectionID = s.leaseID
 		opts.LeaderElectionIdentity = leaderIdentity(dir)
 		opts.Logger = zapr.NewLogger(logger.Named(s.name))
@@ -176,6 +184,7 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		opts.RootCA = ca.CertPEM()
 		if !s.ray {
 			opts.VolumesDir = dir.Join("volumes")
+			opts.InsufficientHint = f.insufficientHint
 		}
 		if s.ray {
 			// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
@@ -221,7 +230,9 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 			return nil, nil, err
 		}
 		managers = append(managers, &controllerManager{name: s.name, first: m, build: build})
-		all = append(all, s.controllers...)
+		if !s.scheduler {
+			all = append(all, s.controllers...)
+		}
 	}
 	return managers, all, nil
 }

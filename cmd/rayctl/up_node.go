@@ -15,7 +15,6 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/apiserver"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
-	"github.com/rayctl/rayctl/pkg/controllers/binder"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
@@ -101,19 +100,6 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 	run(func() {
 		if err := kl.Run(ctx); err != nil && ctx.Err() == nil {
 			logger.Error("kubelet stopped", zap.Error(err))
-		}
-	})
-	schedCfg, err := identityConfig(ca, serverURL, "scheduler", "system:kube-scheduler", nil)
-	if err != nil {
-		return nil, err
-	}
-	b, err := binder.New(binder.Config{RESTConfig: schedCfg, InsufficientHint: insufficientHint(o.nodeCapacity)})
-	if err != nil {
-		return nil, err
-	}
-	run(func() {
-		if err := b.Run(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("binder stopped", zap.Error(err))
 		}
 	})
 	select {

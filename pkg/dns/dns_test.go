@@ -93,7 +93,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	controllerCfg := identity(t, in, "system:kube-controller-manager")
-	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, controllerCfg, endpoints.Options{}) }, srv.Run)
+	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, controllerCfg) }, srv.Run)
 	if _, err := in.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func script(t *testing.T, body string) string {
 }
 
 func TestStartWaitsForReadyAndStops(t *testing.T) {
-	bin := script(t, `echo "args: $*"; echo "  etcd 3 ms"; sleep 0.2; echo "ready in 250 ms"; trap 'echo stopping; exit 0' TERM; while :; do sleep 0.05; done`)
+	bin := script(t, `trap 'echo stopping; exit 0' TERM; echo "args: $*"; echo "  etcd 3 ms"; sleep 0.2; echo "ready in 250 ms"; while :; do sleep 0.05; done`)
 	dir := t.TempDir()
 	p, err := Start(context.Background(), Options{Binary: bin, DataDir: dir, Args: []string{"--port", "0"}})
 	if err != nil {

@@ -17,51 +17,51 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
+
+// Name is the binder's name, as registered with the controller manager.
+const Name = "binder"
 
 // Config configures a binder.
 type Config struct {
-	// RESTConfig reaches the API server (identity e.g. system:kube-scheduler).
-	RESTConfig *rest.Config
-	// SchedulerName is the spec.schedulerName served (default "default-scheduler").
+	// SchedulerName is the spec.schedulerName served (default "default-scheduler"); the binder's events
+	// come from it.
 	SchedulerName string
-	// RetryPeriod is how often unschedulable pods are tried again without a triggering change
+	// RetryPeriod is how often an unschedulable pod is tried again without a triggering change
 	// (default 30s).
 	RetryPeriod time.Duration
-	// Workers is how many pods are scheduled at once (default 1, which keeps accounting exact).
-	Workers int
 	// InsufficientHint, when set, ends the FailedScheduling event of a pod that does not fit for want
 	// of a resource ("Insufficient cpu"), saying what the user can do about it.
 	InsufficientHint string
 }
 
-// Binder binds pending pods to nodes.
+// Binder binds pending pods to nodes, one pod at a time (which keeps the accounting exact). It reads
+// pods and nodes through the manager's cache, which must hold every Pod and Node.
 type Binder struct {
 	cfg      Config
-	client   kubernetes.Interface
-	pods     corelisters.PodLister
-	nodes    corelisters.NodeLister
-	queue    workqueue.TypedRateLimitingInterface[string]
+	client   client.Client
 	recorder record.EventRecorder
 
 	mu sync.Mutex
-	// assumed are pods bound by this binder that the informer has not yet shown bound.
+	// assumed are pods bound by this binder that the cache has not yet shown bound.
 	assumed map[types.UID]assumedPod
-	// unschedulable are pods waiting for a change to be tried again.
-	unschedulable map[string]bool
+	// unschedulable are pods that fit no node: a change that may make room tries them again.
+	unschedulable map[types.NamespacedName]bool
 }
 
 type assumedPod struct {
@@ -69,149 +69,99 @@ type assumedPod struct {
 	requests corev1.ResourceList
 }
 
-// New returns a binder; Run (or Start, for a controller-runtime manager) runs it.
-func New(cfg Config) (*Binder, error) {
-	if cfg.RESTConfig == nil {
-		return nil, fmt.Errorf("binder: RESTConfig is required")
-	}
-	if cfg.SchedulerName == "" {
-		cfg.SchedulerName = corev1.DefaultSchedulerName
-	}
-	if cfg.RetryPeriod <= 0 {
-		cfg.RetryPeriod = 30 * time.Second
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 1
-	}
-	rc := rest.CopyConfig(cfg.RESTConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = "rayctl-binder"
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	return &Binder{
-		cfg:    cfg,
-		client: client,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "binder"}),
-		assumed:       map[types.UID]assumedPod{},
-		unschedulable: map[string]bool{},
-	}, nil
+// Setup is the manager.SetupFunc of the binder with the default Config, Env.InsufficientHint as its hint.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	return Config{InsufficientHint: env.InsufficientHint}.Setup(mgr, env)
 }
 
-// Start runs the binder until ctx ends; it lets a controller-runtime manager run it (mgr.Add(b)).
-func (b *Binder) Start(ctx context.Context) error { return b.Run(ctx) }
+// Setup adds a binder with this configuration to mgr, in the manager.SetupFunc shape: For pending Pods
+// that name the scheduler; Watches Nodes (a node added, or changed in what placement reads) and Pods
+// (one that leaves a node or finishes) to try the unschedulable pods again.
+func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
+	if c.SchedulerName == "" {
+		c.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if c.RetryPeriod <= 0 {
+		c.RetryPeriod = 30 * time.Second
+	}
+	h := env.Hooks
+	if h == nil {
+		h = chainhooks.New(Name, nil)
+	}
+	b := &Binder{
+		cfg: c, client: mgr.GetClient(),
+		recorder:      mgr.GetEventRecorderFor(c.SchedulerName), //nolint:staticcheck // core/v1 events, which kubectl describe shows
+		assumed:       map[types.UID]assumedPod{},
+		unschedulable: map[types.NamespacedName]bool{},
+	}
+	retry := handler.EnqueueRequestsFromMapFunc(b.unschedulablePods)
+	return h.NewControllerManagedBy(mgr).
+		For(&corev1.Pod{}, chainhooks.Named("pending for "+c.SchedulerName, predicate.NewPredicateFuncs(b.pendingOrGone))).
+		Watches(&corev1.Node{}, "unschedulable pods", retry, nodeAddedOrChanged).
+		Watches(&corev1.Pod{}, "unschedulable pods", retry, leftNodeOrFinished).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1,
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 10*time.Second)}).
+		Complete(b)
+}
 
-// Run schedules pods until ctx ends.
-func (b *Binder) Run(ctx context.Context) error {
-	defer b.queue.ShutDown()
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: b.client.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	b.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: b.cfg.SchedulerName})
-
-	factory := informers.NewSharedInformerFactory(b.client, 0)
-	podInformer := factory.Core().V1().Pods().Informer()
-	nodeInformer := factory.Core().V1().Nodes().Informer()
-	b.pods = factory.Core().V1().Pods().Lister()
-	b.nodes = factory.Core().V1().Nodes().Lister()
-	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { b.podChanged(nil, obj) },
-		UpdateFunc: b.podChanged,
-		DeleteFunc: b.podDeleted,
-	}); err != nil {
-		return err
-	}
-	if _, err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { b.retryUnschedulable() },
-		UpdateFunc: func(old, obj any) { b.nodeUpdated(old, obj) },
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitFor(ctx, "", podInformer.HasSyncedChecker(), nodeInformer.HasSyncedChecker()) {
-		return ctx.Err()
-	}
-	var wg sync.WaitGroup
-	for range b.cfg.Workers {
-		wg.Go(func() {
-			for b.processNext(ctx) {
-			}
-		})
-	}
-	ticker := time.NewTicker(b.cfg.RetryPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			b.queue.ShutDown()
-			wg.Wait()
-			return nil
-		case <-ticker.C:
-			b.retryUnschedulable()
-		}
-	}
+// Run runs a binder with this configuration alone, with a manager of its own, until ctx ends.
+func (c Config) Run(ctx context.Context, cfg *rest.Config) error {
+	return manager.RunStandalone(ctx, cfg, c.Setup, manager.Env{Name: Name})
 }
 
 func (b *Binder) pending(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == b.cfg.SchedulerName && pod.DeletionTimestamp == nil &&
-		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+		!terminal(pod)
 }
 
-func (b *Binder) podChanged(old, obj any) {
+// pendingOrGone passes a pending pod's events, and every deletion (the reconcile forgets the pod).
+func (b *Binder) pendingOrGone(obj client.Object) bool {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if b.pending(pod) {
-		key, _ := cache.MetaNamespaceKeyFunc(pod)
-		b.queue.Add(key)
-		return
-	}
-	if pod.Spec.NodeName != "" {
-		b.mu.Lock()
-		delete(b.assumed, pod.UID)
-		b.mu.Unlock()
-	}
-	// A pod that finished frees its node's resources.
-	if oldPod, ok := old.(*corev1.Pod); ok && !terminal(oldPod) && terminal(pod) {
-		b.retryUnschedulable()
-	}
+	return ok && (b.pending(pod) || pod.DeletionTimestamp != nil)
 }
 
 func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-func (b *Binder) podDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	b.mu.Lock()
-	delete(b.assumed, pod.UID)
-	key, _ := cache.MetaNamespaceKeyFunc(pod)
-	delete(b.unschedulable, key)
-	b.mu.Unlock()
-	if pod.Spec.NodeName != "" {
-		b.retryUnschedulable()
-	}
-}
+// nodeAddedOrChanged passes a node's creation and an update that can matter to placement (heartbeats
+// change only condition times).
+var nodeAddedOrChanged = chainhooks.Named("node added or changed for placement", predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Node)
+		n, okNew := e.ObjectNew.(*corev1.Node)
+		return okOld && okNew && (o.Spec.Unschedulable != n.Spec.Unschedulable || nodeReady(o) != nodeReady(n) ||
+			!equalLists(o.Status.Allocatable, n.Status.Allocatable) || !equalMaps(o.Labels, n.Labels) || len(o.Spec.Taints) != len(n.Spec.Taints))
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+})
 
-func (b *Binder) nodeUpdated(old, obj any) {
-	o, n := old.(*corev1.Node), obj.(*corev1.Node)
-	// Heartbeats change only condition times; retry only on changes that can matter.
-	if o.Spec.Unschedulable != n.Spec.Unschedulable || nodeReady(o) != nodeReady(n) ||
-		!equalLists(o.Status.Allocatable, n.Status.Allocatable) || !equalMaps(o.Labels, n.Labels) || len(o.Spec.Taints) != len(n.Spec.Taints) {
-		b.retryUnschedulable()
+// leftNodeOrFinished passes the deletion of a pod bound to a node and a pod's update to Succeeded or
+// Failed: both free the node's resources.
+var leftNodeOrFinished = chainhooks.Named("pod left its node or finished", predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Pod)
+		n, okNew := e.ObjectNew.(*corev1.Pod)
+		return okOld && okNew && !terminal(o) && terminal(n)
+	},
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		p, ok := e.Object.(*corev1.Pod)
+		return ok && p.Spec.NodeName != ""
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+})
+
+// unschedulablePods maps any event to every pod waiting for room.
+func (b *Binder) unschedulablePods(context.Context, client.Object) []reconcile.Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(b.unschedulable))
+	for k := range b.unschedulable {
+		out = append(out, reconcile.Request{NamespacedName: k})
 	}
+	return out
 }
 
 func equalLists(a, b corev1.ResourceList) bool {
@@ -238,71 +188,40 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
-// retryUnschedulable queues every pod waiting for a change.
-func (b *Binder) retryUnschedulable() {
-	b.mu.Lock()
-	keys := make([]string, 0, len(b.unschedulable))
-	for k := range b.unschedulable {
-		keys = append(keys, k)
-	}
-	b.unschedulable = map[string]bool{}
-	b.mu.Unlock()
-	for _, k := range keys {
-		b.queue.Add(k)
-	}
-}
-
-func (b *Binder) processNext(ctx context.Context) bool {
-	key, quit := b.queue.Get()
-	if quit {
-		return false
-	}
-	defer b.queue.Done(key)
-	if err := b.schedule(ctx, key); err != nil {
-		if ctx.Err() == nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "scheduling pod", "pod", key)
+// Reconcile places one pod: it binds it to the fitting node with the most cpu left or, when none fits,
+// marks it unschedulable and tries again after the retry period (or sooner, when room may have come).
+func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := b.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			b.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
 		}
-		b.queue.AddRateLimited(key)
-		return true
-	}
-	b.queue.Forget(key)
-	return true
-}
-
-// schedule places one pod.
-func (b *Binder) schedule(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pod, err := b.pods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if !b.pending(pod) {
-		return nil
+		b.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
 	}
 	b.mu.Lock()
-	if _, ok := b.assumed[pod.UID]; ok {
-		b.mu.Unlock()
-		return nil
-	}
+	_, inFlight := b.assumed[pod.UID]
 	b.mu.Unlock()
-	nodes, err := b.nodes.List(everything)
-	if err != nil {
-		return err
+	if inFlight {
+		return reconcile.Result{}, nil
 	}
-	usage, err := b.usage()
+	nodes := &corev1.NodeList{}
+	if err := b.client.List(ctx, nodes); err != nil {
+		return reconcile.Result{}, err
+	}
+	usage, err := b.usage(ctx)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	reasons := map[string]int{}
 	var best *corev1.Node
 	var bestFree int64
-	for _, n := range nodes {
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
 		why := fits(pod, n, usage[n.Name])
 		if len(why) > 0 {
 			for _, r := range why {
@@ -319,18 +238,25 @@ func (b *Binder) schedule(ctx context.Context, key string) error {
 		}
 	}
 	if best == nil {
-		return b.markUnschedulable(ctx, key, pod, unschedulableMessage(len(nodes), reasons))
+		return reconcile.Result{RequeueAfter: b.cfg.RetryPeriod}, b.markUnschedulable(ctx, req.NamespacedName, pod, unschedulableMessage(len(nodes.Items), reasons))
 	}
-	return b.bind(ctx, pod, best.Name)
+	b.forget(req.NamespacedName)
+	return reconcile.Result{}, b.bind(ctx, pod, best.Name)
 }
 
-var everything = labels.Everything()
+// forget drops a pod that no longer waits from the unschedulable ones.
+func (b *Binder) forget(key types.NamespacedName) {
+	b.mu.Lock()
+	delete(b.unschedulable, key)
+	b.mu.Unlock()
+}
 
-// usage sums the requests of the non-terminal pods bound to each node, and of the pods this binder
-// has just bound.
-func (b *Binder) usage() (map[string]nodeUsage, error) {
-	pods, err := b.pods.List(everything)
-	if err != nil {
+// usage sums the requests of the non-terminal pods bound to each node, and of the pods this binder has
+// just bound that the cache does not show bound yet. An assumed pod the cache shows bound, or no longer
+// has, is forgotten.
+func (b *Binder) usage(ctx context.Context) (map[string]nodeUsage, error) {
+	pods := &corev1.PodList{}
+	if err := b.client.List(ctx, pods); err != nil {
 		return nil, err
 	}
 	out := map[string]nodeUsage{}
@@ -343,20 +269,26 @@ func (b *Binder) usage() (map[string]nodeUsage, error) {
 		u.pods++
 		out[node] = u
 	}
-	seen := map[types.UID]bool{}
-	for _, p := range pods {
-		if p.Spec.NodeName == "" || terminal(p) {
+	unbound := map[types.UID]bool{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" {
+			unbound[p.UID] = true
 			continue
 		}
-		seen[p.UID] = true
+		if terminal(p) {
+			continue
+		}
 		add(p.Spec.NodeName, PodRequests(p))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for uid, a := range b.assumed {
-		if !seen[uid] {
-			add(a.node, a.requests)
+		if !unbound[uid] {
+			delete(b.assumed, uid)
+			continue
 		}
+		add(a.node, a.requests)
 	}
 	return out, nil
 }
@@ -369,7 +301,7 @@ func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 	b.mu.Lock()
 	b.assumed[pod.UID] = assumedPod{node: node, requests: PodRequests(pod)}
 	b.mu.Unlock()
-	if err := b.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if err := b.client.SubResource("binding").Create(ctx, pod, binding); err != nil {
 		b.mu.Lock()
 		delete(b.assumed, pod.UID)
 		b.mu.Unlock()
@@ -384,7 +316,7 @@ func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 }
 
 // markUnschedulable records why the pod waits, writing PodScheduled only when it changes.
-func (b *Binder) markUnschedulable(ctx context.Context, key string, pod *corev1.Pod, message string) error {
+func (b *Binder) markUnschedulable(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, message string) error {
 	b.mu.Lock()
 	b.unschedulable[key] = true
 	b.mu.Unlock()
@@ -408,13 +340,13 @@ func (b *Binder) markUnschedulable(ctx context.Context, key string, pod *corev1.
 	if err != nil {
 		return err
 	}
-	_, err = b.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	err = b.client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	klog.FromContext(ctx).V(2).Info("pod unschedulable", "pod", key, "message", message)
+	klog.FromContext(ctx).V(2).Info("pod unschedulable", "pod", key.String(), "message", message)
 	return nil
 }

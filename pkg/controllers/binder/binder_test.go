@@ -34,17 +34,13 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inst.Cleanup(t) })
-	b, err := binder.New(binder.Config{RESTConfig: inst.Config, SchedulerName: schedulerName})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
+	go func() { done <- binder.Config{SchedulerName: schedulerName}.Run(ctx, inst.Config) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("binder.Run: %v", err)
+			t.Errorf("binder: %v", err)
 		}
 	})
 	e := &env{t: t, client: inst.Client, ns: "default", node: fmt.Sprintf("n-%d", os.Getpid())}

@@ -13,11 +13,11 @@ import (
 // the sentence it is (For this kind with these predicates, Owns those kinds, Watches that kind mapped
 // so) while the observer sees every hop. Start one with Hooks.NewControllerManagedBy.
 type Builder struct {
-	mgr  manager.Manager
-	h    *Hooks
-	b    *builder.Builder
+	mgr    manager.Manager
+	h      *Hooks
+	b      *builder.Builder
 	forObj client.Object
-	opts controller.Options
+	opts   controller.Options
 }
 
 // NewControllerManagedBy starts a Builder for the controller the hooks are named after.

@@ -10,11 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/replicaset"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -24,10 +22,7 @@ var in *framework.Instance
 // TestMain runs the Deployment, ReplicaSet and garbage collector controllers against a control plane
 // without a kubelet.
 func TestMain(m *testing.M) {
-	framework.RunControllers(m, &in,
-		func(mgr ctrl.Manager) error { return deployment.Setup(mgr, manager.Env{}) },
-		func(mgr ctrl.Manager) error { return replicaset.Setup(mgr, manager.Env{}) },
-		gc.Setup)
+	framework.RunControllers(m, &in, deployment.Setup, replicaset.Setup, gc.Setup)
 }
 
 // newDeployment is a Deployment of four pods that no scheduler binds.

@@ -2,212 +2,108 @@ package endpoints
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
+
+// Name is the controller's name, as registered with the controller manager.
+const Name = "endpoints"
 
 // ManagedBy is the endpointslice.kubernetes.io/managed-by value on the slices this controller writes. It is
 // the value kube-controller-manager's EndpointSlice controller uses, so tools that look for controller-made
 // slices find these.
 const ManagedBy = "endpointslice-controller.k8s.io"
 
-// UserAgent is the user agent the controller's API requests carry.
-const UserAgent = "rayctl/endpoints-controller"
+// concurrency is how many Services are synced at once.
+const concurrency = 2
 
-// Options tunes the controller.
-type Options struct {
-	// Workers is how many Services are synced in parallel; 2 when zero.
-	Workers int
-	// ResyncPeriod re-examines every Service this often even without changes; never when zero.
-	ResyncPeriod time.Duration
+// Reconciler keeps one Service's Endpoints and EndpointSlices in step with the pods it selects. It reads
+// through the manager's cache, which must hold every Pod, Service, Endpoints and EndpointSlice.
+type Reconciler struct {
+	client client.Client
 }
 
-// Controller maintains Endpoints and EndpointSlices for Services with selectors. Its Start method makes it a
-// controller-runtime manager.Runnable, so it may run inside a manager (mgr.Add) or on its own (Run).
-type Controller struct {
-	client    kubernetes.Interface
-	factory   informers.SharedInformerFactory
-	services  corelisters.ServiceLister
-	pods      corelisters.PodLister
-	endpoints corelisters.EndpointsLister
-	slices    discoverylisters.EndpointSliceLister
-	synced    []cache.DoneChecker
-	queue     workqueue.TypedRateLimitingInterface[string]
-	workers   int
+// Setup is the manager.SetupFunc of this controller: For Services; Watches Pods (mapped to the Services
+// that select them, now or before the change, when a field an endpoint is made of changed), Endpoints
+// (by name) and its own EndpointSlices (by their service-name label) when someone else changes or
+// deletes them.
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	h := env.Hooks
+	if h == nil {
+		h = chainhooks.New(Name, nil)
+	}
+	r := &Reconciler{client: mgr.GetClient()}
+	return h.NewControllerManagedBy(mgr).
+		For(&corev1.Service{}).
+		Watches(&corev1.Pod{}, "selected by the service", handler.EnqueueRequestsFromMapFunc(r.selectingServices), endpointFieldsChanged).
+		Watches(&corev1.Endpoints{}, "object", &handler.EnqueueRequestForObject{}, changedOrDeleted).
+		Watches(&discoveryv1.EndpointSlice{}, "service-name label", handler.EnqueueRequestsFromMapFunc(sliceService), changedOrDeleted).
+		MaxConcurrentReconciles(concurrency).
+		Complete(r)
 }
 
-// Run builds a Controller from cfg and runs it until ctx ends.
-func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	c, err := New(cfg, opts)
-	if err != nil {
-		return err
-	}
-	return c.Start(ctx)
+// Run runs the controller alone, with a manager of its own, until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config) error {
+	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
 }
 
-// New builds a Controller talking to the API server at cfg. Nothing is watched until Start.
-func New(cfg *rest.Config, opts Options) (*Controller, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = UserAgent
+// changedOrDeleted passes updates and deletions: the controller's own objects come back for a check when
+// someone else changes or removes them (their creation is the controller's own doing).
+var changedOrDeleted = chainhooks.Named("changed or deleted", predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+})
+
+// endpointFieldsChanged passes a Pod's creation and deletion, and an update that touches anything an
+// endpoint is made of.
+var endpointFieldsChanged = chainhooks.Named("endpoint fields changed", predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Pod)
+		n, okNew := e.ObjectNew.(*corev1.Pod)
+		return okOld && okNew && podChanged(o, n)
+	},
+})
+
+// sliceService maps one of the controller's EndpointSlices to its Service.
+func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if l[discoveryv1.LabelManagedBy] != ManagedBy || l[discoveryv1.LabelServiceName] == "" {
+		return nil
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return NewForClient(client, opts), nil
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[discoveryv1.LabelServiceName]}}}
 }
 
-// NewForClient builds a Controller on an existing clientset.
-func NewForClient(client kubernetes.Interface, opts Options) *Controller {
-	if opts.Workers <= 0 {
-		opts.Workers = 2
+// selectingServices maps a pod to every Service in its namespace whose selector matches its labels. For an
+// update the builder maps the old pod as well, so a Service the pod no longer matches is synced too.
+func (r *Reconciler) selectingServices(ctx context.Context, obj client.Object) []reconcile.Request {
+	svcs := &corev1.ServiceList{}
+	if err := r.client.List(ctx, svcs, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
 	}
-	f := informers.NewSharedInformerFactory(client, opts.ResyncPeriod)
-	c := &Controller{
-		client:  client,
-		factory: f,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoints"}),
-		workers: opts.Workers,
-	}
-	svcInf := f.Core().V1().Services()
-	podInf := f.Core().V1().Pods()
-	epInf := f.Core().V1().Endpoints()
-	sliceInf := f.Discovery().V1().EndpointSlices()
-	c.services, c.pods, c.endpoints, c.slices = svcInf.Lister(), podInf.Lister(), epInf.Lister(), sliceInf.Lister()
-	c.synced = []cache.DoneChecker{svcInf.Informer().HasSyncedChecker(), podInf.Informer().HasSyncedChecker(),
-		epInf.Informer().HasSyncedChecker(), sliceInf.Informer().HasSyncedChecker()}
-
-	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	})
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueuePodServices(obj, nil) },
-		UpdateFunc: func(old, obj any) {
-			o, n := old.(*corev1.Pod), obj.(*corev1.Pod)
-			if podChanged(o, n) {
-				c.enqueuePodServices(n, o)
-			}
-		},
-		DeleteFunc: func(obj any) { c.enqueuePodServices(obj, nil) },
-	})
-	// Our own objects: a change or deletion by someone else brings the Service back for a check.
-	_, _ = epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	})
-	_, _ = sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { c.enqueueSliceService(obj) },
-		DeleteFunc: c.enqueueSliceService,
-	})
-	return c
-}
-
-// Start watches Services, Pods, Endpoints and EndpointSlices and syncs until ctx ends. It returns an error
-// only when the caches cannot be filled.
-func (c *Controller) Start(ctx context.Context) error {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("endpoints")
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
-	if !cache.WaitFor(ctx, "", c.synced...) {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("endpoints controller: caches did not sync")
-	}
-	logger.Info("started", "workers", c.workers)
-	for i := 0; i < c.workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("sync failed, retrying", "service", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
-func (c *Controller) enqueueSliceService(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	s, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy {
-		return
-	}
-	if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-		c.queue.Add(s.Namespace + "/" + name)
-	}
-}
-
-// enqueuePodServices enqueues every Service in the pod's namespace whose selector matches the pod's labels,
-// now or (for old) before the change.
-func (c *Controller) enqueuePodServices(obj any, old *corev1.Pod) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	svcs, err := c.services.Services(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, svc := range svcs {
+	var out []reconcile.Request
+	for _, svc := range svcs.Items {
 		if len(svc.Spec.Selector) == 0 {
 			continue
 		}
-		sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
-		if sel.Matches(labels.Set(pod.Labels)) || (old != nil && sel.Matches(labels.Set(old.Labels))) {
-			c.queue.Add(svc.Namespace + "/" + svc.Name)
+		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}})
 		}
 	}
+	return out
 }
 
 // podChanged reports whether an update touches anything an endpoint is made of.

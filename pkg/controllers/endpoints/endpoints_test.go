@@ -27,7 +27,7 @@ const node = "nowhere"
 func start(t *testing.T) (context.Context, kubernetes.Interface) {
 	t.Helper()
 	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
-	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, in.Config, endpoints.Options{}) })
+	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, in.Config) })
 	c := in.Client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -10,53 +10,56 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// sync brings one Service's Endpoints and EndpointSlices in line with its pods.
-func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	svc, err := c.services.Services(ns).Get(name)
+// Reconcile brings one Service's Endpoints and EndpointSlices in line with its pods.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{}, r.sync(ctx, req.Namespace, req.Name)
+}
+
+func (r *Reconciler) sync(ctx context.Context, ns, name string) error {
+	svc := &corev1.Service{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)
 	if apierrors.IsNotFound(err) {
-		return errors.Join(c.deleteEndpoints(ctx, ns, name), c.syncSlices(ctx, ns, name, nil))
+		return errors.Join(r.deleteEndpoints(ctx, ns, name), r.syncSlices(ctx, ns, name, nil))
 	}
 	if err != nil {
 		return err
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return c.syncSlices(ctx, ns, name, nil)
+		return r.syncSlices(ctx, ns, name, nil)
 	}
 	if len(svc.Spec.Selector) == 0 {
 		return nil
 	}
-	pods, err := c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
-	if err != nil {
+	list := &corev1.PodList{}
+	if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromValidatedSet(svc.Spec.Selector)}); err != nil {
 		return err
 	}
-	return errors.Join(c.syncEndpoints(ctx, svc, desiredSubsets(svc, pods)), c.syncSlices(ctx, ns, name, desiredSlices(svc, pods)))
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return errors.Join(r.syncEndpoints(ctx, svc, desiredSubsets(svc, pods)), r.syncSlices(ctx, ns, name, desiredSlices(svc, pods)))
 }
 
-func (c *Controller) deleteEndpoints(ctx context.Context, ns, name string) error {
-	if _, err := c.endpoints.Endpoints(ns).Get(name); apierrors.IsNotFound(err) {
+func (r *Reconciler) deleteEndpoints(ctx context.Context, ns, name string) error {
+	ep := &corev1.Endpoints{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ep); apierrors.IsNotFound(err) {
 		return nil
 	}
-	err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return client.IgnoreNotFound(r.client.Delete(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 }
 
-func (c *Controller) syncEndpoints(ctx context.Context, svc *corev1.Service, subsets []corev1.EndpointSubset) error {
+func (r *Reconciler) syncEndpoints(ctx context.Context, svc *corev1.Service, subsets []corev1.EndpointSubset) error {
 	want := serviceLabels(svc)
-	cur, err := c.endpoints.Endpoints(svc.Namespace).Get(svc.Name)
+	cur := &corev1.Endpoints{}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(svc), cur)
 	if apierrors.IsNotFound(err) {
-		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: want}, Subsets: subsets}
-		_, err = c.client.CoreV1().Endpoints(svc.Namespace).Create(ctx, ep, metav1.CreateOptions{})
-		return err
+		return r.client.Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: want}, Subsets: subsets})
 	}
 	if err != nil {
 		return err
@@ -66,49 +69,41 @@ func (c *Controller) syncEndpoints(ctx context.Context, svc *corev1.Service, sub
 	}
 	ep := cur.DeepCopy()
 	ep.Labels, ep.Subsets = want, subsets
-	_, err = c.client.CoreV1().Endpoints(svc.Namespace).Update(ctx, ep, metav1.UpdateOptions{})
-	return err
+	return r.client.Update(ctx, ep)
 }
 
 // syncSlices makes the managed slices of Service ns/name exactly want: same-named ones are updated when they
 // differ, missing ones created, the rest deleted.
-func (c *Controller) syncSlices(ctx context.Context, ns, name string, want []*discoveryv1.EndpointSlice) error {
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy})
-	existing, err := c.slices.EndpointSlices(ns).List(sel)
-	if err != nil {
+func (r *Reconciler) syncSlices(ctx context.Context, ns, name string, want []*discoveryv1.EndpointSlice) error {
+	existing := &discoveryv1.EndpointSliceList{}
+	if err := r.client.List(ctx, existing, client.InNamespace(ns),
+		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}); err != nil {
 		return err
 	}
 	cur := map[string]*discoveryv1.EndpointSlice{}
-	for _, s := range existing {
-		cur[s.Name] = s
+	for i := range existing.Items {
+		cur[existing.Items[i].Name] = &existing.Items[i]
 	}
-	api := c.client.DiscoveryV1().EndpointSlices(ns)
 	var errs []error
 	for _, w := range want {
 		old, ok := cur[w.Name]
 		delete(cur, w.Name)
 		switch {
 		case !ok:
-			if _, err := api.Create(ctx, w, metav1.CreateOptions{}); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, r.client.Create(ctx, w))
 		case !sliceEqual(old, w):
 			s := old.DeepCopy()
 			s.Labels, s.OwnerReferences, s.Endpoints, s.Ports = w.Labels, w.OwnerReferences, w.Endpoints, w.Ports
 			if s.AddressType != w.AddressType {
 				// The address type cannot change; replace the slice.
-				errs = append(errs, api.Delete(ctx, s.Name, metav1.DeleteOptions{}))
+				errs = append(errs, r.client.Delete(ctx, s))
 				continue
 			}
-			if _, err := api.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, r.client.Update(ctx, s))
 		}
 	}
-	for n := range cur {
-		if err := api.Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
+	for _, s := range cur {
+		errs = append(errs, client.IgnoreNotFound(r.client.Delete(ctx, s)))
 	}
 	return errors.Join(errs...)
 }

@@ -34,6 +34,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	rayctlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // Name is the collector's name, as registered with the controller manager.
@@ -101,8 +103,11 @@ func Run(ctx context.Context, cfg *rest.Config) error {
 	return c.Start(ctx)
 }
 
-// Setup adds a garbage collector to mgr, sharing its REST config and HTTP client.
-func Setup(mgr ctrl.Manager) error {
+// Setup adds a garbage collector to mgr, sharing its REST config and HTTP client. It stays a loop of
+// its own rather than a builder-made controller: it watches every resource discovery lists (metadata
+// only, with monitors added and dropped as CRDs come and go) and keys its queue by UID across kinds,
+// where a controller-runtime controller watches kinds fixed at setup and keys by namespace/name.
+func Setup(mgr ctrl.Manager, _ rayctlmanager.Env) error {
 	c, err := newCollector(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 			err = (&job.Reconciler{BackoffBase: 100 * time.Millisecond}).SetupWithManager(mgr)
 		}
 		if err == nil {
-			err = gc.Setup(mgr)
+			err = gc.Setup(mgr, manager.Env{})
 		}
 		if err != nil {
 			return nil, err

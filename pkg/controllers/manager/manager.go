@@ -103,6 +103,8 @@ type Options struct {
 	RootCA []byte
 	// VolumesDir is passed to the controllers as Env.VolumesDir.
 	VolumesDir string
+	// InsufficientHint is passed to the controllers as Env.InsufficientHint.
+	InsufficientHint string
 	// Logger is the manager's logger; the zero value discards.
 	Logger logr.Logger
 }
@@ -230,6 +232,8 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			HostRayVersion: opts.HostRayVersion,
 			RootCA:         opts.RootCA,
 			VolumesDir:     opts.VolumesDir,
+
+			InsufficientHint: opts.InsufficientHint,
 		}
 		hooks[name] = env.Hooks
 		if err := opts.Registry.setup(name)(mgr, env); err != nil {

@@ -16,7 +16,7 @@ import (
 func registry(names ...string) *Registry {
 	r := &Registry{}
 	for _, n := range names {
-		r.Register(n, Plain(func(ctrl.Manager) error { return nil }))
+		r.Register(n, func(ctrl.Manager, Env) error { return nil })
 	}
 	return r
 }
@@ -61,7 +61,7 @@ func TestRegisterRejectsDuplicatesAndReservedNames(t *testing.T) {
 					t.Errorf("Register(%q) did not panic", name)
 				}
 			}()
-			registry("raycluster").Register(name, Plain(func(ctrl.Manager) error { return nil }))
+			registry("raycluster").Register(name, func(ctrl.Manager, Env) error { return nil })
 		}()
 	}
 }

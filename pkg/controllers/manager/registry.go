@@ -38,17 +38,17 @@ type Env struct {
 	RootCA []byte
 	// VolumesDir is the host directory local volumes are provisioned under ("" where none are).
 	VolumesDir string
+	// InsufficientHint ends the scheduler's FailedScheduling event of a pod that does not fit for want of
+	// a resource, saying what the user can do about it ("" for none).
+	InsufficientHint string
 }
 
-// SetupFunc adds one controller to mgr.
-type SetupFunc func(mgr ctrl.Manager, env Env) error
-
-// Plain adapts a setup function that needs nothing from Env (such as `func Setup(mgr) error`):
+// SetupFunc adds one controller to mgr: the one shape every controller's Setup has. A controller
+// package exports `func Setup(mgr ctrl.Manager, env manager.Env) error` (a Setup method on its Options
+// type where tests set more than Env carries), and cmd/rayctl registers it by name:
 //
-//	manager.Register("gc", manager.Plain(gc.Setup))
-func Plain(setup func(mgr ctrl.Manager) error) SetupFunc {
-	return func(mgr ctrl.Manager, _ Env) error { return setup(mgr) }
-}
+//	manager.Register(raycluster.Name, raycluster.Setup)
+type SetupFunc func(mgr ctrl.Manager, env Env) error
 
 // Registry maps controller names to their setup functions.
 type Registry struct {

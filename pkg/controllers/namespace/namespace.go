@@ -51,7 +51,7 @@ type Reconciler struct {
 }
 
 // Setup registers the controller with mgr: it watches namespaces that carry a deletionTimestamp.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, _ manager.Env) error {
 	r, err := newReconciler(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func Setup(mgr ctrl.Manager) error {
 
 // Run runs the controller alone, with a manager of its own, until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup)
+	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
 }
 
 func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconciler, error) {

@@ -118,36 +118,29 @@ func NewReconciler(c client.Client, opts Options) *Reconciler {
 	return &Reconciler{client: c, opts: opts.withDefaults()}
 }
 
-// Setup registers the RayJob controller with mgr. The manager's scheme must
-// know ray.io/v1, core/v1 and batch/v1.
-func Setup(mgr manager.Manager, opts Options) error {
+// Setup is the manager.SetupFunc of this controller with the default Options:
+//
+//	ctrlmanager.Register(rayjob.Name, rayjob.Setup)
+func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+
+// Setup registers the RayJob controller with these options, in the manager.SetupFunc shape (tests
+// register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
+// and the reconcile concurrency; the requeue period stays the RayJob's own (3 s). The manager's scheme
+// must know ray.io/v1, core/v1 and batch/v1.
+func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 	for _, kind := range []string{"RayJob", "RayCluster"} {
 		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	if opts.Recorder == nil {
-		opts.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
+	o.Recorder, o.Hooks = env.Recorder, env.Hooks
+	if env.ReconcileConcurrency > 0 {
+		o.MaxConcurrentReconciles = env.ReconcileConcurrency
 	}
-	return NewReconciler(mgr.GetClient(), opts).SetupWithManager(mgr)
-}
-
-// SetupFunc adapts Setup to the controller manager's registry:
-//
-//	ctrlmanager.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{}))
-//
-// The registry's Env supplies the event recorder, the chain hooks and the
-// reconcile concurrency; the requeue period stays the RayJob's own (3 s).
-func SetupFunc(opts Options) ctrlmanager.SetupFunc {
-	return func(mgr manager.Manager, env ctrlmanager.Env) error {
-		o := opts
-		o.Recorder = env.Recorder
-		o.Hooks = env.Hooks
-		if env.ReconcileConcurrency > 0 {
-			o.MaxConcurrentReconciles = env.ReconcileConcurrency
-		}
-		return Setup(mgr, o)
+	if o.Recorder == nil {
+		o.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
 	}
+	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }
 
 // SetupWithManager watches every change of RayJobs (no predicates, as KubeRay)

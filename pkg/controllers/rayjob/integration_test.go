@@ -56,7 +56,7 @@ func startEnv(t *testing.T) *env {
 	t.Cleanup(func() { head.Close() })
 
 	reg := &ctrlmanager.Registry{}
-	reg.Register(rayjob.Name, rayjob.SetupFunc(rayjob.Options{
+	reg.Register(rayjob.Name, rayjob.Options{
 		// Every cluster's "head" is the in-process raysim, reachable once the stub reports a pod IP.
 		Resolver: func(_ context.Context, c *rayv1.RayCluster) (string, error) {
 			if c.Status.Head.PodIP == "" {
@@ -64,7 +64,7 @@ func startEnv(t *testing.T) *env {
 			}
 			return head.DashboardURL(), nil
 		},
-	}))
+	}.Setup)
 	reg.Register("readystub", setupReadyStub)
 	opts := ctrlmanager.DefaultOptions()
 	opts.Controllers = []string{"all"}

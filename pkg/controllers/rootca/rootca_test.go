@@ -25,9 +25,7 @@ func TestMain(m *testing.M) {
 	framework.RunMain(m, "controller", func(i *framework.Instance) (func(context.Context) error, error) {
 		in = i
 		return func(ctx context.Context) error {
-			return manager.RunStandalone(ctx, in.Config, func(mgr ctrl.Manager) error {
-				return rootca.Setup(mgr, manager.Env{RootCA: []byte(testCA)})
-			})
+			return manager.RunStandalone(ctx, in.Config, rootca.Setup, manager.Env{Name: rootca.Name, RootCA: []byte(testCA)})
 		}, nil
 	})
 }

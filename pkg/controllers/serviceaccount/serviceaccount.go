@@ -26,14 +26,14 @@ const DefaultName = "default"
 
 // Setup registers the controller with mgr: it watches namespaces, and ServiceAccounts named "default"
 // mapped to their namespace.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, _ manager.Env) error {
 	return pernamespace.Setup(mgr, Name, &corev1.ServiceAccount{}, DefaultName, sync)
 }
 
 // Run runs the controller alone, with a manager of its own, until ctx ends. rayctl runs it even when the
 // other controllers are left to an external operator, since every cluster has it.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup)
+	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
 }
 
 // sync creates the default ServiceAccount of namespace when it is missing.

@@ -12,9 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/statefulset"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -23,7 +21,7 @@ var in *framework.Instance
 
 // TestMain runs the StatefulSet controller against a control plane without a kubelet.
 func TestMain(m *testing.M) {
-	framework.RunControllers(m, &in, func(mgr ctrl.Manager) error { return statefulset.Setup(mgr, manager.Env{}) })
+	framework.RunControllers(m, &in, statefulset.Setup)
 }
 
 func newStatefulSet(replicas int32, policy appsv1.PodManagementPolicyType) *appsv1.StatefulSet {

@@ -8,12 +8,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // RunControllers is the whole of a TestMain for a controller package's integration tests: it starts a
 // control plane without a kubelet (see RunMain), keeps it in *in, and runs one controller-runtime manager
 // with the controllers setups add while the tests run; the tests play the kubelet by writing pod status.
-func RunControllers(m *testing.M, in **Instance, setups ...func(ctrl.Manager) error) {
+func RunControllers(m *testing.M, in **Instance, setups ...manager.SetupFunc) {
 	ctrl.SetLogger(logr.Discard())
 	RunMain(m, "manager", func(i *Instance) (func(context.Context) error, error) {
 		*in = i
@@ -26,7 +28,7 @@ func RunControllers(m *testing.M, in **Instance, setups ...func(ctrl.Manager) er
 			return nil, err
 		}
 		for _, setup := range setups {
-			if err := setup(mgr); err != nil {
+			if err := setup(mgr, manager.Env{}); err != nil {
 				return nil, err
 			}
 		}
