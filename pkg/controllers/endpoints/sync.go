@@ -3,6 +3,7 @@ package endpoints
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -11,13 +12,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Reconcile brings one Service's Endpoints and EndpointSlices in line with its pods.
+// Reconcile brings one Service's Endpoints and EndpointSlices in line with its pods. A write that
+// raced the cache (a conflict, or an object already there) is tried again shortly, quietly: the watch
+// brings the newer version.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{}, r.sync(ctx, req.Namespace, req.Name)
+	err := r.sync(ctx, req.Namespace, req.Name)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		ctrl.LoggerFrom(ctx).V(2).Info("the cache was behind; retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 func (r *Reconciler) sync(ctx context.Context, ns, name string) error {

@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
@@ -51,15 +51,18 @@ type Reconciler struct {
 }
 
 // Setup registers the controller with mgr: it watches namespaces that carry a deletionTimestamp.
-func Setup(mgr ctrl.Manager, _ manager.Env) error {
+func Setup(mgr ctrl.Manager, env manager.Env) error {
 	r, err := newReconciler(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err
 	}
-	terminating := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&corev1.Namespace{}, builder.WithPredicates(terminating)).
+	h := env.Hooks
+	if h == nil {
+		h = chainhooks.New(Name, nil)
+	}
+	terminating := chainhooks.Named("terminating", predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil }))
+	return h.NewControllerManagedBy(mgr).
+		For(&corev1.Namespace{}, terminating).
 		Complete(r)
 }
 

@@ -12,29 +12,35 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // SyncFunc makes the object of a live namespace what it should be (creating it with Create when it is
 // missing), reading through c (the manager's cache) and writing to the API server.
 type SyncFunc func(ctx context.Context, c client.Client, namespace string) error
 
-// Setup registers controller with mgr: For Namespace, Watches kind (objects called name, mapped to their
-// namespace); each pass calls sync for a namespace that exists and is not being deleted.
-func Setup(mgr ctrl.Manager, controller string, kind client.Object, name string, sync SyncFunc) error {
+// Setup registers the controller env names (controller when env has no hooks) with mgr: For Namespace,
+// Watches kind (objects called name, mapped to their namespace); each pass calls sync for a namespace
+// that exists and is not being deleted.
+func Setup(mgr ctrl.Manager, env manager.Env, controller string, kind client.Object, name string, sync SyncFunc) error {
+	h := env.Hooks
+	if h == nil {
+		h = chainhooks.New(controller, nil)
+	}
 	r := &reconciler{client: mgr.GetClient(), sync: sync}
-	named := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
+	named := chainhooks.Named("named "+name, predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name }))
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(controller).
+	return h.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}).
-		Watches(kind, toNamespace, builder.WithPredicates(named)).
+		Watches(kind, "its namespace", toNamespace, named).
 		Complete(r)
 }
 

@@ -26,8 +26,8 @@ const DefaultName = "default"
 
 // Setup registers the controller with mgr: it watches namespaces, and ServiceAccounts named "default"
 // mapped to their namespace.
-func Setup(mgr ctrl.Manager, _ manager.Env) error {
-	return pernamespace.Setup(mgr, Name, &corev1.ServiceAccount{}, DefaultName, sync)
+func Setup(mgr ctrl.Manager, env manager.Env) error {
+	return pernamespace.Setup(mgr, env, Name, &corev1.ServiceAccount{}, DefaultName, sync)
 }
 
 // Run runs the controller alone, with a manager of its own, until ctx ends. rayctl runs it even when the
