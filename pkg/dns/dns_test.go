@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
@@ -86,6 +88,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
+	ctrl.SetLogger(logr.Discard())
 	// Each component runs as the identity `rayctl up` gives it, so the test also proves RBAC lets it work.
 	srv, err := rdns.New(rdns.Options{Listen: []string{"127.0.0.1:0"}, Upstreams: []string{fakeUpstream(t)},
 		RESTConfig: identity(t, in, "rayctl:dns")})

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/controllers/binder"
 	"github.com/rayctl/rayctl/test/e2e/framework"
@@ -30,6 +32,7 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	inst, err := framework.Start("", framework.ControlPlaneOnly()...)
+	ctrl.SetLogger(logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

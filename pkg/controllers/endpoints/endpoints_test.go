@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/test/e2e/framework"
@@ -27,6 +29,7 @@ const node = "nowhere"
 func start(t *testing.T) (context.Context, kubernetes.Interface) {
 	t.Helper()
 	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
+	ctrl.SetLogger(logr.Discard())
 	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, in.Config) })
 	c := in.Client
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

@@ -12,7 +12,8 @@ import (
 
 // RunStandalone runs what setup registers (one controller's Setup, given env) with a plain manager of
 // its own, not the shared one New builds, until ctx ends: no metrics server, and 100 QPS (burst 200)
-// unless cfg sets a rate.
+// unless cfg sets a rate. It returns an error only when the manager fails before ctx ends (what a
+// runnable says while shutting down is no failure).
 func RunStandalone(ctx context.Context, cfg *rest.Config, setup SetupFunc, env Env) error {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
@@ -29,5 +30,8 @@ func RunStandalone(ctx context.Context, cfg *rest.Config, setup SetupFunc, env E
 	if err := setup(mgr, env); err != nil {
 		return err
 	}
-	return mgr.Start(ctx)
+	if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
