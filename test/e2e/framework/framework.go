@@ -1,5 +1,6 @@
-// Package framework starts `rayctl up` as a separate process for end-to-end tests and hands tests the
-// clients to reach it: client-go, a REST config, and the real kubectl built into rayctl.
+// Package framework starts `rayctl up` as a separate process for end-to-end tests (through pkg/instance,
+// the harness bench and `rayctl up --detach` share) and hands tests the clients to reach it: client-go,
+// a REST config, and the real kubectl built into rayctl.
 package framework
 
 import (
