@@ -9,14 +9,14 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/rayctl/rayctl/hack/crdfile"
 )
 
 func main() {
@@ -37,35 +37,16 @@ func main() {
 
 // copyCRD reads one CRD, drops its schemas' descriptions and writes it to target.
 func copyCRD(source, target string) error {
-	data, err := os.ReadFile(source)
+	crd, err := crdfile.Read(source)
 	if err != nil {
 		return err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return fmt.Errorf("%s: %w", source, err)
 	}
 	for i := range crd.Spec.Versions {
 		if v := crd.Spec.Versions[i].Schema; v != nil && v.OpenAPIV3Schema != nil {
 			dropDescriptions(v.OpenAPIV3Schema)
 		}
 	}
-	out, err := yaml.Marshal(crd)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(out, &doc); err != nil {
-		return err
-	}
-	delete(doc, "status")
-	if meta, ok := doc["metadata"].(map[string]any); ok {
-		delete(meta, "creationTimestamp")
-	}
-	if out, err = yaml.Marshal(doc); err != nil {
-		return err
-	}
-	return os.WriteFile(target, append(append([]byte("---\n"), bytes.TrimSpace(out)...), '\n'), 0o644)
+	return crdfile.Write(target, crd)
 }
 
 // dropDescriptions clears s's description and those of every schema inside it.
