@@ -31,8 +31,9 @@ var respPong = respServer("")
 // respServer is respPong as a small Redis (RESP arrays, or inline commands such as a bare PING): when
 // password is set, every command but AUTH gets -NOAUTH until AUTH with that password (+OK; a wrong one
 // -WRONGPASS). Its keys are the files of /tmp/redis-keys, created empty from keys: SCAN with MATCH
-// answers every matching key on one page (cursor 0), DEL removes keys and counts them — what Ray's Redis
-// cleanup sends. password must be plain letters and digits, keys plain file names. (The program never
+// answers every matching key on one page (cursor 0), DEL removes keys and counts them, INFO CLUSTER says
+// it is no Redis cluster and INFO of any other section is empty (no sentinel) — what Ray's Redis cleanup
+// sends. password must be plain letters and digits, keys plain file names. (The program never
 // puts two $ side by side: the kubelet reads "$$" in a container's arguments as an escaped "$".)
 func respServer(password string, keys ...string) string {
 	authed, check := "1", "1 = 1"
@@ -49,6 +50,7 @@ func respServer(password string, keys ...string) string {
 		`if [ $a = 0 ] && [ "$c" != AUTH ]; then printf "%s\r\n" "-NOAUTH Authentication required."; set --; continue; fi; ` +
 		`case "$c" in ` +
 		`PING) printf "+PONG\r\n";; ` +
+		`INFO) if [ "$(echo "$2" | tr a-z A-Z)" = CLUSTER ]; then printf "\$30\r\n# Cluster\r\ncluster_enabled:0\r\n\r\n"; else printf "\$0\r\n\r\n"; fi;; ` +
 		`AUTH) eval p=\${$#}; if [ ` + check + ` ]; then a=1; printf "+OK\r\n"; else printf "%s\r\n" "-WRONGPASS invalid username-password pair"; fi;; ` +
 		`SCAN) ks=""; k=0; for f in /tmp/redis-keys/*; do b=${f##*/}; case "$b" in $4) ks="$ks\$""${#b}\r\n$b\r\n"; k=$((k+1));; esac; done; printf "*2\r\n\$1\r\n0\r\n*$k\r\n$ks";; ` +
 		`DEL) shift; k=0; for b in "$@"; do [ -e "/tmp/redis-keys/$b" ] && rm -f "/tmp/redis-keys/$b" && k=$((k+1)); done; printf ":$k\r\n";; ` +
