@@ -718,6 +718,26 @@ func TestRedisCleanupAtDeletion(t *testing.T) {
 			t.Errorf("%s event after a Job %s: %v", raycluster.EventRedisCleanupFailed, outcome, failed)
 		}
 	}
+
+	// Fault tolerance turned on by the annotation and off again: the finalizer holds nothing to clean up.
+	c := sample(t, ns, 0)
+	c.Name = "ft-off"
+	c.Annotations = map[string]string{raycluster.AnnotationFTEnabled: "true"}
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "ft-off's finalizer", func() bool {
+		return slices.Contains(get(ctx, t, ns, c.Name).Finalizers, raycluster.FinalizerRedisCleanup)
+	}, describe(ctx, t, ns, c.Name))
+	if err := update(ctx, ns, c.Name, func(c *rayv1.RayCluster) { delete(c.Annotations, raycluster.AnnotationFTEnabled) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(ctx, get(ctx, t, ns, c.Name)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "ft-off gone", func() bool {
+		return apierrors.IsNotFound(cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Name}, &rayv1.RayCluster{}))
+	}, describe(ctx, t, ns, c.Name))
 }
 
 // hasEvent says whether ns has an event of reason about the object named name whose message holds text.

@@ -144,6 +144,11 @@ func (r *Reconciler) setFinalizer(ctx context.Context, c *rayv1.RayCluster, add 
 // c is being deleted.
 func (r *Reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayCluster) (res ctrl.Result, done bool, err error) {
 	if !GCSFaultToleranceEnabled(c) {
+		if !c.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(c, FinalizerRedisCleanup) {
+			// Fault tolerance was turned off after the finalizer was added (the annotation removed, say):
+			// no Redis to clean up is known, so the finalizer only holds the cluster. (KubeRay keeps it.)
+			return ctrl.Result{}, true, r.setFinalizer(ctx, c, false)
+		}
 		return ctrl.Result{}, false, nil
 	}
 	if c.DeletionTimestamp.IsZero() {
