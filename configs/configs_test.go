@@ -15,8 +15,8 @@ import (
 	"github.com/rayctl/rayctl/configs"
 )
 
-// TestCRDs checks that the embedded CRDs are the ray.io/v1 kinds and that each one
-// passes the API server's CustomResourceDefinition validation (structural schema included).
+// TestCRDs checks that the embedded CRDs are the ray.io/v1 and Gateway API kinds, each serving v1, and that each one passes the API server's CustomResourceDefinition validation (structural schema
+// and CEL rules included).
 func TestCRDs(t *testing.T) {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
@@ -25,7 +25,12 @@ func TestCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"RayCluster": false, "RayJob": false, "RayService": false, "RayCronJob": false}
+	groups := map[string]string{"RayCluster": "ray.io", "RayJob": "ray.io", "RayService": "ray.io", "RayCronJob": "ray.io",
+		"GatewayClass": gatewayGroup, "Gateway": gatewayGroup, "HTTPRoute": gatewayGroup, "GRPCRoute": gatewayGroup, "ReferenceGrant": gatewayGroup}
+	want := map[string]bool{}
+	for kind := range groups {
+		want[kind] = false
+	}
 	for _, name := range files {
 		data, err := configs.CRDs.ReadFile(name)
 		if err != nil {
@@ -35,11 +40,12 @@ func TestCRDs(t *testing.T) {
 		if err := yaml.UnmarshalStrict(data, crd); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if crd.Spec.Group != "ray.io" || len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != "v1" {
-			t.Errorf("%s: want group ray.io with the single version v1, got %s %v", name, crd.Spec.Group, crd.Spec.Versions)
-		}
-		if _, ok := want[crd.Spec.Names.Kind]; !ok {
+		group, ok := groups[crd.Spec.Names.Kind]
+		if !ok {
 			t.Errorf("%s: unexpected kind %s", name, crd.Spec.Names.Kind)
+		}
+		if v1 := servedV1(crd); crd.Spec.Group != group || v1 == nil || (group == "ray.io" && (len(crd.Spec.Versions) != 1 || !v1.Storage)) {
+			t.Errorf("%s: want group %s serving v1 (ray.io: v1 only, stored), got %s with %d versions", name, group, crd.Spec.Group, len(crd.Spec.Versions))
 		}
 		want[crd.Spec.Names.Kind] = true
 
@@ -57,4 +63,17 @@ func TestCRDs(t *testing.T) {
 			t.Errorf("no CRD for %s", kind)
 		}
 	}
+}
+
+// gatewayGroup is the Gateway API's group.
+const gatewayGroup = "gateway.networking.k8s.io"
+
+// servedV1 is crd's version v1 when it is served (ReferenceGrant serves v1 but still stores v1beta1).
+func servedV1(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionVersion {
+	for i, v := range crd.Spec.Versions {
+		if v.Name == "v1" && v.Served {
+			return &crd.Spec.Versions[i]
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@
 # Regenerates rayctl's generated sources:
 #   pkg/apiserver/openapi/zz_generated.openapi.go  (openapi-gen, built-in API types)
 #   configs/crds/ray.io_*.yaml                      (controller-gen, KubeRay ray.io/v1 CRDs)
+#   configs/crds/gateway.networking.k8s.io_*.yaml   (the Gateway API's published standard-channel CRDs)
 #
 # The generators are built from the pinned versions in hack/tools/go.mod into
 # _output/bin. The inputs (k8s.io/api, KubeRay's API types, ...) are resolved
@@ -92,5 +93,21 @@ trap 'rm -rf "${ADDITIONS}"' EXIT
 	paths=./hack/kuberay17 \
 	output:crd:artifacts:config="${ADDITIONS}"
 go run ./hack/crdmerge -additions "${ADDITIONS}" -into "${CRD_DIR}"
+
+# --- Gateway API CRDs ----------------------------------------------------------------
+# The Gateway API project publishes its CRDs (not Go types to generate them from) in its Go module, under
+# config/crd/standard; the version is hack/gateway-api-version (v1.7.0 needs Go 1.27, newer than rayctl's
+# toolchain, which will not download it). The standard channel's route-and-gateway core is served: GatewayClass,
+# Gateway, HTTPRoute, GRPCRoute and ReferenceGrant (not TLS/TCP/UDPRoute, ListenerSet or BackendTLSPolicy, nor
+# the ValidatingAdmissionPolicy the bundle ships). Descriptions are dropped, as for the Ray CRDs.
+GATEWAY_API_VERSION="$(cat hack/gateway-api-version)"
+GATEWAY_API_DIR="$(go mod download -json "sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+echo "==> Gateway API ${GATEWAY_API_VERSION} (${GATEWAY_API_DIR}) -> ${CRD_DIR}"
+go run ./hack/crdcopy -from "${GATEWAY_API_DIR}/config/crd/standard" -into "${CRD_DIR}" \
+	gateway.networking.k8s.io_gatewayclasses.yaml \
+	gateway.networking.k8s.io_gateways.yaml \
+	gateway.networking.k8s.io_httproutes.yaml \
+	gateway.networking.k8s.io_grpcroutes.yaml \
+	gateway.networking.k8s.io_referencegrants.yaml
 
 ls -l "${OPENAPI_DIR}/${OPENAPI_FILE}" "${CRD_DIR}"/*.yaml

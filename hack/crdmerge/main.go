@@ -10,7 +10,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -18,7 +17,8 @@ import (
 	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/rayctl/rayctl/hack/crdfile"
 )
 
 func main() {
@@ -45,18 +45,18 @@ func mergeDir(additions, into string) error {
 	}
 	for _, f := range files {
 		target := filepath.Join(into, filepath.Base(f))
-		add, err := read(f)
+		add, err := crdfile.Read(f)
 		if err != nil {
 			return err
 		}
-		crd, err := read(target)
+		crd, err := crdfile.Read(target)
 		if err != nil {
 			return fmt.Errorf("%s has no target: %w", filepath.Base(f), err)
 		}
 		if err := mergeCRD(crd, add); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(f), err)
 		}
-		if err := write(target, crd); err != nil {
+		if err := crdfile.Write(target, crd); err != nil {
 			return err
 		}
 	}
@@ -122,37 +122,4 @@ func mergeSchema(dst, add *apiextensionsv1.JSONSchemaProps) {
 			dst.XValidations = append(dst.XValidations, rule)
 		}
 	}
-}
-
-func read(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return crd, nil
-}
-
-// write writes crd as controller-gen does: a document marker, and no status or creation timestamp.
-func write(path string, crd *apiextensionsv1.CustomResourceDefinition) error {
-	data, err := yaml.Marshal(crd)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return err
-	}
-	delete(doc, "status")
-	if meta, ok := doc["metadata"].(map[string]any); ok {
-		delete(meta, "creationTimestamp")
-	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(append([]byte("---\n"), bytes.TrimSpace(out)...), '\n'), 0o644)
 }

@@ -52,6 +52,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return cmdKubeRayAutoscaler(args[1:], stdout, stderr)
 	case WgetCommand:
 		return cmdWget(args[1:], stdout, stderr)
+	case PythonCommand:
+		return cmdPython(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "raysim: `ray %s` is not supported: raysim only stands in for ray start, stop, status, health-check, job and kuberay-autoscaler (see docs/raysim.md)\n", args[0])
 		return 2

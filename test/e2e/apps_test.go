@@ -24,21 +24,38 @@ import (
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
-// respPong is a shell program serving RESP on 6379: every line holding PING gets +PONG. It exits at
-// SIGTERM (a shell as PID 1 would otherwise sit out the grace period).
+// respPong is a shell program serving RESP on 6379: PING gets +PONG. It exits at SIGTERM (a shell as
+// PID 1 would otherwise sit out the grace period).
 var respPong = respServer("")
 
-// respServer is respPong that, when password is set, answers PING only after AUTH with that password
-// (-NOAUTH before): a line that is exactly password (AUTH's last argument, as RESP sends it) gets +OK, a
-// wrong password no answer at all. password must be plain letters and digits.
-func respServer(password string) string {
-	authed, auth := "1", ""
+// respServer is respPong as a small Redis (RESP arrays, or inline commands such as a bare PING): when
+// password is set, every command but AUTH gets -NOAUTH until AUTH with that password (+OK; a wrong one
+// -WRONGPASS). Its keys are the files of /tmp/redis-keys, created empty from keys: SCAN with MATCH
+// answers every matching key on one page (cursor 0), DEL removes keys and counts them, INFO CLUSTER says
+// it is no Redis cluster and INFO of any other section is empty (no sentinel) — what Ray's Redis cleanup
+// sends. password must be plain letters and digits, keys plain file names. (The program never
+// puts two $ side by side: the kubelet reads "$$" in a container's arguments as an escaped "$".)
+func respServer(password string, keys ...string) string {
+	authed, check := "1", "1 = 1"
 	if password != "" {
-		authed, auth = "0", password+`) a=1; printf "+OK\r\n";; `
+		authed, check = "0", `"$p" = "`+password+`"`
 	}
-	return `trap 'exit 0' TERM; nc -ll -p 6379 -e sh -c 'a=` + authed + `; cr=$(printf "\r"); while read -r l; do l=${l%"$cr"}; case "$l" in ` +
-		`*PING*) if [ $a = 1 ]; then printf "+PONG\r\n"; else printf "%s\r\n" "-NOAUTH Authentication required."; fi;; ` +
-		auth + `esac; done' & wait`
+	seed := "mkdir -p /tmp/redis-keys"
+	for _, k := range keys {
+		seed += `; touch "/tmp/redis-keys/` + k + `"`
+	}
+	return `trap 'exit 0' TERM; ` + seed + `; nc -ll -p 6379 -e sh -c 'a=` + authed + `; cr=$(printf "\r"); n=0; set --; ` +
+		`while read -r l; do l=${l%"$cr"}; case "$l" in "*"*) n=${l#"*"}; set --; continue;; "$"*) continue;; esac; ` +
+		`set -- "$@" "$l"; [ $# -lt $n ] && continue; n=0; c=$(echo "$1" | tr a-z A-Z); ` +
+		`if [ $a = 0 ] && [ "$c" != AUTH ]; then printf "%s\r\n" "-NOAUTH Authentication required."; set --; continue; fi; ` +
+		`case "$c" in ` +
+		`PING) printf "+PONG\r\n";; ` +
+		`INFO) if [ "$(echo "$2" | tr a-z A-Z)" = CLUSTER ]; then printf "\$30\r\n# Cluster\r\ncluster_enabled:0\r\n\r\n"; else printf "\$0\r\n\r\n"; fi;; ` +
+		`AUTH) eval p=\${$#}; if [ ` + check + ` ]; then a=1; printf "+OK\r\n"; else printf "%s\r\n" "-WRONGPASS invalid username-password pair"; fi;; ` +
+		`SCAN) ks=""; k=0; for f in /tmp/redis-keys/*; do b=${f##*/}; case "$b" in $4) ks="$ks\$""${#b}\r\n$b\r\n"; k=$((k+1));; esac; done; printf "*2\r\n\$1\r\n0\r\n*$k\r\n$ks";; ` +
+		`DEL) shift; k=0; for b in "$@"; do [ -e "/tmp/redis-keys/$b" ] && rm -f "/tmp/redis-keys/$b" && k=$((k+1)); done; printf ":$k\r\n";; ` +
+		`*) printf "%s\r\n" "-ERR unknown command";; ` +
+		`esac; set --; done' & wait`
 }
 
 // sleeper runs until SIGTERM.

@@ -114,3 +114,136 @@ func TestIngressAndNetworkPolicyAreStoredWithAWarning(t *testing.T) {
 		})
 	}
 }
+
+// gatewayManifests is KubeRay's Gateway API shape for a Ray dashboard: a Gateway of a class whose
+// controller does not run here, and an HTTPRoute to the head service, with a ReferenceGrant beside them.
+// The GatewayClass is cluster-scoped; its name carries the namespace, which is unique per test.
+const gatewayManifests = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: e2e-NS
+spec:
+  controllerName: example.com/gateway-controller
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: ray-gateway
+spec:
+  gatewayClassName: e2e-NS
+  listeners:
+  - name: http
+    protocol: HTTP
+    port: 80
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: dashboard
+spec:
+  parentRefs:
+  - name: ray-gateway
+  hostnames: ["ray.example.com"]
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /
+    backendRefs:
+    - name: raycluster-head-svc
+      port: 8265
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ReferenceGrant
+metadata:
+  name: from-routes
+spec:
+  from:
+  - group: gateway.networking.k8s.io
+    kind: HTTPRoute
+    namespace: other
+  to:
+  - group: ""
+    kind: Service
+`
+
+// brokenHTTPRoute breaks one of the HTTPRoute CRD's CEL rules (a PathPrefix must be absolute) and one of
+// its schema's bounds (a port above 65535).
+const brokenHTTPRoute = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: broken
+spec:
+  parentRefs:
+  - name: ray-gateway
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: dashboard
+    backendRefs:
+    - name: raycluster-head-svc
+      port: 70000
+`
+
+// TestGatewayAPIIsStoredWithAWarning: the Gateway API's standard kinds are served (as the CRDs a
+// cluster installs), printed with their columns, validated by their schemas and CEL rules with the
+// field's path in a 422, and, with no Gateway controller running, keep the status the API defaults
+// (Programmed Unknown, "Waiting for controller") while a Warning event says nothing acts on them.
+func TestGatewayAPIIsStoredWithAWarning(t *testing.T) {
+	in, ctx, ns := setup(t)
+	class := "e2e-" + ns
+	t.Cleanup(func() {
+		_, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found")
+	})
+	manifests := strings.ReplaceAll(gatewayManifests, "e2e-NS", class)
+	out, stderr, err := in.Kubectl(ctx, manifests, "apply", "-n", ns, "-f", "-")
+	must(t, "applying a GatewayClass, a Gateway, an HTTPRoute and a ReferenceGrant: "+out+stderr, err)
+
+	out, _, err = in.Kubectl(ctx, "", "get", "-n", ns, "gateway,httproute,referencegrant")
+	must(t, "kubectl get gateway,httproute,referencegrant", err)
+	for _, want := range []string{"CLASS", "PROGRAMMED", class, "Unknown", "HOSTNAMES", "ray.example.com", "referencegrant.gateway.networking.k8s.io/from-routes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get gateway,httproute,referencegrant lacks %q:\n%s", want, out)
+		}
+	}
+
+	_, stderr, err = in.Kubectl(ctx, brokenHTTPRoute, "apply", "-n", ns, "-f", "-")
+	for _, want := range []string{"spec.rules[0].matches[0].path", "value must be an absolute path", "spec.rules[0].backendRefs[0].port"} {
+		if err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("an HTTPRoute with a relative PathPrefix and port 70000: err %v, stderr %q; want a refusal naming %q", err, stderr, want)
+		}
+	}
+
+	hasWarning := func(ctx context.Context, namespace, kind, name string) (bool, error) {
+		events, err := in.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}.String(),
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "NoGatewayController" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, kind) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	for _, obj := range []struct{ namespace, kind, name string }{
+		{metav1.NamespaceDefault, "GatewayClass", class}, {ns, "Gateway", "ray-gateway"}, {ns, "HTTPRoute", "dashboard"},
+	} {
+		eventually(t, ctx, nodeTimeout, "the NoGatewayController Warning on "+obj.kind+" "+obj.name, func(ctx context.Context) (bool, error) {
+			return hasWarning(ctx, obj.namespace, obj.kind, obj.name)
+		})
+	}
+
+	// The status is the API's default, as on a cluster whose Gateway controller is absent.
+	out, _, err = in.Kubectl(ctx, "", "get", "-n", ns, "gateway", "ray-gateway", "-o",
+		`jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason};{end}`)
+	must(t, "reading the Gateway's conditions", err)
+	if out != "Accepted=Unknown/Pending;Programmed=Unknown/Pending;" {
+		t.Errorf("the Gateway's conditions are %q; want Accepted and Programmed Unknown/Pending", out)
+	}
+}

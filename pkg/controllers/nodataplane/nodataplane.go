@@ -1,14 +1,25 @@
 // Package nodataplane says out loud what rayctl stores but does not act on: an Ingress routes no traffic
-// (no ingress controller runs) and a NetworkPolicy restricts none (the pod network does not enforce
-// policies). Each such object gets a Warning event when it is created or its spec changes, so that
-// `kubectl describe` shows why traffic does not follow it.
+// (no ingress controller runs), a NetworkPolicy restricts none (the pod network does not enforce
+// policies), and the Gateway API's GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes are claimed by no
+// Gateway controller. Each such object gets a Warning event when it is created or its spec changes, so
+// that `kubectl describe` shows why traffic does not follow it.
+//
+// The Gateway API kinds are left as a cluster without a Gateway controller leaves them: their status is
+// what the CRDs default it to (a Gateway's Accepted and Programmed conditions Unknown, reason Pending,
+// "Waiting for controller"; a GatewayClass's Accepted likewise; a route lists no parents). Writing
+// Accepted=False would claim a GatewayClass whose controllerName names someone else's controller, which
+// the Gateway API leaves to that controller alone.
 package nodataplane
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,27 +37,51 @@ const Name = "no-data-plane"
 const (
 	ReasonIngress       = "NoIngressController"
 	ReasonNetworkPolicy = "NetworkPolicyNotEnforced"
+	ReasonGateway       = "NoGatewayController"
 
 	messageIngress = "rayctl runs no ingress controller: this Ingress is stored, but no traffic is routed by it " +
 		"(reach services with `kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
 	messageNetworkPolicy = "rayctl's pod network does not enforce NetworkPolicies: this one is stored, but traffic " +
 		"to and from the pods it selects is not restricted"
+	messageGateway = "rayctl runs no Gateway API controller: this %s is stored and validated, but no controller " +
+		"accepts it or routes traffic by it, and its status stays as the API defaults it (reach services with " +
+		"`kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
 )
+
+// GatewayGroupVersion is the Gateway API version whose kinds get the NoGatewayController warning.
+var GatewayGroupVersion = schema.GroupVersion{Group: "gateway.networking.k8s.io", Version: "v1"}
+
+// GatewayKinds are the Gateway API kinds that would need a Gateway controller to mean anything
+// (ReferenceGrant only permits references, so it needs no warning).
+var GatewayKinds = []string{"GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute"}
+
+// gatewayObject is an empty object of a Gateway API kind, read unstructured (rayctl has no Go types for them).
+func gatewayObject(kind string) client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GatewayGroupVersion.WithKind(kind))
+	return u
+}
 
 // Setup registers one controller per kind with mgr, each warning on create and on spec changes.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
-	for _, kind := range []struct {
+	type warned struct {
+		name            string
 		obj             client.Object
 		reason, message string
-	}{
-		{&networkingv1.Ingress{}, ReasonIngress, messageIngress},
-		{&networkingv1.NetworkPolicy{}, ReasonNetworkPolicy, messageNetworkPolicy},
-	} {
+	}
+	kinds := []warned{
+		{ReasonIngress, &networkingv1.Ingress{}, ReasonIngress, messageIngress},
+		{ReasonNetworkPolicy, &networkingv1.NetworkPolicy{}, ReasonNetworkPolicy, messageNetworkPolicy},
+	}
+	for _, kind := range GatewayKinds {
+		kinds = append(kinds, warned{ReasonGateway + "-" + strings.ToLower(kind), gatewayObject(kind), ReasonGateway, fmt.Sprintf(messageGateway, kind)})
+	}
+	for _, kind := range kinds {
 		obj := kind.obj
 		w := &warner{client: mgr.GetClient(), recorder: env.Recorder, reason: kind.reason, message: kind.message,
 			new: func() client.Object { return obj.DeepCopyObject().(client.Object) }}
 		if err := ctrl.NewControllerManagedBy(mgr).
-			Named(env.Name+"-"+kind.reason).
+			Named(env.Name+"-"+kind.name).
 			For(kind.obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Complete(w); err != nil {
 			return err

@@ -8,7 +8,10 @@
 // With enableInTreeAutoscaling the head Pod gets KubeRay's autoscaler sidecar, and the controller its
 // ServiceAccount, Role and RoleBinding (autoscaler.go).
 //
-// Not implemented (KubeRay features outside rayctl's scope): GCS fault tolerance and its Redis cleanup, ingress/route, the serve Service, multi-host
+// GCS fault tolerance with an external Redis configures the head and workers (gcsft.go) and, at deletion,
+// runs KubeRay's Redis cleanup Job behind a finalizer (rediscleanup.go).
+//
+// Not implemented (KubeRay features outside rayctl's scope): ingress/route, the serve Service, multi-host
 // indexing (numOfHosts > 1 scales like KubeRay without its feature gate, without the headless worker
 // Service), batch schedulers and RayService-specific labels.
 package raycluster
@@ -27,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
@@ -135,7 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("skipping a RayCluster managed by another controller", "managedBy", *m)
 		return ctrl.Result{}, nil
 	}
-	if !c.DeletionTimestamp.IsZero() {
+	deleting := !c.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(&c, FinalizerRedisCleanup) {
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
 	if len(c.Name) > maxClusterNameLength {
@@ -145,6 +150,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err := validateCluster(&c); err != nil {
 		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventInvalidSpec, "The RayCluster spec is invalid %s/%s: %v", c.Namespace, c.Name, err)
+		return ctrl.Result{}, nil
+	}
+	if res, done, err := r.reconcileRedisCleanup(ctx, &c); done || err != nil {
+		return res, err
+	}
+	if deleting {
 		return ctrl.Result{}, nil
 	}
 

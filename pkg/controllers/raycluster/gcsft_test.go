@@ -150,3 +150,49 @@ func headEnv(c *rayv1.RayCluster, name string) {
 	ray := &c.Spec.HeadGroupSpec.Template.Spec.Containers[0]
 	ray.Env = append(ray.Env, corev1.EnvVar{Name: name, Value: "x"})
 }
+
+// TestRedisCleanupJob: the Job KubeRay runs at deletion carries the head's Ray container with its Redis
+// environment, Ray's cleanup function as its command, no probes and no retries, and c as its owner.
+func TestRedisCleanupJob(t *testing.T) {
+	c := redisCluster()
+	job := RedisCleanupJob(c, BuildOptions{})
+	if job.Name != "demo-redis-cleanup" || job.Labels[LabelNodeType] != "redis-cleanup" || job.Labels[LabelCluster] != c.Name ||
+		job.Spec.Template.Labels[LabelNodeType] != "redis-cleanup" || job.Labels[LabelCreatedBy] != CreatedBy {
+		t.Errorf("name %s, labels %v, template labels %v", job.Name, job.Labels, job.Spec.Template.Labels)
+	}
+	if len(job.OwnerReferences) != 1 || job.OwnerReferences[0].Kind != "RayCluster" || job.OwnerReferences[0].UID != c.UID {
+		t.Errorf("owners %+v", job.OwnerReferences)
+	}
+	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 300 || job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("backoffLimit %d, activeDeadlineSeconds %d, restartPolicy %s", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds, job.Spec.Template.Spec.RestartPolicy)
+	}
+	spec := job.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want the Ray container alone", len(spec.Containers))
+	}
+	ray := &spec.Containers[0]
+	if ray.Image != c.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image || ray.LivenessProbe != nil || ray.ReadinessProbe != nil {
+		t.Errorf("image %s, probes %v %v", ray.Image, ray.LivenessProbe, ray.ReadinessProbe)
+	}
+	if strings.Join(ray.Command, " ") != "/bin/bash -c --" || len(ray.Args) != 1 ||
+		!strings.Contains(ray.Args[0], "python -c \"") || !strings.Contains(ray.Args[0], "cleanup_redis_storage(") || strings.Contains(ray.Args[0], "username=") {
+		t.Errorf("command %v args %q", ray.Command, ray.Args)
+	}
+	for name, want := range map[string]string{EnvRedisAddress: "redis:6379", EnvExternalStorageNS: "uid-1",
+		"RAY_redis_db_connect_retries": "120", "RAY_redis_db_connect_wait_milliseconds": "500"} {
+		if e, _ := env(ray, name); e.Value != want {
+			t.Errorf("%s = %+v, want %q", name, e, want)
+		}
+	}
+	if e, _ := env(ray, EnvRedisPassword); e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+		t.Errorf("%s = %+v: want the Secret reference", EnvRedisPassword, e)
+	}
+	if cpu := ray.Resources.Limits[corev1.ResourceCPU]; cpu.String() != "200m" {
+		t.Errorf("resources %v", ray.Resources)
+	}
+
+	c.Spec.GcsFaultToleranceOptions.RedisUsername = &rayv1.RedisCredential{Value: "ray"}
+	if args := RedisCleanupJob(c, BuildOptions{}).Spec.Template.Spec.Containers[0].Args[0]; !strings.Contains(args, "username=os.environ.get('REDIS_USERNAME'") {
+		t.Errorf("with a user name: %q", args)
+	}
+}

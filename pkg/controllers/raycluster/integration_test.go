@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -643,6 +645,99 @@ func TestGCSFaultTolerance(t *testing.T) {
 	if ps := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": bad.Name}); len(ps) != 0 {
 		t.Errorf("an invalid cluster got Pods: %v", names(ps))
 	}
+}
+
+// TestRedisCleanupAtDeletion: a fault-tolerant RayCluster carries KubeRay's finalizer; deleted, it loses
+// its Pods, then, once the head Pod is gone, gets the Redis cleanup Job, and goes once that Job has
+// finished — with a Warning when the Job failed. (The test plays the kubelet, holding the head Pod with a
+// finalizer while it "terminates", and the Job controller, writing the Job's outcome.)
+func TestRedisCleanupAtDeletion(t *testing.T) {
+	ctx, ns := setup(t)
+	for _, outcome := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed} {
+		name := "ft-" + strings.ToLower(string(outcome))
+		c := sample(t, ns, 0)
+		c.Name = name
+		c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379"}
+		if err := cl.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		heads := client.MatchingLabels{"ray.io/cluster": name, "ray.io/node-type": "head"}
+		eventually(ctx, t, name+"'s finalizer and head Pod", func() bool {
+			return slices.Contains(get(ctx, t, ns, name).Finalizers, raycluster.FinalizerRedisCleanup) && len(pods(ctx, t, ns, heads)) == 1
+		}, describe(ctx, t, ns, name))
+
+		// A finalizer of the test's holds the head Pod as a kubelet would while its containers stop.
+		hold := pods(ctx, t, ns, heads)[0]
+		base := hold.DeepCopy()
+		hold.Finalizers = append(hold.Finalizers, "rayctl.io/test-hold")
+		if err := cl.Patch(ctx, &hold, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Delete(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, name+"'s head Pod deleted", func() bool {
+			hs := pods(ctx, t, ns, heads)
+			return len(hs) == 1 && !hs[0].DeletionTimestamp.IsZero()
+		}, describe(ctx, t, ns, name))
+		job := &batchv1.Job{}
+		jobKey := types.NamespacedName{Namespace: ns, Name: name + "-redis-cleanup"}
+		if err := cl.Get(ctx, jobKey, job); !apierrors.IsNotFound(err) {
+			t.Fatalf("the cleanup Job exists while the head Pod terminates: %v", err)
+		}
+		base = hold.DeepCopy()
+		hold.Finalizers = nil
+		if err := cl.Patch(ctx, &hold, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, name+"'s cleanup Job", func() bool { return cl.Get(ctx, jobKey, job) == nil }, describe(ctx, t, ns, name))
+		if !hasEvent(ctx, ns, raycluster.EventCreatedRedisCleanupJob, name, jobKey.Name) {
+			t.Errorf("no %s event", raycluster.EventCreatedRedisCleanupJob)
+		}
+		now := metav1.Now()
+		job.Status.StartTime = &now
+		job.Status.CompletionTime = nil
+		reason := "Done"
+		if outcome == batchv1.JobFailed {
+			reason = "BackoffLimitExceeded"
+			job.Status.Failed = 1
+			job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now})
+		} else {
+			job.Status.Succeeded = 1
+			job.Status.CompletionTime = &now
+			job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now})
+		}
+		job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: outcome, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: now})
+		if err := cl.Status().Update(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, name+" gone", func() bool {
+			return apierrors.IsNotFound(cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rayv1.RayCluster{}))
+		}, describe(ctx, t, ns, name))
+		if failed := hasEvent(ctx, ns, raycluster.EventRedisCleanupFailed, name, "may remain in Redis"); failed != (outcome == batchv1.JobFailed) {
+			t.Errorf("%s event after a Job %s: %v", raycluster.EventRedisCleanupFailed, outcome, failed)
+		}
+	}
+
+	// Fault tolerance turned on by the annotation and off again: the finalizer holds nothing to clean up.
+	c := sample(t, ns, 0)
+	c.Name = "ft-off"
+	c.Annotations = map[string]string{raycluster.AnnotationFTEnabled: "true"}
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "ft-off's finalizer", func() bool {
+		return slices.Contains(get(ctx, t, ns, c.Name).Finalizers, raycluster.FinalizerRedisCleanup)
+	}, describe(ctx, t, ns, c.Name))
+	if err := update(ctx, ns, c.Name, func(c *rayv1.RayCluster) { delete(c.Annotations, raycluster.AnnotationFTEnabled) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(ctx, get(ctx, t, ns, c.Name)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "ft-off gone", func() bool {
+		return apierrors.IsNotFound(cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Name}, &rayv1.RayCluster{}))
+	}, describe(ctx, t, ns, c.Name))
 }
 
 // hasEvent says whether ns has an event of reason about the object named name whose message holds text.

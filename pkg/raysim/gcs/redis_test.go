@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,13 +15,15 @@ import (
 )
 
 // respServer is a tiny Redis: it reads RESP commands and answers PING with PONG once authenticated
-// (when it has a password), AUTH with OK or an error. It records the commands it saw.
+// (when it has a password), AUTH with OK or an error, SCAN (one key a page) and DEL over its keys. It
+// records the commands it saw.
 type respServer struct {
 	l        net.Listener
 	user     string
 	password string
 	mu       sync.Mutex
 	seen     []string
+	keys     map[string]bool
 }
 
 func newRESPServer(t *testing.T, user, password string) *respServer {
@@ -68,10 +72,51 @@ func (s *respServer) serve(c net.Conn) {
 			fmt.Fprint(c, "-WRONGPASS invalid username-password pair\r\n")
 		case args[0] == "PING" && authed:
 			fmt.Fprint(c, "+PONG\r\n")
+		case args[0] == "SCAN" && authed && len(args) == 4 && args[2] == "MATCH":
+			fmt.Fprint(c, s.scan(args[1], args[3]))
+		case args[0] == "DEL" && authed:
+			s.mu.Lock()
+			n := 0
+			for _, k := range args[1:] {
+				if s.keys[k] {
+					delete(s.keys, k)
+					n++
+				}
+			}
+			s.mu.Unlock()
+			fmt.Fprintf(c, ":%d\r\n", n)
 		default:
 			fmt.Fprint(c, "-NOAUTH Authentication required.\r\n")
 		}
 	}
+}
+
+// scan answers SCAN cursor MATCH pattern one matching key at a time (the cursor is the index of the
+// next key in sorted order), to exercise a client's cursor loop.
+func (s *respServer) scan(cursor, pattern string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []string
+	for k := range s.keys {
+		all = append(all, k)
+	}
+	sort.Strings(all)
+	i, _ := strconv.Atoi(cursor)
+	var page []string
+	for ; i < len(all) && len(page) == 0; i++ {
+		if ok, _ := path.Match(pattern, all[i]); ok {
+			page = append(page, all[i])
+		}
+	}
+	next := strconv.Itoa(i)
+	if i >= len(all) {
+		next = "0"
+	}
+	out := fmt.Sprintf("*2\r\n$%d\r\n%s\r\n*%d\r\n", len(next), next, len(page))
+	for _, k := range page {
+		out += fmt.Sprintf("$%d\r\n%s\r\n", len(k), k)
+	}
+	return out
 }
 
 func readCommand(rd *bufio.Reader) ([]string, error) {
@@ -195,5 +240,40 @@ func TestRedisWait(t *testing.T) {
 	cancel()
 	if err := (Redis{Address: addr}).Wait(ctx, time.Millisecond, time.Hour, func(string, ...any) {}); err == nil {
 		t.Error("Wait with a cancelled context returned nil")
+	}
+}
+
+// TestRedisDeleteNamespace: the cleanup deletes every key of its storage namespace (over several SCAN
+// pages, with glob characters in the namespace taken literally) and nothing else; it retries a Redis
+// that is not there the number of times asked, then fails saying so.
+func TestRedisDeleteNamespace(t *testing.T) {
+	ctx := context.Background()
+	s := newRESPServer(t, "", "pw")
+	s.keys = map[string]bool{"RAYa-1@NODE": true, "RAYa-1@KV": true, "RAYa-1@JOB": true, "RAYa-12@KV": true, "RAYaX1@KV": true, "other": true}
+	r := Redis{Address: s.l.Addr().String(), Password: "pw", Namespace: "a-1"}
+	n, err := r.DeleteNamespace(ctx, 1, time.Millisecond, t.Logf)
+	if err != nil || n != 3 {
+		t.Fatalf("DeleteNamespace = %d, %v; want 3 keys", n, err)
+	}
+	if len(s.keys) != 3 || !s.keys["RAYa-12@KV"] || !s.keys["RAYaX1@KV"] || !s.keys["other"] {
+		t.Errorf("keys left %v: want only the other namespaces' and other", s.keys)
+	}
+	if n, err := r.DeleteNamespace(ctx, 1, time.Millisecond, t.Logf); err != nil || n != 0 {
+		t.Errorf("a second cleanup = %d, %v; want 0 and no error", n, err)
+	}
+	if _, err := (Redis{Address: r.Address, Namespace: "a-1"}).DeleteNamespace(ctx, 1, time.Millisecond, t.Logf); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("without the password: %v", err)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := l.Addr().String()
+	l.Close()
+	var tries int
+	_, err = (Redis{Address: gone, Namespace: "a-1"}).DeleteNamespace(ctx, 3, time.Millisecond, func(string, ...any) { tries++ })
+	if err == nil || !strings.Contains(err.Error(), "in 3 attempts") || tries != 2 {
+		t.Errorf("an absent Redis: %v after %d logged retries; want a failure after 3 attempts", err, tries)
 	}
 }

@@ -22,6 +22,10 @@ import (
 // (raysim.WgetCommand; repeated here so this package does not import raysim).
 const WgetSubcommand = "raysim-wget"
 
+// PythonSubcommand is the `ray` subcommand the image's /usr/bin/python and python3 run
+// (raysim.PythonCommand, likewise).
+const PythonSubcommand = "raysim-python"
+
 // SimImageRepository is where raysim images are named.
 const SimImageRepository = "rayctl.local/raysim"
 
@@ -67,6 +71,8 @@ type SimImageOptions struct {
 //	/bin/wget               a script running `ray raysim-wget` (busybox-static's
 //	                        wget crashes with -T, which KubeRay probes pass)
 //	/bin/bash               bash-static, or a wrapper that runs busybox sh
+//	/usr/bin/python[3]      a script running `ray raysim-python`: no Python, but
+//	                        KubeRay's Redis cleanup Job's `python -c` is answered
 //	/etc/passwd, /etc/group root, ray (1000:100), nobody
 //	/tmp, /home/ray         scratch and the ray user's home
 //
@@ -294,7 +300,14 @@ func buildSimLayer(ray, busybox, bash string) (Layer, error) {
 			return file("bin/wget", 0o755, []byte("#!/bin/sh\n# raysim image: wget is served by raysim (busybox's stays available as `busybox wget`).\nexec /usr/bin/ray "+WgetSubcommand+" \"$@\"\n"))
 		},
 		func() error {
-			taken := map[string]bool{"bash": true, "ray": true, "wget": true}
+			script := []byte("#!/bin/sh\n# raysim image: no Python; raysim answers the `python -c` of KubeRay's Redis cleanup Job.\nexec /usr/bin/ray " + PythonSubcommand + " \"$@\"\n")
+			if err := file("usr/bin/python3", 0o755, script); err != nil {
+				return err
+			}
+			return link("usr/bin/python", "/usr/bin/python3")
+		},
+		func() error {
+			taken := map[string]bool{"bash": true, "ray": true, "wget": true, "python": true, "python3": true}
 			applets := busyboxApplets(busybox)
 			sort.Strings(applets)
 			for _, a := range applets {

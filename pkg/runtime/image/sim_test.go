@@ -155,7 +155,7 @@ func TestBuildSimImageLayout(t *testing.T) {
 		}
 		files[h.Name] = h
 	}
-	for _, name := range []string{"usr/bin/ray", "bin/busybox", "bin/bash", "bin/wget", "etc/passwd", "etc/group"} {
+	for _, name := range []string{"usr/bin/ray", "bin/busybox", "bin/bash", "bin/wget", "usr/bin/python3", "etc/passwd", "etc/group"} {
 		if h := files[name]; h == nil || h.Typeflag != tar.TypeReg {
 			t.Errorf("%s missing or not a file", name)
 		}
