@@ -5,10 +5,28 @@
 // hack/kuberay17 merged in); do not edit them by hand.
 package configs
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
 
 // CRDs holds the ray.io/v1 CustomResourceDefinitions (RayCluster, RayJob, RayService, RayCronJob),
 // one YAML document per file, as crds/<group>_<plural>.yaml.
 //
 //go:embed crds/*.yaml
 var CRDs embed.FS
+
+// CRDManifests returns the YAML of every CRD in CRDs, in file-name order.
+func CRDManifests() ([][]byte, error) {
+	var out [][]byte
+	err := fs.WalkDir(CRDs, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := CRDs.ReadFile(path)
+		out = append(out, b)
+		return err
+	})
+	return out, err
+}
