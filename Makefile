@@ -23,7 +23,7 @@ export GOTOOLCHAIN := local
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 
-.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint cross clean ray kuberay-operator
+.PHONY: all build run test test-unit test-e2e test-fuzz generate bench lint cross clean ray kuberay-operator peer-apiserver
 
 # The one pinned Ray (hack/ray-version): `make ray` installs it into a venv that `rayctl up` finds beside
 # the binary (_output/ray/bin/ray) and runs Ray's images on with the process runtime.
@@ -98,9 +98,20 @@ test-fuzz:
 generate:
 	bash hack/generate.sh
 
-## bench: start-up and memory, pod start, RayJob apply->Complete, API load, trigger chain; tables in bench/results/
-bench: build
-	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -out bench/results
+## bench: start-up and memory, pod start, RayJob apply->Complete, API load, trigger chain, beside a kube-apiserver
+## peer; tables in bench/results/ (the peer also needs Debian's etcd-server: apt-get install etcd-server)
+bench: build peer-apiserver
+	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -kube-apiserver $(CURDIR)/$(PEER_APISERVER) -out bench/results
+
+## peer-apiserver: kube-apiserver of k8s.io/kubernetes $(K8S_VERSION), built from its Go module (bench/peers/go.mod pins
+## its staging modules to their published versions) into _output/tools, for `make bench`'s suite peers
+PEER_APISERVER := _output/tools/kube-apiserver-$(K8S_VERSION)
+
+peer-apiserver: $(PEER_APISERVER)
+
+$(PEER_APISERVER): bench/peers/go.mod
+	@mkdir -p $(@D)
+	cd bench/peers && $(GO) build -trimpath -ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION)' -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver
 
 ## lint: gofmt and go vet
 lint:

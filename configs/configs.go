@@ -6,7 +6,11 @@
 // module at hack/gateway-api-version); do not edit them by hand.
 package configs
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
 
 // CRDs holds the CustomResourceDefinitions rayctl installs, one YAML document per file, as
 // crds/<group>_<plural>.yaml: ray.io/v1 (RayCluster, RayJob, RayService, RayCronJob) and
@@ -14,3 +18,17 @@ import "embed"
 //
 //go:embed crds/*.yaml
 var CRDs embed.FS
+
+// CRDManifests returns the YAML of every CRD in CRDs, in file-name order.
+func CRDManifests() ([][]byte, error) {
+	var out [][]byte
+	err := fs.WalkDir(CRDs, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := CRDs.ReadFile(path)
+		out = append(out, b)
+		return err
+	})
+	return out, err
+}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -212,7 +211,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 	defer store.Close()
 
-	crds, err := readCRDs()
+	crds, err := configs.CRDManifests()
 	if err != nil {
 		return err
 	}
@@ -396,20 +395,6 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	store.Close()
 	fmt.Fprintln(out, "stopped")
 	return nil
-}
-
-// readCRDs returns the embedded CRD manifests.
-func readCRDs() ([][]byte, error) {
-	var out [][]byte
-	err := fs.WalkDir(configs.CRDs, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
-		}
-		b, err := configs.CRDs.ReadFile(path)
-		out = append(out, b)
-		return err
-	})
-	return out, err
 }
 
 // redirectLogs sends klog (the API server's logs) and a zap logger (etcd's) to w.
