@@ -32,6 +32,7 @@ import (
 	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
 
@@ -71,7 +72,8 @@ func runPeers(rayctl, out string, runs int, peers peerPaths) error {
 		if err != nil {
 			return err
 		}
-		rc, err := startOnce(rayctl, rdir, true, true)
+		args := instance.OwnNetwork([]string{"--port", "0"})
+		rc, err := startOnce(rayctl, rdir, args, true, true)
 		if err != nil {
 			return fmt.Errorf("rayctl cold start: %w", err)
 		}
@@ -79,7 +81,7 @@ func runPeers(rayctl, out string, runs int, peers peerPaths) error {
 		if err != nil {
 			return fmt.Errorf("peer warm restart: %w", err)
 		}
-		rw, err := startOnce(rayctl, rdir, true, false)
+		rw, err := startOnce(rayctl, rdir, args, true, false)
 		if err != nil {
 			return fmt.Errorf("rayctl warm restart: %w", err)
 		}
