@@ -266,7 +266,7 @@ func peerStart(dir string, peers peerPaths, cold bool) (peerSample, error) {
 		return s, fmt.Errorf("%w\n%s", err, tail(string(b), 3000))
 	}
 	s.readyz = time.Since(t0)
-	crds, err := configs.CRDManifests()
+	crds, err := configs.CRDManifests(configs.RayGroup)
 	if err != nil {
 		return s, err
 	}

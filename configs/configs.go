@@ -9,22 +9,35 @@ package configs
 import (
 	"embed"
 	"io/fs"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
-// CRDs holds the CustomResourceDefinitions rayctl installs, one YAML document per file, as
-// crds/<group>_<plural>.yaml: ray.io/v1 (RayCluster, RayJob, RayService, RayCronJob) and
-// gateway.networking.k8s.io (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant).
+// CRDs holds the CustomResourceDefinitions rayctl can install, one YAML document per file, as
+// crds/<group>_<plural>.yaml: ray.io/v1 (RayCluster, RayJob, RayService, RayCronJob), always installed,
+// and gateway.networking.k8s.io (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant), installed
+// with `rayctl up --gateway-api`.
 //
 //go:embed crds/*.yaml
 var CRDs embed.FS
 
-// CRDManifests returns the YAML of every CRD in CRDs, in file-name order.
-func CRDManifests() ([][]byte, error) {
+// Groups of the CRDs in CRDs.
+const (
+	RayGroup     = "ray.io"
+	GatewayGroup = "gateway.networking.k8s.io"
+)
+
+// CRDManifests returns the YAML of every CRD in CRDs whose group is one of groups, in file-name order.
+func CRDManifests(groups ...string) ([][]byte, error) {
 	var out [][]byte
 	err := fs.WalkDir(CRDs, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
+		}
+		group, _, _ := strings.Cut(filepath.Base(path), "_")
+		if !slices.Contains(groups, group) {
+			return nil
 		}
 		b, err := CRDs.ReadFile(path)
 		out = append(out, b)

@@ -3,6 +3,7 @@ package configs_test
 import (
 	"context"
 	"io/fs"
+	"maps"
 	"testing"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -66,7 +67,35 @@ func TestCRDs(t *testing.T) {
 }
 
 // gatewayGroup is the Gateway API's group.
-const gatewayGroup = "gateway.networking.k8s.io"
+const gatewayGroup = configs.GatewayGroup
+
+// TestCRDManifestsByGroup: the manifests asked for are those of the groups named, and only those.
+func TestCRDManifestsByGroup(t *testing.T) {
+	for _, tc := range []struct {
+		groups []string
+		want   map[string]int
+	}{
+		{[]string{configs.RayGroup}, map[string]int{configs.RayGroup: 4}},
+		{[]string{configs.RayGroup, configs.GatewayGroup}, map[string]int{configs.RayGroup: 4, configs.GatewayGroup: 5}},
+		{nil, map[string]int{}},
+	} {
+		manifests, err := configs.CRDManifests(tc.groups...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, m := range manifests {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.Unmarshal(m, crd); err != nil {
+				t.Fatal(err)
+			}
+			got[crd.Spec.Group]++
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("CRDManifests(%v): groups %v, want %v", tc.groups, got, tc.want)
+		}
+	}
+}
 
 // servedV1 is crd's version v1 when it is served (ReferenceGrant serves v1 but still stores v1beta1).
 func servedV1(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionVersion {

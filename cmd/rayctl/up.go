@@ -57,6 +57,16 @@ type upOptions struct {
 	etcdQuota int64
 	// ray says what runs Ray's images: auto, host or sim; rayPath is an explicit host `ray`.
 	ray, rayPath string
+	// gatewayAPI installs the Gateway API's CRDs beside the Ray ones.
+	gatewayAPI bool
+}
+
+// crdGroups are the groups whose CRDs rayctl installs at start.
+func (o *upOptions) crdGroups() []string {
+	if o.gatewayAPI {
+		return []string{configs.RayGroup, configs.GatewayGroup}
+	}
+	return []string{configs.RayGroup}
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -86,6 +96,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.nodeName, "node-name", defaultNodeName(), "the name of this machine's Node")
 	cmd.Flags().StringToStringVar(&o.nodeCapacity, "node-capacity", nil, "what the Node advertises instead of the host's measure, e.g. cpu=8,memory=16Gi (more than the host has lets samples sized for a bigger machine schedule, and overcommits it)")
 	cmd.Flags().BoolVar(&o.kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")
+	cmd.Flags().BoolVar(&o.gatewayAPI, "gateway-api", false, "also serve the Gateway API (gateway.networking.k8s.io: GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant) as CRDs, stored and validated, no controller acting on them; off by default, as on kind, since they cost every start CPU and memory (once installed they stay: deleting a CRD deletes its objects)")
 	cmd.Flags().Int64Var(&o.etcdQuota, "etcd-quota-bytes", 0, "etcd's database quota in bytes (0: etcd's default, 2 GiB); over it, writes fail with an out-of-space error until objects are deleted")
 	cmd.Flags().StringSliceVar(&o.ctrl.controllers, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names ("+strings.Join(rayControllers, ", ")+"; -name leaves one out)")
 	cmd.Flags().StringSliceVar(&o.ctrl.kubeControllers, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names ("+strings.Join(kubeControllers, ", ")+"; -name leaves one out)")
@@ -211,7 +222,7 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 	}
 	defer store.Close()
 
-	crds, err := configs.CRDManifests()
+	crds, err := configs.CRDManifests(o.crdGroups()...)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
 const networkingManifests = `
@@ -188,12 +190,20 @@ spec:
       port: 70000
 `
 
-// TestGatewayAPIIsStoredWithAWarning: the Gateway API's standard kinds are served (as the CRDs a
-// cluster installs), printed with their columns, validated by their schemas and CEL rules with the
-// field's path in a 422, and, with no Gateway controller running, keep the status the API defaults
+// TestGatewayAPIIsStoredWithAWarning: by default the Gateway API is not served (as on kind, whose users
+// install its CRDs themselves); with `rayctl up --gateway-api` its standard kinds are served (as the
+// CRDs a cluster installs), printed with their columns, validated by their schemas and CEL rules with
+// the field's path in a 422, and, with no Gateway controller running, keep the status the API defaults
 // (Programmed Unknown, "Waiting for controller") while a Warning event says nothing acts on them.
 func TestGatewayAPIIsStoredWithAWarning(t *testing.T) {
-	in, ctx, ns := setup(t)
+	t.Parallel()
+	ctx := testContext(t)
+	_, stderr, err := shared(t).Kubectl(ctx, "", "get", "gateways", "-A")
+	if err == nil || !strings.Contains(stderr, `doesn't have a resource type "gateways"`) {
+		t.Errorf("kubectl get gateways on a default rayctl up: err %v, stderr %q; want the resource type unknown", err, stderr)
+	}
+	in := framework.StartTest(t, "--gateway-api", "--kubelet=false")
+	ns := newNamespace(t, ctx, in)
 	class := "e2e-" + ns
 	t.Cleanup(func() {
 		_, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found")

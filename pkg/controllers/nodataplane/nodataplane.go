@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -74,6 +75,13 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		{ReasonNetworkPolicy, &networkingv1.NetworkPolicy{}, ReasonNetworkPolicy, messageNetworkPolicy},
 	}
 	for _, kind := range GatewayKinds {
+		// The Gateway API is served only where its CRDs are installed (rayctl up --gateway-api, or by
+		// the user): a kind the API server does not serve at start gets no watch.
+		if _, err := mgr.GetRESTMapper().RESTMapping(GatewayGroupVersion.WithKind(kind).GroupKind(), GatewayGroupVersion.Version); meta.IsNoMatchError(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("is the Gateway API's %s served: %w", kind, err)
+		}
 		kinds = append(kinds, warned{ReasonGateway + "-" + strings.ToLower(kind), gatewayObject(kind), ReasonGateway, fmt.Sprintf(messageGateway, kind)})
 	}
 	for _, kind := range kinds {
