@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // ManagedBy is the endpointslice.kubernetes.io/managed-by value on the slices this controller writes. It is
@@ -215,7 +216,7 @@ func podChanged(o, n *corev1.Pod) bool {
 	return o.Status.PodIP != n.Status.PodIP ||
 		!apiequality.Semantic.DeepEqual(o.Status.PodIPs, n.Status.PodIPs) ||
 		o.Status.Phase != n.Status.Phase ||
-		podReady(o) != podReady(n) ||
+		podutils.IsPodReady(o) != podutils.IsPodReady(n) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 		!apiequality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		o.Spec.Hostname != n.Spec.Hostname || o.Spec.Subdomain != n.Spec.Subdomain ||
