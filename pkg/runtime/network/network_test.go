@@ -58,6 +58,9 @@ func TestHostNetworkPortsAreNotShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if gw := m.Gateway(); gw != nil {
+		t.Errorf("a HostOnly manager has a gateway %s (nothing may listen for pods on a bridge that is never made)", gw)
+	}
 	l, err := net.Listen("tcp", ":0")
 	if err != nil {
 		t.Fatal(err)
