@@ -766,7 +766,7 @@ func (t *chainTracker) pod(typ watch.EventType, p *corev1.Pod, now time.Time) {
 	case typ == watch.Added:
 		t.head = p.Name
 	}
-	if typ != watch.Deleted && podsReady(p) && t.podReady[p.Name].IsZero() {
+	if typ != watch.Deleted && runningReady(p) && t.podReady[p.Name].IsZero() {
 		t.podReady[p.Name] = now
 	}
 	t.notify()

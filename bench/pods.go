@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 const (
@@ -153,7 +154,7 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 				if ev.Type == watch.Error {
 					return fmt.Errorf("watch error: %v", ev.Object)
 				}
-				if p, ok := ev.Object.(*corev1.Pod); ok && podsReady(p) {
+				if p, ok := ev.Object.(*corev1.Pod); ok && runningReady(p) {
 					ready[p.Name] = true
 				}
 			case <-deadline:
@@ -209,16 +210,9 @@ func podsPod(name string) *corev1.Pod {
 	}
 }
 
-func podsReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+// runningReady reports whether a pod is Running with its Ready condition True.
+func runningReady(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && podutils.IsPodReady(p)
 }
 
 // percentile is the nearest-rank percentile q (0 the minimum, 1 the maximum) of v.

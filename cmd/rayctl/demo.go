@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
+	"github.com/rayctl/rayctl/pkg/ansi"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
@@ -82,17 +83,10 @@ at the end). Made for a projector: 80 columns, colour only on a terminal.`,
 // demoStyle colours the demo's own lines (headings, the table) on a terminal.
 type demoStyle struct{ color bool }
 
-func (s demoStyle) paint(code, text string) string {
-	if !s.color {
-		return text
-	}
-	return code + text + "\x1b[0m"
-}
-
-func (s demoStyle) bold(t string) string  { return s.paint("\x1b[1m", t) }
-func (s demoStyle) dim(t string) string   { return s.paint("\x1b[2m", t) }
-func (s demoStyle) green(t string) string { return s.paint("\x1b[1;32m", t) }
-func (s demoStyle) red(t string) string   { return s.paint("\x1b[1;31m", t) }
+func (s demoStyle) bold(t string) string  { return ansi.Paint(s.color, ansi.Bold, t) }
+func (s demoStyle) dim(t string) string   { return ansi.Paint(s.color, ansi.Dim, t) }
+func (s demoStyle) green(t string) string { return ansi.Paint(s.color, ansi.Bold+ansi.Green, t) }
+func (s demoStyle) red(t string) string   { return ansi.Paint(s.color, ansi.Bold+ansi.Red, t) }
 
 func runDemo(ctx context.Context, out io.Writer, dataDir string, o *demoOptions) (err error) {
 	st := demoStyle{color: isTerminal(out)}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/ansi"
 )
 
 // RenderOptions shape the text of a trace.
@@ -14,14 +16,6 @@ type RenderOptions struct {
 	// Color adds ANSI colours (for a terminal).
 	Color bool
 }
-
-const (
-	ansiReset = "\x1b[0m"
-	ansiDim   = "\x1b[2m"
-	ansiRed   = "\x1b[31m"
-	ansiGreen = "\x1b[32m"
-	ansiCyan  = "\x1b[36m"
-)
 
 // Describe says in words what one hop did, e.g. "mapped Pod a-head-x → RayCluster a (controller owner)".
 func Describe(e *Event) string {
@@ -139,11 +133,11 @@ func RenderLine(w io.Writer, offset time.Duration, latency string, e *Event, opt
 	if opts.Color {
 		switch {
 		case e.Error != "" || e.Hop == MapMiss || e.Outcome == "dropped" || (e.Code >= 400):
-			color = ansiRed
+			color = ansi.Red
 		case e.Hop == KubeletWrite || e.Hop == StatusWrite || e.Hop == ObjectWrite || e.Hop == Transition || e.Hop == DashboardCall:
-			color = ansiGreen
+			color = ansi.Green
 		case e.Hop == ReconcileStart || e.Hop == ReconcileEnd:
-			color = ansiCyan
+			color = ansi.Cyan
 		}
 	}
 	for i, l := range lines {
@@ -152,7 +146,7 @@ func RenderLine(w io.Writer, offset time.Duration, latency string, e *Event, opt
 			p = strings.Repeat(" ", len(prefix))
 		}
 		if opts.Color {
-			fmt.Fprintf(w, "%s%s%s%s%s\n", ansiDim, p, ansiReset, color+l, ansiReset)
+			fmt.Fprintf(w, "%s%s%s%s%s\n", ansi.Dim, p, ansi.Reset, color+l, ansi.Reset)
 		} else {
 			fmt.Fprintf(w, "%s%s\n", p, l)
 		}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/rayctl/rayctl/pkg/chain"
 )
@@ -165,7 +166,7 @@ func podProblem(p *corev1.Pod) (problem, fix string) {
 		}
 		return s + ")", "the controller replaces it; " + describe
 	case corev1.PodRunning:
-		if isReady(p) {
+		if podutils.IsPodReady(p) {
 			return "", ""
 		}
 		if w := waiting(p); w != "" {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
@@ -171,17 +170,4 @@ func (d *diag) rolesOf(user string) []Binding {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].RoleName == user && out[j].RoleName != user })
 	return out
-}
-
-// isReady reports whether a Pod is Running with Ready True.
-func isReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

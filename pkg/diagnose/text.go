@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rayctl/rayctl/pkg/ansi"
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
@@ -17,26 +18,13 @@ type TextOptions struct {
 	Color bool
 }
 
-const (
-	ansiReset = "\x1b[0m"
-	ansiDim   = "\x1b[2m"
-	ansiRed   = "\x1b[31m"
-	ansiGreen = "\x1b[32m"
-	ansiBold  = "\x1b[1m"
-)
-
 // WriteText writes r for people: a heading, each check under its item with ✓, ✗ or –, what to do
 // about a failure, and the evidence; then one line with the most likely cause and what to do.
 func WriteText(w io.Writer, r *Report, o TextOptions) {
 	if o.Width <= 0 {
 		o.Width = 80
 	}
-	paint := func(code, s string) string {
-		if !o.Color {
-			return s
-		}
-		return code + s + ansiReset
-	}
+	paint := func(code, s string) string { return ansi.Paint(o.Color, code, s) }
 	var around []string
 	for _, s := range r.Subjects {
 		if s != r.Object {
@@ -48,7 +36,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 		head += " (with " + strings.Join(around, ", ") + ")"
 	}
 	for _, l := range chain.Wrap(head, o.Width) {
-		fmt.Fprintln(w, paint(ansiBold, l))
+		fmt.Fprintln(w, paint(ansi.Bold, l))
 	}
 	lastID := ""
 	for i := range r.Checks {
@@ -60,9 +48,9 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 		mark := c.Status.Symbol()
 		switch c.Status {
 		case Pass:
-			mark = paint(ansiGreen, mark)
+			mark = paint(ansi.Green, mark)
 		case Fail:
-			mark = paint(ansiRed, mark)
+			mark = paint(ansi.Red, mark)
 		}
 		text := c.Summary
 		if c.Subject != r.Object || len(r.Subjects) > 1 {
@@ -93,13 +81,13 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 				if j > 0 {
 					prefix = "  "
 				}
-				fmt.Fprintf(w, "      %s\n", paint(ansiDim, prefix+l))
+				fmt.Fprintf(w, "      %s\n", paint(ansi.Dim, prefix+l))
 			}
 		}
 	}
 	if r.Verdict.Check == "" {
-		fmt.Fprintln(w, paint(ansiGreen, "No cause found: "+r.Verdict.Text))
+		fmt.Fprintln(w, paint(ansi.Green, "No cause found: "+r.Verdict.Text))
 		return
 	}
-	fmt.Fprintln(w, paint(ansiRed, fmt.Sprintf("Most likely cause (%s): %s", r.Verdict.Check, r.Verdict.Text)))
+	fmt.Fprintln(w, paint(ansi.Red, fmt.Sprintf("Most likely cause (%s): %s", r.Verdict.Check, r.Verdict.Text)))
 }

@@ -1,7 +1,6 @@
 package raysim
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/hostmem"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
@@ -216,18 +216,7 @@ func startResources(f *flagSet) (resource.Set, error) {
 
 // visibleMemory is the memory available (the cgroup limit if lower), from which Ray sizes its defaults.
 func visibleMemory() float64 {
-	avail := 0.0
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) >= 2 && fields[0] == "MemAvailable:" {
-				kb, _ := strconv.ParseFloat(fields[1], 64)
-				avail = kb * 1024
-			}
-		}
-		f.Close()
-	}
+	avail := float64(hostmem.Available())
 	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		if b, err := os.ReadFile(p); err == nil {
 			if lim, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64); err == nil && lim > 0 && lim < 1<<60 && (avail == 0 || lim < avail) {
@@ -355,24 +344,6 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// sameExecutable reports whether pid runs the same binary as this process,
-// so `ray stop` never signals an unrelated process that reused a pid.
-func sameExecutable(pid int) bool {
-	self, err := os.Executable()
-	if err != nil {
-		return false
-	}
-	other, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	if err != nil {
-		return false
-	}
-	other = strings.TrimSuffix(other, " (deleted)")
-	if a, err := filepath.EvalSymlinks(self); err == nil {
-		self = a
-	}
-	return other == self
-}
-
 func cmdStop(args []string, stdout, stderr io.Writer) int {
 	f := newFlagSet("stop", stderr).boolean("force", "verbose").value("grace-period", "temp-dir")
 	if err := f.parse(args); err != nil {
@@ -393,7 +364,7 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || perr != nil || pid == os.Getpid() || !processAlive(pid) || !sameExecutable(pid) {
+		if err != nil || perr != nil || pid == os.Getpid() || !processAlive(pid) || !sameExecutable(pid, p) {
 			_ = os.Remove(p)
 			continue
 		}
@@ -418,18 +389,4 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "raysim: stopped %d raysim process(es).\n", len(pids))
 	return 0
-}
-
-// isZombie reports whether pid has exited but not been reaped (its parent,
-// e.g. a test, has not waited yet).
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z'
-	}
-	return false
 }

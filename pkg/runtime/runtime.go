@@ -103,6 +103,19 @@ type Image struct {
 	Notes []Note `json:"-"`
 }
 
+// Argv is the process a container of img runs, by the Pod API's rules: command replaces the image's
+// Entrypoint (and drops its Cmd), args replaces Cmd.
+func (img *Image) Argv(command, args []string) []string {
+	entry, cmd := img.Entrypoint, img.Cmd
+	if len(command) > 0 {
+		entry, cmd = command, nil
+	}
+	if len(args) > 0 {
+		cmd = args
+	}
+	return append(append([]string{}, entry...), cmd...)
+}
+
 // Note is one thing a runtime tells about an image, as a pod event would say it.
 type Note struct {
 	// Warning marks a note the user should act on (a Warning event); else it is Normal.

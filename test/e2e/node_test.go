@@ -216,10 +216,6 @@ func nodeContainer(p *corev1.Pod, name string) *corev1.ContainerStatus {
 	return nil
 }
 
-func nodeRunningReady(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning && nodeCond(p, corev1.PodReady) == corev1.ConditionTrue
-}
-
 func nodePhaseIs(phase corev1.PodPhase) func(*corev1.Pod) bool {
 	return func(p *corev1.Pod) bool { return p.Status.Phase == phase }
 }
@@ -237,7 +233,7 @@ func nodeStartPod(t *testing.T, ctx context.Context, in *framework.Instance, ns 
 	t.Helper()
 	pw := nodeWatchPod(t, ctx, in, ns, pod.Name)
 	nodeCreatePod(t, ctx, in, ns, pod)
-	return pw.until(ctx, nodeTimeout, "pod "+pod.Name+" Running and Ready", nodeRunningReady), pw
+	return pw.until(ctx, nodeTimeout, "pod "+pod.Name+" Running and Ready", runningReady), pw
 }
 
 // nodeWaitEvents waits until the pod has events with every one of reasons (from the kubelet).
@@ -319,7 +315,7 @@ func TestNodePodLifecycle(t *testing.T) {
 		if len(phases) == 0 || phases[len(phases)-1] != p.Status.Phase {
 			phases = append(phases, p.Status.Phase)
 		}
-		return nodeRunningReady(p)
+		return runningReady(p)
 	})
 	t.Logf("the pod went through:\n  %s", strings.Join(pw.history, "\n  "))
 	if len(phases) < 2 || phases[0] != corev1.PodPending || phases[len(phases)-1] != corev1.PodRunning {
@@ -395,7 +391,7 @@ func TestNodeReadinessProbe(t *testing.T) {
 	if nodeCond(unready, corev1.PodReady) != corev1.ConditionFalse || nodeContainer(unready, "main").Ready {
 		t.Fatalf("the first Running version is already ready (the probe cannot pass before 6 s): %s", nodePodSummary(unready))
 	}
-	ready := pw.until(ctx, nodeTimeout, "Ready", nodeRunningReady)
+	ready := pw.until(ctx, nodeTimeout, "Ready", runningReady)
 	cs := nodeContainer(ready, "main")
 	if !cs.Ready || cs.RestartCount != 0 || cs.ContainerID != nodeContainer(unready, "main").ContainerID {
 		t.Errorf("ready container %+v: want the same container, ready, never restarted", cs)
@@ -826,7 +822,7 @@ func TestNodeRestartAndPurge(t *testing.T) {
 	now, err := in.Client.CoreV1().Pods(ns).Get(ctx, "keep", metav1.GetOptions{})
 	must(t, "get", err)
 	cs := nodeContainer(now, "main")
-	if !nodeRunningReady(now) || cs.ContainerID != keepCS.ContainerID || cs.RestartCount != keepCS.RestartCount || now.Status.PodIP != keep.Status.PodIP {
+	if !runningReady(now) || cs.ContainerID != keepCS.ContainerID || cs.RestartCount != keepCS.RestartCount || now.Status.PodIP != keep.Status.PodIP {
 		t.Errorf("after the restart: %s, container %s, pod IP %s; want Running and Ready, container %s, restarts %d, pod IP %s",
 			nodePodSummary(now), cs.ContainerID, now.Status.PodIP, keepCS.ContainerID, keepCS.RestartCount, keep.Status.PodIP)
 	}

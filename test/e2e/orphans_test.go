@@ -89,7 +89,7 @@ func TestKillDuringPodCreation(t *testing.T) {
 				if pod.Status.Phase == corev1.PodFailed {
 					return false, fmt.Errorf("pod %s failed: %s", p, nodePodSummary(pod))
 				}
-				return nodeRunningReady(pod), nil
+				return runningReady(pod), nil
 			})
 		}
 		after := inspectInstance(t, ctx, in.DataDir)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -182,15 +183,7 @@ func (e *rayEnv) clusterPods(ctx context.Context, cluster, nodeType string) ([]c
 
 // runningReady reports whether a pod is Running with its Ready condition True.
 func runningReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && podutils.IsPodReady(p)
 }
 
 // podsState is a short description of pods for failure messages.

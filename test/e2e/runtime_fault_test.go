@@ -94,7 +94,7 @@ func TestContainerdKilledIsRestarted(t *testing.T) {
 	// The victim's container died while containerd was gone: the kubelet learns of it and restarts it.
 	restarted := vw.until(ctx, nodeTimeout, "the victim restarted and Ready", func(p *corev1.Pod) bool {
 		cs := nodeContainer(p, "main")
-		return nodeRunningReady(p) && cs != nil && cs.RestartCount == victimCS.RestartCount+1 && cs.Ready
+		return runningReady(p) && cs != nil && cs.RestartCount == victimCS.RestartCount+1 && cs.Ready
 	})
 	victimIn := time.Since(killed)
 	vw.stop()
@@ -109,7 +109,7 @@ func TestContainerdKilledIsRestarted(t *testing.T) {
 	// The steady pod's container ran through it all and is still reported so.
 	now, err := in.Client.CoreV1().Pods(ns).Get(ctx, "steady", metav1.GetOptions{})
 	must(t, "reading the steady pod", err)
-	if cs := nodeContainer(now, "main"); !nodeRunningReady(now) || cs.ContainerID != steadyCS.ContainerID || cs.RestartCount != steadyCS.RestartCount {
+	if cs := nodeContainer(now, "main"); !runningReady(now) || cs.ContainerID != steadyCS.ContainerID || cs.RestartCount != steadyCS.RestartCount {
 		t.Errorf("the steady pod after the restart: %s, container %s; want Running and Ready, container %s, restarts %d",
 			nodePodSummary(now), cs.ContainerID, steadyCS.ContainerID, steadyCS.RestartCount)
 	}

@@ -167,7 +167,7 @@ func PodSummary(pod *corev1.Pod) PodStatusSummary {
 		break
 	}
 
-	if !initializing || podInitialized(pod) {
+	if !initializing || podConditionTrue(pod, corev1.PodInitialized) {
 		s.Restarts, s.LastRestart = sidecarRestarts, sidecarLastRestart
 		running := false
 		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
@@ -221,15 +221,6 @@ func later(t *metav1.Time, last corev1.ContainerState) {
 	if last.Terminated != nil && t.Before(&last.Terminated.FinishedAt) {
 		*t = last.Terminated.FinishedAt
 	}
-}
-
-func podInitialized(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodInitialized {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {

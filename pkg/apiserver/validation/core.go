@@ -73,11 +73,7 @@ func ValidateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 }
 
 func configMapKey(key string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsConfigMapKey(key) {
-		errs = append(errs, field.Invalid(p, key, msg))
-	}
-	return errs
+	return invalid(p, key, validation.IsConfigMapKey(key))
 }
 
 // validateImmutableData enforces the `immutable: true` contract shared by

@@ -75,20 +75,22 @@ func positive(v int64, p *field.Path) field.ErrorList {
 	return nil
 }
 
-func dnsLabel(v string, p *field.Path) field.ErrorList {
+// invalid is a field.Invalid at p for each message an apimachinery check (validation.IsDNS1123Label, …)
+// gave about value.
+func invalid(p *field.Path, value any, msgs []string) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(v) {
-		errs = append(errs, field.Invalid(p, v, msg))
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(p, value, msg))
 	}
 	return errs
 }
 
+func dnsLabel(v string, p *field.Path) field.ErrorList {
+	return invalid(p, v, validation.IsDNS1123Label(v))
+}
+
 func dnsSubdomain(v string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(v) {
-		errs = append(errs, field.Invalid(p, v, msg))
-	}
-	return errs
+	return invalid(p, v, validation.IsDNS1123Subdomain(v))
 }
 
 func qualifiedName(v string, p *field.Path) field.ErrorList {
@@ -96,38 +98,22 @@ func qualifiedName(v string, p *field.Path) field.ErrorList {
 }
 
 func labelValue(v string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsValidLabelValue(v) {
-		errs = append(errs, field.Invalid(p, v, msg))
-	}
-	return errs
+	return invalid(p, v, validation.IsValidLabelValue(v))
 }
 
 func portNum(port int32, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsValidPortNum(int(port)) {
-		errs = append(errs, field.Invalid(p, port, msg))
-	}
-	return errs
+	return invalid(p, port, validation.IsValidPortNum(int(port)))
 }
 
 func portName(name string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsValidPortName(name) {
-		errs = append(errs, field.Invalid(p, name, msg))
-	}
-	return errs
+	return invalid(p, name, validation.IsValidPortName(name))
 }
 
 // portNumOrName accepts a port number in 1-65535 or an IANA_SVC_NAME.
 func portNumOrName(port intstr.IntOrString, p *field.Path) field.ErrorList {
 	switch port.Type {
 	case intstr.Int:
-		var errs field.ErrorList
-		for _, msg := range validation.IsValidPortNum(port.IntValue()) {
-			errs = append(errs, field.Invalid(p, port.IntValue(), msg))
-		}
-		return errs
+		return invalid(p, port.IntValue(), validation.IsValidPortNum(port.IntValue()))
 	case intstr.String:
 		return portName(port.StrVal, p)
 	default:

@@ -159,11 +159,7 @@ func validatePodSecurityContext(sc *corev1.PodSecurityContext, p *field.Path) fi
 }
 
 func validID(id int64, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsValidUserID(id) {
-		errs = append(errs, field.Invalid(p, id, msg))
-	}
-	return errs
+	return invalid(p, id, validation.IsValidUserID(id))
 }
 
 func validateTolerations(tols []corev1.Toleration, fldPath *field.Path) field.ErrorList {
@@ -481,9 +477,7 @@ func validateEnv(vars []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
 		if ev.Name == "" {
 			allErrs = append(allErrs, field.Required(p.Child("name"), ""))
 		} else {
-			for _, msg := range validation.IsRelaxedEnvVarName(ev.Name) {
-				allErrs = append(allErrs, field.Invalid(p.Child("name"), ev.Name, msg))
-			}
+			allErrs = append(allErrs, invalid(p.Child("name"), ev.Name, validation.IsRelaxedEnvVarName(ev.Name))...)
 		}
 		if ev.ValueFrom != nil {
 			allErrs = append(allErrs, validateEnvVarSource(ev.ValueFrom, ev.Value != "", p.Child("valueFrom"))...)
@@ -535,9 +529,7 @@ func validateKeySelector(name, key string, p *field.Path) field.ErrorList {
 	if key == "" {
 		allErrs = append(allErrs, field.Required(p.Child("key"), ""))
 	} else {
-		for _, msg := range validation.IsConfigMapKey(key) {
-			allErrs = append(allErrs, field.Invalid(p.Child("key"), key, msg))
-		}
+		allErrs = append(allErrs, invalid(p.Child("key"), key, validation.IsConfigMapKey(key))...)
 	}
 	return allErrs
 }
@@ -557,9 +549,7 @@ func validateObjectFieldSelector(fs *corev1.ObjectFieldSelector, supported []str
 		if m[1] == "labels" {
 			return append(allErrs, qualifiedName(m[2], fp)...)
 		}
-		for _, msg := range validation.IsQualifiedName(strings.ToLower(m[2])) {
-			allErrs = append(allErrs, field.Invalid(fp, m[2], msg))
-		}
+		allErrs = append(allErrs, invalid(fp, m[2], validation.IsQualifiedName(strings.ToLower(m[2])))...)
 		return allErrs
 	}
 	for _, s := range supported {
@@ -593,9 +583,7 @@ func validateEnvFrom(from []corev1.EnvFromSource, fldPath *field.Path) field.Err
 	for i, ef := range from {
 		p := fldPath.Index(i)
 		if ef.Prefix != "" {
-			for _, msg := range validation.IsRelaxedEnvVarName(ef.Prefix) {
-				allErrs = append(allErrs, field.Invalid(p.Child("prefix"), ef.Prefix, msg))
-			}
+			allErrs = append(allErrs, invalid(p.Child("prefix"), ef.Prefix, validation.IsRelaxedEnvVarName(ef.Prefix))...)
 		}
 		switch n := len(setMembers(&ef)); {
 		case n == 0:
@@ -778,9 +766,7 @@ func validateHandler(set []string, exec *corev1.ExecAction, httpGet *corev1.HTTP
 		allErrs = append(allErrs, portNumOrName(httpGet.Port, hp.Child("port"))...)
 		allErrs = append(allErrs, oneOf(httpGet.Scheme, hp.Child("scheme"), supportedURISchemes...)...)
 		for i, h := range httpGet.HTTPHeaders {
-			for _, msg := range validation.IsHTTPHeaderName(h.Name) {
-				allErrs = append(allErrs, field.Invalid(hp.Child("httpHeaders").Index(i).Child("name"), h.Name, msg))
-			}
+			allErrs = append(allErrs, invalid(hp.Child("httpHeaders").Index(i).Child("name"), h.Name, validation.IsHTTPHeaderName(h.Name))...)
 		}
 	}
 	if tcp != nil {

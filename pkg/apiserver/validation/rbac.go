@@ -123,9 +123,7 @@ func validateRoleRef(ref *rbacv1.RoleRef, kinds []string) field.ErrorList {
 	if ref.Name == "" {
 		allErrs = append(allErrs, field.Required(p.Child("name"), ""))
 	} else {
-		for _, msg := range NameIsPathSegment(ref.Name, false) {
-			allErrs = append(allErrs, field.Invalid(p.Child("name"), ref.Name, msg))
-		}
+		allErrs = append(allErrs, invalid(p.Child("name"), ref.Name, NameIsPathSegment(ref.Name, false))...)
 	}
 	return allErrs
 }

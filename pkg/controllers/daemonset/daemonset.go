@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/kubectl/pkg/util/podutils"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -153,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		p := active[0]
 		available, w := workload.Availability(p, ds.Spec.MinReadySeconds, now)
 		wait = workload.MinRequeue(wait, w)
-		if workload.IsReady(p) {
+		if podutils.IsPodReady(p) {
 			st.NumberReady++
 		}
 		if available {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/util/podutils"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -111,7 +112,7 @@ func podChanged(o, n *corev1.Pod) bool {
 	return o.Status.PodIP != n.Status.PodIP ||
 		!apiequality.Semantic.DeepEqual(o.Status.PodIPs, n.Status.PodIPs) ||
 		o.Status.Phase != n.Status.Phase ||
-		podReady(o) != podReady(n) ||
+		podutils.IsPodReady(o) != podutils.IsPodReady(n) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 		!apiequality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		o.Spec.Hostname != n.Spec.Hostname || o.Spec.Subdomain != n.Spec.Subdomain ||

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 )
 
@@ -22,15 +23,6 @@ const maxSliceEndpoints = 100
 const headlessLabel = "service.kubernetes.io/headless"
 
 func isHeadless(svc *corev1.Service) bool { return svc.Spec.ClusterIP == corev1.ClusterIPNone }
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // podIPv4 returns the pod's IPv4 address, or "" when it has none yet.
 func podIPv4(pod *corev1.Pod) string {
@@ -124,7 +116,7 @@ func desiredSubsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSu
 			continue
 		}
 		e := entry{addr: corev1.EndpointAddress{IP: ip, Hostname: hostname(pod, svc), TargetRef: targetRef(pod)},
-			ready: tolerate || podReady(pod)}
+			ready: tolerate || podutils.IsPodReady(pod)}
 		if pod.Spec.NodeName != "" {
 			e.addr.NodeName = ptr.To(pod.Spec.NodeName)
 		}
@@ -237,7 +229,7 @@ func desiredSlices(svc *corev1.Service, pods []*corev1.Pod) []*discoveryv1.Endpo
 		if ip == "" || finished(pod) {
 			continue
 		}
-		serving := podReady(pod)
+		serving := podutils.IsPodReady(pod)
 		terminating := pod.DeletionTimestamp != nil
 		ep := discoveryv1.Endpoint{
 			Addresses: []string{ip},

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -292,22 +293,13 @@ func isSuspended(job *batchv1.Job) bool { return job.Spec.Suspend != nil && *job
 func newestFirst(pods []*corev1.Pod) []*corev1.Pod {
 	out := append([]*corev1.Pod(nil), pods...)
 	sort.SliceStable(out, func(i, j int) bool {
-		ri, rj := isReady(out[i]), isReady(out[j])
+		ri, rj := podutils.IsPodReady(out[i]), podutils.IsPodReady(out[j])
 		if ri != rj {
 			return !ri
 		}
 		return out[j].CreationTimestamp.Before(&out[i].CreationTimestamp)
 	})
 	return out
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // earlier returns whichever result asks to be called back sooner.

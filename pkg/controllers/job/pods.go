@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // completionIndexEnv is the variable that tells an Indexed Job's container its index.
@@ -46,10 +47,8 @@ func classify(pods []*corev1.Pod) podSet {
 func (s podSet) ready() int32 {
 	var n int32
 	for _, p := range s.active {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+		if podutils.IsPodReady(p) {
+			n++
 		}
 	}
 	return n

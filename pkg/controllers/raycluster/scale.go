@@ -8,6 +8,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // numOfHosts is a group's hosts per replica; a missing value counts as 1.
@@ -84,15 +85,7 @@ func shouldDelete(p *corev1.Pod, t rayv1.RayNodeType) (bool, string) {
 
 // isRunningAndReady reports whether p is Running with condition Ready=True.
 func isRunningAndReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && podutils.IsPodReady(p)
 }
 
 // scaleDownOrder sorts the Pods to remove first to the front: not yet ready before ready (they carry

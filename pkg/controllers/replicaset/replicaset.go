@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/kubectl/pkg/util/podutils"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -161,8 +162,8 @@ func lessEstablished(a, b *corev1.Pod) bool {
 	if rank[a.Status.Phase] != rank[b.Status.Phase] {
 		return rank[a.Status.Phase] < rank[b.Status.Phase]
 	}
-	if workload.IsReady(a) != workload.IsReady(b) {
-		return !workload.IsReady(a)
+	if podutils.IsPodReady(a) != podutils.IsPodReady(b) {
+		return !podutils.IsPodReady(a)
 	}
 	if ra, rb := restarts(a), restarts(b); ra != rb {
 		return ra > rb
@@ -191,7 +192,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, act
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			st.FullyLabeledReplicas++
 		}
-		if workload.IsReady(p) {
+		if podutils.IsPodReady(p) {
 			st.ReadyReplicas++
 		}
 		available, w := workload.Availability(p, rs.Spec.MinReadySeconds, now)

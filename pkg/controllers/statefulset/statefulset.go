@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/kubectl/pkg/util/podutils"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -361,7 +362,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 			continue
 		}
 		st.Replicas++
-		if pod.Status.Phase == corev1.PodRunning && workload.IsReady(pod) {
+		if pod.Status.Phase == corev1.PodRunning && podutils.IsPodReady(pod) {
 			st.ReadyReplicas++
 			if ok, _ := workload.Availability(pod, s.Spec.MinReadySeconds, p.now); ok {
 				st.AvailableReplicas++

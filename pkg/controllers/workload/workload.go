@@ -183,11 +183,7 @@ func IsActive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// IsReady reports a pod whose Ready condition is True.
-func IsReady(p *corev1.Pod) bool {
-	return readySince(p) != nil
-}
-
+// readySince is when p's Ready condition last turned True; nil when it is not True.
 func readySince(p *corev1.Pod) *metav1.Time {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {

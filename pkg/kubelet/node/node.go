@@ -4,7 +4,6 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -25,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/rayctl/rayctl/pkg/hostmem"
 )
 
 // Config describes the node.
@@ -81,7 +82,7 @@ func New(cfg Config) *Agent {
 	return &Agent{cfg: cfg, hostname: h}
 }
 
-// Capacity returns the node's capacity: the host's cpus, memory (/proc/meminfo), 110 pods and the
+// Capacity returns the node's capacity: the host's cpus, memory (package hostmem), 110 pods and the
 // data filesystem's size, overridden by Config.Capacity.
 func (a *Agent) Capacity() corev1.ResourceList {
 	c := HostCapacity("/")
@@ -91,14 +92,14 @@ func (a *Agent) Capacity() corev1.ResourceList {
 	return c
 }
 
-// HostCapacity measures this machine: cpu from the number of CPUs, memory from /proc/meminfo,
+// HostCapacity measures this machine: cpu from the number of CPUs, memory from package hostmem,
 // ephemeral-storage from the filesystem holding path, and pods 110.
 func HostCapacity(path string) corev1.ResourceList {
 	list := corev1.ResourceList{
 		corev1.ResourceCPU:  *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI),
 	}
-	if mem := memTotal(); mem > 0 {
+	if mem := hostmem.Total(); mem > 0 {
 		list[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
 	}
 	var fs unix.Statfs_t
@@ -106,23 +107,6 @@ func HostCapacity(path string) corev1.ResourceList {
 		list[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fs.Blocks)*int64(fs.Bsize), resource.BinarySI)
 	}
 	return list
-}
-
-func memTotal() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, _ := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // Register creates the Node, or updates the one left by an earlier start, and writes its status.

@@ -2,6 +2,9 @@ package volume
 
 import "golang.org/x/sys/unix"
 
+// tmpfsHere says a memory-backed emptyDir can be a tmpfs on this platform.
+const tmpfsHere = true
+
 // mountTmpfs mounts a tmpfs with opts (mode, size) on target, as a memory-backed emptyDir.
 func mountTmpfs(target, opts string) error {
 	return unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts)

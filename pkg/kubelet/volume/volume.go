@@ -1,9 +1,9 @@
 // Package volume materialises a pod's volumes on the host, under the pod's own directory, and turns a
 // container's volumeMounts into bind mounts for the runtime. Supported: emptyDir (medium Memory is a
-// tmpfs when running as root), configMap, secret, downwardAPI, projected (configMap, secret, downwardAPI
-// and serviceAccountToken sources, the last through TokenRequest, bound to the pod; clusterTrustBundle
-// and podCertificate sources are skipped), hostPath, and persistentVolumeClaim bound to a hostPath or
-// local PersistentVolume (its directory, bind-mounted).
+// tmpfs when running as root on Linux, else a plain directory), configMap, secret, downwardAPI,
+// projected (configMap, secret, downwardAPI and serviceAccountToken sources, the last through
+// TokenRequest, bound to the pod; clusterTrustBundle and podCertificate sources are skipped), hostPath,
+// and persistentVolumeClaim bound to a hostPath or local PersistentVolume (its directory, bind-mounted).
 package volume
 
 import (
@@ -216,7 +216,7 @@ func emptyDir(target string, e *corev1.EmptyDirVolumeSource) error {
 	if err := os.Chmod(target, 0o777); err != nil {
 		return err
 	}
-	if e.Medium != corev1.StorageMediumMemory || os.Geteuid() != 0 || isMountPoint(target) {
+	if e.Medium != corev1.StorageMediumMemory || !tmpfsHere || os.Geteuid() != 0 || isMountPoint(target) {
 		return nil
 	}
 	opts := "mode=0777"

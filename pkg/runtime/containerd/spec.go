@@ -15,24 +15,11 @@ import (
 // cpuPeriod is the CFS period CPU limits are expressed in (100 ms, as the kubelet uses).
 const cpuPeriod = 100000
 
-// Argv is the process a container runs, by the Pod API's rules: Command
-// replaces the image's Entrypoint (and drops its Cmd), Args replaces Cmd.
-func Argv(img *runtime.Image, command, args []string) []string {
-	entry, cmd := img.Entrypoint, img.Cmd
-	if len(command) > 0 {
-		entry, cmd = command, nil
-	}
-	if len(args) > 0 {
-		cmd = args
-	}
-	return append(append([]string{}, entry...), cmd...)
-}
-
 // specOpts builds the OCI spec of a container: process, environment,
 // working dir, user, hostname, network namespace, mounts (the sandbox's DNS
 // files unless the config mounts those paths itself) and cgroup limits.
 func (r *Runtime) specOpts(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img *runtime.Image) ([]oci.SpecOpts, error) {
-	argv := Argv(img, cfg.Command, cfg.Args)
+	argv := img.Argv(cfg.Command, cfg.Args)
 	if len(argv) == 0 {
 		return nil, errors.New("no command: neither the container nor its image gives one")
 	}

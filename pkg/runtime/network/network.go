@@ -130,8 +130,14 @@ func gatewayOf(subnet *net.IPNet) net.IP { return intToIP4(ip4ToInt(subnet.IP) +
 // Config returns the configuration in use, defaults filled in.
 func (m *Manager) Config() Config { return m.cfg }
 
-// Gateway is the bridge's address, the pods' default route.
-func (m *Manager) Gateway() net.IP { return m.gateway }
+// Gateway is the bridge's address, the pods' default route; nil for a HostOnly manager, which makes no
+// bridge (so nothing listens for pods on one: they reach the host's loopback and resolver).
+func (m *Manager) Gateway() net.IP {
+	if m.cfg.HostOnly {
+		return nil
+	}
+	return m.gateway
+}
 
 // Subnet is the pod network.
 func (m *Manager) Subnet() *net.IPNet { return m.subnet }

@@ -32,7 +32,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	if err != nil {
 		return "", err
 	}
-	prog, err := r.resolve(cfg.Image, Argv(img, cfg.Command, cfg.Args))
+	prog, err := r.resolve(cfg.Image, img.Argv(cfg.Command, cfg.Args))
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}

@@ -15,18 +15,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
-// nsSetup is a container's isolation: the pod's network namespace, its
-// hostname (empty: the host's), its bind mounts (made in order), the
-// container paths of the cgroups among them, which its init joins, and the
-// pod's shared PID namespace (empty: a new one of its own).
-type nsSetup struct {
-	netns    string
-	hostname string
-	mounts   []runtime.Mount
-	cgroups  []string
-	pidns    string
-}
-
 // spawn starts cmd; when isolated, from an OS thread that has entered a new
 // mount namespace (with the mounts made), a new UTS namespace (with the
 // hostname) and the pod's network namespace, which the child inherits, and

@@ -5,18 +5,7 @@ package process
 import (
 	"os/exec"
 	"syscall"
-
-	"github.com/rayctl/rayctl/pkg/runtime"
 )
-
-// nsSetup is unused off Linux: containers share the host's namespaces.
-type nsSetup struct {
-	netns    string
-	hostname string
-	mounts   []runtime.Mount
-	cgroups  []string
-	pidns    string
-}
 
 func spawn(cmd *exec.Cmd, _ bool, _ nsSetup) error { return cmd.Start() }
 

@@ -56,19 +56,6 @@ func imageRayVersion(ref string) string {
 	return ""
 }
 
-// Argv is the process a container runs, by the Pod API's rules: Command
-// replaces the image's Entrypoint (and drops its Cmd), Args replaces Cmd.
-func Argv(img *runtime.Image, command, args []string) []string {
-	entry, cmd := img.Entrypoint, img.Cmd
-	if len(command) > 0 {
-		entry, cmd = command, nil
-	}
-	if len(args) > 0 {
-		cmd = args
-	}
-	return append(append([]string{}, entry...), cmd...)
-}
-
 // program is what a container runs on the host.
 type program struct {
 	// Path is the executable; Args its argv (Args[0] may differ from Path:

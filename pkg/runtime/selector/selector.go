@@ -231,11 +231,17 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		}
 		return selectProcess(ctx, opts, "asked for")
 	case Containerd:
+		if err := containerdPlatform(goruntime.GOOS); err != nil {
+			return nil, fmt.Errorf("runtime containerd: %w; --runtime=process runs pods as host processes", err)
+		}
 		if c, err := useSocket(ctx, opts); err == nil {
 			return c, nil
 		}
 		return startPrivate(ctx, opts)
 	case Auto, "":
+		if err := containerdPlatform(goruntime.GOOS); err != nil {
+			return selectProcess(ctx, opts, err.Error())
+		}
 		if c, err := useSocket(ctx, opts); err == nil {
 			return c, nil
 		}
@@ -253,6 +259,15 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 	default:
 		return nil, fmt.Errorf("unknown runtime %q (want auto, containerd, process or fake)", name)
 	}
+}
+
+// containerdPlatform says why containerd cannot run rayctl's pods on goos: its containers need Linux
+// (namespaces, cgroups, the pod bridge); nil on Linux.
+func containerdPlatform(goos string) error {
+	if goos == "linux" {
+		return nil
+	}
+	return fmt.Errorf("containerd runs pods on Linux only, not on %s", goos)
 }
 
 func firstLine(s string) string {

@@ -174,3 +174,16 @@ func TestPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerdPlatform: containerd is refused off Linux with a message naming the platform (on darwin
+// --runtime=containerd fails with it, and auto takes the process runtime giving it as the reason).
+func TestContainerdPlatform(t *testing.T) {
+	if err := containerdPlatform("linux"); err != nil {
+		t.Errorf("linux: %v", err)
+	}
+	for _, goos := range []string{"darwin", "freebsd"} {
+		if err := containerdPlatform(goos); err == nil || !strings.Contains(err.Error(), "Linux only, not on "+goos) {
+			t.Errorf("%s: %v, want an error naming %s", goos, err, goos)
+		}
+	}
+}
