@@ -1,0 +1,179 @@
+// Package rayservice is the RayService controller, KubeRay v1.6's behaviour on rayctl: for each
+// ray.io/v1 RayService it creates a RayCluster from spec.rayClusterConfig (named
+// <rayservice>-<5 random characters>, owned by the RayService), waits for its head Pod to be ready,
+// deploys spec.serveConfigV2 to the head's dashboard (PUT /api/serve/applications/, the YAML turned
+// into JSON), reads the applications' status back (GET /api/serve/applications/), and once every
+// application is RUNNING points the RayService's head and serve Services (<rayservice>-head-svc,
+// <rayservice>-serve-svc) at that cluster. Status carries the active and pending clusters with their
+// applications, the number of serve endpoints, and the Ready and UpgradeInProgress conditions.
+//
+// A serveConfigV2 change is deployed to the cluster in place. A rayClusterConfig change (other than
+// replica counts, or worker groups added at the end, which are applied in place) is rolled out as
+// KubeRay's zero-downtime upgrade when upgradeStrategy.type is NewCluster (the default): a pending
+// cluster is made and the config deployed to it; when its applications all run, the Services switch
+// to it, it becomes the active one, and the old cluster is deleted after
+// rayClusterDeletionDelaySeconds (60 s by default). With type None (and
+// NewClusterWithIncrementalUpgrade, which needs the Gateway API), the running cluster stays as it is.
+package rayservice
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+)
+
+// ServeAPI is what the controller asks of a head: the dashboard's Serve API, and a node's Serve
+// proxy health. *raydashboard.Client implements it.
+type ServeAPI interface {
+	// GetServeApplications reads the applications' status.
+	GetServeApplications(ctx context.Context) (*raydashboard.ServeDetails, error)
+	// DeployServeConfig PUTs a whole Serve config (JSON).
+	DeployServeConfig(ctx context.Context, configJSON []byte) error
+	// ProxyHealthy checks the proxy the client was made for.
+	ProxyHealthy(ctx context.Context) error
+}
+
+// Options configures the controller. The zero value reaches head Pod IPs directly.
+type Options struct {
+	// Resolver finds the dashboard of a RayCluster; nil means raydashboard.DefaultResolver(false, "").
+	Resolver raydashboard.Resolver
+	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
+	NewClient func(baseURL string) ServeAPI
+	// Recorder records the RayService's events; Setup fills it from the manager.
+	Recorder record.EventRecorder
+	// RequeueAfter is how often a RayService is looked at again; 0 means DefaultRequeue.
+	RequeueAfter time.Duration
+	// MaxConcurrentReconciles is the number of workers; 0 means 1.
+	MaxConcurrentReconciles int
+	// Hooks reports the controller's trigger chain to the chain recorder; nil means a Nop observer.
+	Hooks *chainhooks.Hooks
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Resolver == nil {
+		o.Resolver = raydashboard.DefaultResolver(false, "")
+	}
+	if o.NewClient == nil {
+		o.NewClient = func(u string) ServeAPI { return raydashboard.New(u) }
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	if o.RequeueAfter <= 0 {
+		o.RequeueAfter = DefaultRequeue
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Hooks == nil {
+		o.Hooks = chainhooks.New(Name, nil)
+	}
+	return o
+}
+
+// Reconciler reconciles RayServices.
+type Reconciler struct {
+	client  client.Client
+	opts    Options
+	configs deployedConfigs
+
+	mu sync.Mutex
+	// deleteAt holds when each RayCluster no longer used (by UID) is to be deleted.
+	deleteAt map[types.UID]time.Time
+}
+
+// NewReconciler returns a reconciler that reads and writes through c.
+func NewReconciler(c client.Client, opts Options) *Reconciler {
+	return &Reconciler{client: c, opts: opts.withDefaults(), deleteAt: map[types.UID]time.Time{}}
+}
+
+// Setup registers the RayService controller with mgr (whose scheme must know ray.io/v1 and core/v1).
+func Setup(mgr manager.Manager, opts Options) error {
+	for _, kind := range []string{"RayService", "RayCluster"} {
+		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
+			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)
+		}
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = mgr.GetEventRecorderFor(Name + "-controller") //nolint:staticcheck // core/v1 events, which kubectl describe shows
+	}
+	return NewReconciler(mgr.GetClient(), opts).SetupWithManager(mgr)
+}
+
+// SetupFunc adapts Setup to the controller manager's registry; the Env supplies the event recorder,
+// the chain hooks and the reconcile concurrency.
+func SetupFunc(opts Options) ctrlmanager.SetupFunc {
+	return func(mgr manager.Manager, env ctrlmanager.Env) error {
+		o := opts
+		o.Recorder = env.Recorder
+		o.Hooks = env.Hooks
+		if env.ReconcileConcurrency > 0 {
+			o.MaxConcurrentReconciles = env.ReconcileConcurrency
+		}
+		return Setup(mgr, o)
+	}
+}
+
+// specLabelsOrAnnotationsChanged is KubeRay's predicate on RayServices: status writes do not requeue.
+var specLabelsOrAnnotationsChanged = chainhooks.Named("generation, labels or annotations changed",
+	predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+
+// SetupWithManager wires KubeRay's watches: For RayService (spec, label or annotation changes),
+// Owns RayCluster and Service; Serve's progress is polled every RequeueAfter.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	h := r.opts.Hooks
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(h.Controller()).
+		Watches(h.WatchFor(&rayv1.RayService{}, specLabelsOrAnnotationsChanged)).
+		Watches(h.WatchOwned(mgr, &rayv1.RayCluster{}, &rayv1.RayService{})).
+		Watches(h.WatchOwned(mgr, &corev1.Service{}, &rayv1.RayService{})).
+		WithOptions(h.ControllerOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles})).
+		Complete(h.Reconciler(r))
+}
+
+// Reconcile moves one RayService one step towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	rs := &rayv1.RayService{}
+	if err := r.client.Get(ctx, req.NamespacedName, rs); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != KubeRayManagedBy {
+		log.V(1).Info("skipping a RayService managed by another controller", "managedBy", *m)
+		return reconcile.Result{}, nil
+	}
+	if !rs.DeletionTimestamp.IsZero() {
+		// Its clusters and Services are owned by it: the garbage collector deletes them.
+		return reconcile.Result{}, nil
+	}
+	p := &pass{r: r, log: log, rs: rs, orig: rs.DeepCopy(), now: r.opts.Now()}
+	res, err := p.run(ctx)
+	if apierrors.IsConflict(err) {
+		log.V(1).Info("RayService changed during reconcile; retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return res, err
+}
