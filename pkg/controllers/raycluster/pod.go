@@ -449,7 +449,9 @@ const (
 )
 
 // fromRayService reports whether a RayService made the cluster.
-func fromRayService(c *rayv1.RayCluster) bool { return c.Labels[LabelOriginatedCRD] == OriginRayService }
+func fromRayService(c *rayv1.RayCluster) bool {
+	return c.Labels[LabelOriginatedCRD] == OriginRayService
+}
 
 // markServing labels a RayService cluster's Pod for its serve Service, as KubeRay does: a worker
 // "true" (its readiness probe checks its proxy), the head "false" until the RayService controller

@@ -74,7 +74,9 @@ const (
 )
 
 // newClusterName is KubeRay's RayCluster name for a RayService: <name>-<5 random lowercase alnum>.
-func newClusterName(rs *rayv1.RayService) string { return fmt.Sprintf("%s-%s", rs.Name, rand.String(5)) }
+func newClusterName(rs *rayv1.RayService) string {
+	return fmt.Sprintf("%s-%s", rs.Name, rand.String(5))
+}
 
 // headServiceName is the RayService's head Service.
 func headServiceName(rs *rayv1.RayService) string { return rs.Name + "-head-svc" }
