@@ -15,6 +15,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
+	"github.com/rayctl/rayctl/pkg/raysim/serve"
 )
 
 // HeadConfig configures a head node. Ports set to 0 are picked free.
@@ -30,6 +31,9 @@ type HeadConfig struct {
 	NodeTypeName string
 	// Ports: GCS (6379 in Ray), dashboard (8265), agent (52365), metrics (8080).
 	GCSPort, DashboardPort, AgentPort, MetricsPort int
+	// ServePort is Serve's HTTP proxy (8000 in Ray), on BindHost; 0 picks a free port, -1 runs no proxy.
+	// A port already taken is logged and the head runs without a proxy.
+	ServePort int
 	// Resources are the head's own resources (CPU, GPU, memory, custom).
 	Resources resource.Set
 	// TempDir holds the session directory (job logs) and raysim/head.json;
@@ -58,6 +62,7 @@ type Head struct {
 	sessDir string
 	table   *gcs.Table
 	jobs    *jobs.Manager
+	serve   *serve.Serve
 	servers []*http.Server
 	addrs   map[string]string
 	stop    chan struct{}
@@ -109,6 +114,15 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 		h.addrs[b.name] = advertise(l, b.host, h.nodeIP)
 	}
 
+	if cfg.ServePort >= 0 {
+		if l, err := listen("serve", cfg.BindHost, cfg.ServePort); err != nil {
+			cfg.Logf("Serve's HTTP proxy does not run: %v", err)
+		} else {
+			lis["serve"] = l
+			h.addrs["serve"] = advertise(l, cfg.BindHost, h.nodeIP)
+		}
+	}
+
 	h.table = gcs.NewTable(cfg.NodeTimeout, nil)
 	total := cfg.Resources.Clone()
 	total["node:"+h.nodeIP] = 1
@@ -129,7 +143,11 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	})
 	h.table.SetOnChange(h.jobs.Kick)
 
-	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Version: jobs.VersionResponse{
+	h.serve = &serve.Serve{Node: serve.Node{ID: h.nodeID, IP: h.nodeIP}}
+	if l := lis["serve"]; l != nil {
+		h.serve.ProxyPort = port(l)
+	}
+	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Serve: h.serve, Version: jobs.VersionResponse{
 		Version: jobs.APIVersion, RayVersion: cfg.Version + "+raysim", RayCommit: "raysim", SessionName: h.session,
 	}}
 	agent := &dashboard.Agent{Healthy: func() bool { return true }}
@@ -138,6 +156,7 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 		"dashboard": dash.Handler(),
 		"agent":     agent.Handler(),
 		"metrics":   dashboard.MetricsHandler(func() []dashboard.Metric { return headMetrics(dash) }),
+		"serve":     h.serve.ProxyHandler(),
 	}
 	for name, l := range lis {
 		srv := &http.Server{Handler: handlers[name], ReadHeaderTimeout: 10 * time.Second}
@@ -193,6 +212,14 @@ func (h *Head) DashboardURL() string { return "http://" + h.addrs["dashboard"] }
 
 // AgentAddress is the head agent's host:port.
 func (h *Head) AgentAddress() string { return h.addrs["agent"] }
+
+// ServeURL is Serve's HTTP proxy (http://host:port), or "" when it does not run.
+func (h *Head) ServeURL() string {
+	if a := h.addrs["serve"]; a != "" {
+		return "http://" + a
+	}
+	return ""
+}
 
 // MetricsAddress is the metrics page's host:port.
 func (h *Head) MetricsAddress() string { return h.addrs["metrics"] }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +30,10 @@ type WorkerConfig struct {
 	NodeTypeName string
 	// AgentPort and MetricsPort; 0 picks free ports.
 	AgentPort, MetricsPort int
+	// ServePort, when set, runs a Serve HTTP proxy on this node that passes requests on to the head's
+	// proxy at HeadServePort (raysim runs every replica on the head). A port already taken is logged
+	// and the worker runs without a proxy.
+	ServePort, HeadServePort int
 	// Resources are the worker's resources.
 	Resources resource.Set
 	// HeartbeatPeriod overrides the period the GCS asks for.
@@ -113,6 +119,15 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		w.addrs[b.name] = advertise(l, cfg.BindHost, cfg.NodeIP)
 	}
 
+	if cfg.ServePort > 0 {
+		if l, err := listen("serve", cfg.BindHost, cfg.ServePort); err != nil {
+			cfg.Logf("Serve's HTTP proxy does not run: %v", err)
+		} else {
+			lis["serve"] = l
+			w.addrs["serve"] = advertise(l, cfg.BindHost, cfg.NodeIP)
+		}
+	}
+
 	total := cfg.Resources.Clone()
 	total["node:"+cfg.NodeIP] = 1
 	reg, err := w.client.Register(ctx, gcs.NodeInfo{NodeIP: cfg.NodeIP, Total: total, AgentPort: port(lis["agent"]),
@@ -143,6 +158,9 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			}
 			return out
 		}),
+	}
+	if host, _, err := net.SplitHostPort(cfg.GCSAddress); err == nil && lis["serve"] != nil {
+		handlers["serve"] = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: net.JoinHostPort(host, fmt.Sprint(cfg.HeadServePort))})
 	}
 	for name, l := range lis {
 		srv := &http.Server{Handler: handlers[name], ReadHeaderTimeout: 10 * time.Second}
