@@ -48,9 +48,9 @@ line names the most likely cause — the first failing check in chain order — 
 				return err
 			}
 			switch kind {
-			case diagnose.KindPod, diagnose.KindRayCluster, diagnose.KindRayJob:
+			case diagnose.KindPod, diagnose.KindRayCluster, diagnose.KindRayJob, diagnose.KindRayService:
 			default:
-				return fmt.Errorf("diagnose follows pods, rayclusters and rayjobs, not %s", kind)
+				return fmt.Errorf("diagnose follows pods, rayclusters, rayjobs and rayservices, not %s", kind)
 			}
 			if o.output != "text" && o.output != "json" {
 				return fmt.Errorf("--output must be text or json, not %q", o.output)

@@ -20,6 +20,7 @@ import (
 // kindAliases maps what users type (kubectl's names and short names) to the kinds the chain records.
 var kindAliases = map[string]string{
 	"rayjob": "RayJob", "rayjobs": "RayJob",
+	"rayservice": "RayService", "rayservices": "RayService",
 	"raycluster": "RayCluster", "rayclusters": "RayCluster",
 	"pod": "Pod", "pods": "Pod", "po": "Pod",
 	"service": "Service", "services": "Service", "svc": "Service",
@@ -34,7 +35,7 @@ func parseObjectArg(arg string) (kind, name string, err error) {
 	}
 	kind, ok = kindAliases[strings.ToLower(k)]
 	if !ok {
-		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, raycluster, pod, service and job", k)
+		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service and job", k)
 	}
 	return kind, n, nil
 }

@@ -24,6 +24,7 @@ const (
 	KindPod        = "Pod"
 	KindRayCluster = "RayCluster"
 	KindRayJob     = "RayJob"
+	KindRayService = "RayService"
 )
 
 // Labels KubeRay puts on the Pods it creates.
@@ -73,6 +74,10 @@ const (
 	CauseSubmitFailed        = "submit-failed"
 	CauseJobWaiting          = "job-waiting"
 	CauseQueueSaturated      = "queue-saturated"
+	CauseServiceInvalid      = "service-validation-failed"
+	CauseServeNotDeployed    = "serve-not-deployed"
+	CauseServeAppNotRunning  = "serve-app-not-running"
+	CauseNoServeEndpoints    = "no-serve-endpoints"
 )
 
 // Subject names one object (or, for the queue check, a controller: Kind "Controller").
@@ -159,7 +164,7 @@ type Binding struct {
 // Input is everything the checks look at.
 type Input struct {
 	// Kind, Namespace and Name are the object asked about (Kind one of KindPod, KindRayCluster,
-	// KindRayJob).
+	// KindRayJob, KindRayService).
 	Kind, Namespace, Name string
 	// Pod is the Pod asked about, or the head Pod of the RayCluster or RayJob asked about (nil if none).
 	Pod *corev1.Pod
@@ -171,6 +176,9 @@ type Input struct {
 	ClusterPods []corev1.Pod
 	// Job is the RayJob asked about.
 	Job *rayv1.RayJob
+	// Service is the RayService asked about; ClusterName is then its pending cluster while it has one
+	// (the one being brought up), else its active one.
+	Service *rayv1.RayService
 	// Events are the chain recorder's events about the namespace, oldest first; RecorderSize is its
 	// ring's capacity. ChainError says why there are none, if the recorder could not be read.
 	Events       []chain.Event
@@ -241,4 +249,5 @@ var checklist = []item{
 	{"g", "RayCluster status", (*diag).checkClusterStatus, "no RayCluster involved"},
 	{"h", "RayJob state", (*diag).checkJob, "only for RayJobs"},
 	{"i", "work queue", (*diag).checkQueues, "no controller involved"},
+	{"j", "RayService Serve applications and endpoints", (*diag).checkService, "only for RayServices"},
 }

@@ -59,8 +59,18 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 		if in.ClusterName == "" {
 			in.ClusterName = job.Spec.ClusterSelector["ray.io/cluster"]
 		}
+	case KindRayService:
+		svc, err := c.Ray.RayV1().RayServices(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		in.Service = svc
+		in.ClusterName = svc.Status.PendingServiceStatus.RayClusterName
+		if in.ClusterName == "" {
+			in.ClusterName = svc.Status.ActiveServiceStatus.RayClusterName
+		}
 	default:
-		return nil, fmt.Errorf("diagnose follows Pods, RayClusters and RayJobs, not %s", kind)
+		return nil, fmt.Errorf("diagnose follows Pods, RayClusters, RayJobs and RayServices, not %s", kind)
 	}
 	if in.ClusterName != "" {
 		cl, err := c.Ray.RayV1().RayClusters(namespace).Get(ctx, in.ClusterName, metav1.GetOptions{})

@@ -22,6 +22,9 @@ func (d *diag) checkReconciled() []Check {
 	if s := d.subject(KindRayJob); s != nil {
 		out = append(out, d.reconciledJob(s))
 	}
+	if s := d.subject(KindRayService); s != nil {
+		out = append(out, d.reconciledService(s))
+	}
 	return out
 }
 

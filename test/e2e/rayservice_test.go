@@ -19,6 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/diagnose"
 )
 
 // sampleService is configs/samples/rayservice.yaml named name.
@@ -200,6 +202,12 @@ func testService(t *testing.T, e *rayEnv) {
 	if code, _, err := httpGet(e.ctx, base+"/unknown"); err != nil || code != 404 {
 		t.Errorf("GET /unknown through port-forward: %d (%v), want 404", code, err)
 	}
+	trace, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns)
+	must(t, "rayctl trace", err)
+	t.Logf("rayctl trace:\n%s", trace)
+	report := e.diagnoseService(t, name)
+	t.Logf("rayctl diagnose verdict: %+v", report.Verdict)
+
 	get, stderr, err := e.in.Kubectl(e.ctx, "", "get", "rayservice", name, "-n", e.ns)
 	must(t, "kubectl get rayservice: "+stderr, err)
 	t.Logf("kubectl get rayservice:\n%s", get)
@@ -306,6 +314,18 @@ func testServiceUpgrade(t *testing.T, e *rayEnv) {
 	if failed.Load() > 0 {
 		t.Errorf("%d requests failed during the upgrade:\n%s", failed.Load(), strings.Join(failures, "\n"))
 	}
+}
+
+// diagnoseService runs `rayctl diagnose rayservice/NAME -o json`.
+func (e *rayEnv) diagnoseService(t *testing.T, name string) *diagnose.Report {
+	t.Helper()
+	out, err := e.in.Rayctl(e.ctx, "diagnose", "rayservice/"+name, "-n", e.ns, "-o", "json")
+	must(t, "rayctl diagnose: "+out, err)
+	var r diagnose.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("rayctl diagnose -o json: %v\n%s", err, out)
+	}
+	return &r
 }
 
 // client404 hides NotFound, which is what a wait for a deletion hopes for.
