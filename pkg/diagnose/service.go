@@ -76,11 +76,12 @@ func (d *diag) checkService() []Check {
 	case len(apps) == 0:
 		c.Status, c.Cause = Fail, CauseServeNotDeployed
 		why := "no application is reported yet"
-		if ready != nil && strings.Contains(ready.Message, ": ") {
-			why = ready.Message
-		}
 		if n := len(deploys); n > 0 && (deploys[n-1].Error != "" || deploys[n-1].Code >= 400) {
-			why = fmt.Sprintf("the last deploy failed: %s → %s %d", deploys[n-1].Detail, deploys[n-1].Error, deploys[n-1].Code)
+			why = fmt.Sprintf("the last deploy failed (%s → %s)", deploys[n-1].Detail, strings.TrimSpace(fmt.Sprintf("%s %d", deploys[n-1].Error, deploys[n-1].Code)))
+		}
+		if ready != nil && strings.Contains(ready.Message, ": ") {
+			// The controller's own account, with what Ray answered.
+			why = strings.TrimPrefix(ready.Message, "RayService is initializing: ")
 		}
 		c.Summary = fmt.Sprintf("the Serve config is not running on RayCluster %s: %s", cluster, why)
 		c.Fix = "see the RayService's FailedToUpdateServeApplications events (" + describe + ") for what Ray said of spec.serveConfigV2"

@@ -20,6 +20,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/diagnose"
 )
 
@@ -141,6 +142,11 @@ func testService(t *testing.T, e *rayEnv) {
 	must(t, "kubectl apply the sample RayService: "+stderr, err)
 	rs := e.waitService(t, name, "Ready with its applications RUNNING", 2*time.Minute, serviceReady)
 	t.Logf("Ready after %s: %s", time.Since(started).Round(100*time.Millisecond), serviceState(rs))
+	// The head serves first; the worker joins the serve Service once its readiness probe reaches its
+	// Serve proxy.
+	rs = e.waitService(t, name, "head and worker serving", time.Minute, func(rs *rayv1.RayService) bool {
+		return serviceReady(rs) && rs.Status.NumServeEndpoints == 2
+	})
 
 	st := rs.Status
 	if st.ServiceStatus != rayv1.Running || st.NumServeEndpoints < 1 {
@@ -202,11 +208,16 @@ func testService(t *testing.T, e *rayEnv) {
 	if code, _, err := httpGet(e.ctx, base+"/unknown"); err != nil || code != 404 {
 		t.Errorf("GET /unknown through port-forward: %d (%v), want 404", code, err)
 	}
-	trace, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns)
-	must(t, "rayctl trace", err)
-	t.Logf("rayctl trace:\n%s", trace)
+	e.checkServiceTrace(t, name)
 	report := e.diagnoseService(t, name)
-	t.Logf("rayctl diagnose verdict: %+v", report.Verdict)
+	if report.Verdict.Cause != "" {
+		t.Errorf("rayctl diagnose of a Ready RayService: verdict %+v, want every check passed", report.Verdict)
+	}
+	for _, c := range report.Checks {
+		if c.ID == "j" && (c.Status != diagnose.Pass || !strings.Contains(c.Summary, "RUNNING")) {
+			t.Errorf("diagnose check j: %s %s", c.Status, c.Summary)
+		}
+	}
 
 	get, stderr, err := e.in.Kubectl(e.ctx, "", "get", "rayservice", name, "-n", e.ns)
 	must(t, "kubectl get rayservice: "+stderr, err)
@@ -316,6 +327,43 @@ func testServiceUpgrade(t *testing.T, e *rayEnv) {
 	}
 }
 
+// checkServiceTrace checks that `rayctl trace rayservice/NAME` shows the RayService's hops in order:
+// its RayCluster's status write, the Serve config PUT to the dashboard, the serve Service created once
+// the applications run, and the status write that reports them RUNNING with serve endpoints.
+func (e *rayEnv) checkServiceTrace(t *testing.T, name string) {
+	t.Helper()
+	out, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns, "-o", "json")
+	must(t, "rayctl trace", err)
+	var steps []chain.Step
+	if err := json.Unmarshal([]byte(out), &steps); err != nil {
+		t.Fatalf("rayctl trace -o json: %v\n%s", err, out)
+	}
+	want := []hopPattern{
+		{"raycluster", chain.StatusWrite, "RayCluster", ""},
+		{"rayservice", chain.DashboardCall, "RayService", "PUT "},
+		{"rayservice", chain.DashboardCall, "RayService", "GET "},
+		{"rayservice", chain.ObjectWrite, "Service", ""},
+		{"rayservice", chain.StatusWrite, "RayService", "RUNNING"},
+	}
+	var lines strings.Builder
+	i := 0
+	for si := range steps {
+		s := &steps[si]
+		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, chain.Describe(&s.Event))
+		if i < len(want) && want[i].match(s) {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("rayctl trace rayservice/%s lacks, in order, %s (matched %d of %d hops); trace:\n%s", name, want[i], i, len(want), lines.String())
+	}
+	text, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns)
+	must(t, "rayctl trace", err)
+	if !strings.HasPrefix(text, "RayService "+e.ns+"/"+name+": ") || !strings.Contains(text, "dashboard PUT") {
+		t.Errorf("rayctl trace text lacks its header or the Serve deploy:\n%s", text)
+	}
+}
+
 // diagnoseService runs `rayctl diagnose rayservice/NAME -o json`.
 func (e *rayEnv) diagnoseService(t *testing.T, name string) *diagnose.Report {
 	t.Helper()
@@ -350,6 +398,9 @@ func testServiceBadConfig(t *testing.T, e *rayEnv) {
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == string(rayv1.RayServiceValidationFailed) && strings.Contains(c.Message, "serveConfigV2")
 	})
 	e.waitEvent(t, "bad-yaml", "InvalidRayServiceSpec", "serveConfigV2")
+	if r := e.diagnoseService(t, "bad-yaml"); r.Verdict.Cause != diagnose.CauseServiceInvalid || !strings.Contains(r.Verdict.Text, "serveConfigV2") {
+		t.Errorf("rayctl diagnose rayservice/bad-yaml: verdict %+v, want %s naming serveConfigV2", r.Verdict, diagnose.CauseServiceInvalid)
+	}
 
 	refused := sampleService(t, "refused")
 	refused.Spec.RayClusterSpec.WorkerGroupSpecs = nil
@@ -369,6 +420,9 @@ func testServiceBadConfig(t *testing.T, e *rayEnv) {
 		c := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RayServiceReady))
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "import_path")
 	})
+	if r := e.diagnoseService(t, "refused"); r.Verdict.Cause != diagnose.CauseServeNotDeployed || !strings.Contains(r.Verdict.Text, "import_path") {
+		t.Errorf("rayctl diagnose rayservice/refused: verdict %+v, want %s naming import_path", r.Verdict, diagnose.CauseServeNotDeployed)
+	}
 	l, err := e.ray.RayV1().RayClusters(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "ray.io/originated-from-cr-name=bad-yaml"})
 	must(t, "listing RayClusters", err)
 	if len(l.Items) != 0 {

@@ -35,6 +35,8 @@ const (
 	LabelCluster = "ray.io/cluster"
 	// LabelNodeType is "head" or "worker" on a Ray Pod.
 	LabelNodeType = "ray.io/node-type"
+	// LabelIdentifier identifies a group of Ray Pods (and the RayService's head Service).
+	LabelIdentifier = "ray.io/identifier"
 	// LabelServe ("true") selects the Pods the serve Service sends traffic to.
 	LabelServe = "ray.io/serve"
 	// AnnotationClusterHash is the hash of the RayCluster spec (without replica counts) a cluster

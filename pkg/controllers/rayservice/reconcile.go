@@ -35,6 +35,8 @@ type pass struct {
 	notReady string
 	// requeue is the next look, shortened by a cluster's deletion time.
 	requeue time.Duration
+	// promoted names the clusters of a promotion this pass made ("" when none): from and to.
+	promoted [2]string
 }
 
 func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
@@ -403,7 +405,7 @@ func (p *pass) calculateStatus(ctx context.Context, serveSvc *corev1.Service, ac
 		pendingServing = selected != "" && selected == st.PendingServiceStatus.RayClusterName
 		if pendingServing {
 			p.log.Info("promoting the pending RayCluster", "from", st.ActiveServiceStatus.RayClusterName, "to", selected)
-			p.r.opts.Hooks.Transition(ctx, rs, "active="+st.ActiveServiceStatus.RayClusterName, "active="+selected)
+			p.promoted = [2]string{st.ActiveServiceStatus.RayClusterName, selected}
 			st.ActiveServiceStatus = st.PendingServiceStatus
 			st.PendingServiceStatus = rayv1.RayServiceStatus{}
 		}
@@ -464,6 +466,9 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	p.r.opts.Hooks.StatusWritten(ctx, p.rs, fmt.Sprintf("serviceStatus=%q active=%s (%s) pending=%s (%s) numServeEndpoints=%d",
 		st.ServiceStatus, st.ActiveServiceStatus.RayClusterName, appsSummary(st.ActiveServiceStatus.Applications),
 		st.PendingServiceStatus.RayClusterName, appsSummary(st.PendingServiceStatus.Applications), st.NumServeEndpoints))
+	if p.promoted[1] != "" {
+		p.r.opts.Hooks.Transition(ctx, p.rs, "active="+p.promoted[0], "active="+p.promoted[1])
+	}
 	if o, n := string(p.orig.Status.ServiceStatus), string(st.ServiceStatus); o != n {
 		p.r.opts.Hooks.Transition(ctx, p.rs, o, n)
 	}

@@ -15,8 +15,12 @@ import (
 // renamed after the RayService, so that it stays put while the cluster behind it changes.
 func headService(rs *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Service {
 	svc := raycluster.HeadService(cluster)
-	svc.ObjectMeta = metav1.ObjectMeta{Name: headServiceName(rs), Namespace: rs.Namespace, Labels: maps.Clone(svc.Labels), Annotations: svc.Annotations}
-	maps.Copy(svc.Labels, originLabels(rs))
+	// KubeRay's labels: the origin, the node type and the RayService's own identifier, never the
+	// cluster's name, which would make it a second head Service of that cluster.
+	labels := originLabels(rs)
+	labels[LabelNodeType] = string(rayv1.HeadNode)
+	labels[LabelIdentifier] = raycluster.CheckLabel(rs.Name + "-" + string(rayv1.HeadNode))
+	svc.ObjectMeta = metav1.ObjectMeta{Name: headServiceName(rs), Namespace: rs.Namespace, Labels: labels, Annotations: svc.Annotations}
 	return svc
 }
 
