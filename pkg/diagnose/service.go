@@ -11,23 +11,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// reconciledService checks that the RayService controller reconciled after its RayCluster's and the
-// RayService's own last change (it also polls every 2 s, as KubeRay does).
-func (d *diag) reconciledService(s *subj) Check {
-	ctrl := d.controller(KindRayService)
-	if ctrl == nil {
-		return d.missingController(s, KindRayService)
-	}
-	var ch *change
-	if cl := d.subject(KindRayCluster); cl != nil {
-		ch = d.lastChange(ctrl.Name, []Subject{cl.Subject}, nil)
-	}
-	if own := d.lastChange(ctrl.Name, []Subject{s.Subject}, notStatus); own != nil && (ch == nil || own.at() > ch.at()) {
-		ch = own
-	}
-	return d.reconciled(s, ctrl, ch, "its RayCluster's and its own last change")
-}
-
 // (j) A RayService's hops past its cluster: the Serve config deployed to the head's dashboard, every
 // application RUNNING, and the serve Service with endpoints.
 func (d *diag) checkService() []Check {

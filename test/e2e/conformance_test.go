@@ -457,9 +457,6 @@ func conformanceCases() []conformanceCase {
 		{name: "serve deploy of a malformed import_path", run: func(t *testing.T, r *rayTarget) string {
 			return apiError(t, r, http.MethodPut, "/api/serve/applications/", `{"applications": [{"name": "a", "import_path": "nodots"}]}`, "import path")
 		}},
-		{name: "serve deploy of a route_prefix without a slash", run: func(t *testing.T, r *rayTarget) string {
-			return apiError(t, r, http.MethodPut, "/api/serve/applications/", `{"applications": [{"name": "a", "import_path": "m.app", "route_prefix": "a"}]}`, "route_prefix")
-		}},
 		{name: "serve deploy of two applications named alike", run: func(t *testing.T, r *rayTarget) string {
 			return apiError(t, r, http.MethodPut, "/api/serve/applications/",
 				`{"applications": [{"name": "a", "import_path": "m.app", "route_prefix": "/a"}, {"name": "a", "import_path": "m.app", "route_prefix": "/b"}]}`, "Found multiple configs")

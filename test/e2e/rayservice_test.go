@@ -345,17 +345,8 @@ func (e *rayEnv) checkServiceTrace(t *testing.T, name string) {
 		{"rayservice", chain.ObjectWrite, "Service", ""},
 		{"rayservice", chain.StatusWrite, "RayService", "RUNNING"},
 	}
-	var lines strings.Builder
-	i := 0
-	for si := range steps {
-		s := &steps[si]
-		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, chain.Describe(&s.Event))
-		if i < len(want) && want[i].match(s) {
-			i++
-		}
-	}
-	if i < len(want) {
-		t.Errorf("rayctl trace rayservice/%s lacks, in order, %s (matched %d of %d hops); trace:\n%s", name, want[i], i, len(want), lines.String())
+	if i, lines := matchInOrder(steps, want); i < len(want) {
+		t.Errorf("rayctl trace rayservice/%s lacks, in order, %s (matched %d of %d hops); trace:\n%s", name, want[i], i, len(want), lines)
 	}
 	text, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns)
 	must(t, "rayctl trace", err)

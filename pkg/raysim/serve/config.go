@@ -6,9 +6,9 @@
 //
 //	raysim serve: app=<name> route=<prefix> path=<path>
 //
-// Configs are validated as Ray 2.60's ServeDeploySchema validates them (names, route prefixes,
-// import paths, host/port only at the top level); a config Ray would refuse gets a 400 whose text
-// names the field.
+// Configs are validated as Ray 2.60's ServeDeploySchema validates them (names, unique route
+// prefixes, import paths, host/port only at the top level); a config Ray would refuse gets a 400 whose
+// text names the field. Like Ray, a route prefix's form is not checked at deploy time.
 package serve
 
 import (
@@ -131,11 +131,6 @@ func Parse(body []byte) (*Config, error) {
 		if msg := importPathError(a.ImportPath); msg != "" {
 			v.Errors = append(v.Errors, fmt.Sprintf("applications.%d.import_path\n  Value error, %s", i, msg))
 		}
-		if a.RoutePrefix != nil {
-			if msg := routePrefixError(*a.RoutePrefix); msg != "" {
-				v.Errors = append(v.Errors, fmt.Sprintf("applications.%d.route_prefix\n  Value error, %s", i, msg))
-			}
-		}
 		for j, d := range a.Deployments {
 			if d.Name == "" {
 				v.Errors = append(v.Errors, fmt.Sprintf("applications.%d.deployments.%d.name\n  Field required", i, j))
@@ -177,19 +172,6 @@ func importPathError(p string) string {
 		return fmt.Sprintf("Got invalid import path %q. An import path must contain at least one dot or colon separating the module (and potentially submodules) from the deployment graph. E.g.: \"module.deployment_graph\".", p)
 	case strings.HasPrefix(p, ".") || strings.HasSuffix(p, "."):
 		return fmt.Sprintf("Got invalid import path %q. An import path may not start or end with a dot.", p)
-	}
-	return ""
-}
-
-// routePrefixError is what Ray says of a malformed route prefix.
-func routePrefixError(v string) string {
-	switch {
-	case !strings.HasPrefix(v, "/"):
-		return fmt.Sprintf("Got %q for route_prefix. Route prefix must start with \"/\".", v)
-	case len(v) > 1 && strings.HasSuffix(v, "/"):
-		return fmt.Sprintf("Got %q for route_prefix. Route prefix cannot end with \"/\" unless the entire prefix is just \"/\".", v)
-	case strings.ContainsAny(v, "{}"):
-		return fmt.Sprintf("Got %q for route_prefix. Route prefix cannot contain wildcards, so it cannot contain \"{\" or \"}\".", v)
 	}
 	return ""
 }
