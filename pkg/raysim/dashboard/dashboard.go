@@ -134,11 +134,12 @@ func (h *Head) serveDeploy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		cfg, err := serve.Parse(body)
-		if err == nil {
-			err = h.Serve.Deploy(cfg)
-		}
 		if err != nil {
 			writeText(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if err := h.Serve.Deploy(cfg); err != nil {
+			writeText(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		w.WriteHeader(http.StatusOK)

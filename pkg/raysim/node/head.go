@@ -31,8 +31,9 @@ type HeadConfig struct {
 	NodeTypeName string
 	// Ports: GCS (6379 in Ray), dashboard (8265), agent (52365), metrics (8080).
 	GCSPort, DashboardPort, AgentPort, MetricsPort int
-	// ServePort is Serve's HTTP proxy (8000 in Ray), on BindHost; 0 picks a free port, -1 runs no proxy.
-	// A port already taken is logged and the head runs without a proxy.
+	// ServePort is where Serve's HTTP proxy listens (on BindHost) when a deployed config's
+	// http_options name no port (8000 in Ray); 0 picks a free port. The proxy starts with the first
+	// deploy, as Ray's does; -1 runs no proxy.
 	ServePort int
 	// Resources are the head's own resources (CPU, GPU, memory, custom).
 	Resources resource.Set
@@ -63,6 +64,7 @@ type Head struct {
 	table   *gcs.Table
 	jobs    *jobs.Manager
 	serve   *serve.Serve
+	proxy   lateServer
 	servers []*http.Server
 	addrs   map[string]string
 	stop    chan struct{}
@@ -114,15 +116,6 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 		h.addrs[b.name] = advertise(l, b.host, h.nodeIP)
 	}
 
-	if cfg.ServePort >= 0 {
-		if l, err := listen("serve", cfg.BindHost, cfg.ServePort); err != nil {
-			cfg.Logf("Serve's HTTP proxy does not run: %v", err)
-		} else {
-			lis["serve"] = l
-			h.addrs["serve"] = advertise(l, cfg.BindHost, h.nodeIP)
-		}
-	}
-
 	h.table = gcs.NewTable(cfg.NodeTimeout, nil)
 	total := cfg.Resources.Clone()
 	total["node:"+h.nodeIP] = 1
@@ -143,9 +136,11 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	})
 	h.table.SetOnChange(h.jobs.Kick)
 
-	h.serve = &serve.Serve{Node: serve.Node{ID: h.nodeID, IP: h.nodeIP}}
-	if l := lis["serve"]; l != nil {
-		h.serve.ProxyPort = port(l)
+	h.serve = &serve.Serve{Node: serve.Node{ID: h.nodeID, IP: h.nodeIP}, DefaultPort: cfg.ServePort}
+	if cfg.ServePort >= 0 {
+		h.serve.Listen = func(port int) (int, error) {
+			return h.proxy.start("serve", cfg.BindHost, port, h.serve.ProxyHandler(), cfg.Logf)
+		}
 	}
 	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Serve: h.serve, Version: jobs.VersionResponse{
 		Version: jobs.APIVersion, RayVersion: cfg.Version + "+raysim", RayCommit: "raysim", SessionName: h.session,
@@ -156,7 +151,6 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 		"dashboard": dash.Handler(),
 		"agent":     agent.Handler(),
 		"metrics":   dashboard.MetricsHandler(func() []dashboard.Metric { return headMetrics(dash) }),
-		"serve":     h.serve.ProxyHandler(),
 	}
 	for name, l := range lis {
 		srv := &http.Server{Handler: handlers[name], ReadHeaderTimeout: 10 * time.Second}
@@ -213,10 +207,10 @@ func (h *Head) DashboardURL() string { return "http://" + h.addrs["dashboard"] }
 // AgentAddress is the head agent's host:port.
 func (h *Head) AgentAddress() string { return h.addrs["agent"] }
 
-// ServeURL is Serve's HTTP proxy (http://host:port), or "" when it does not run.
+// ServeURL is Serve's HTTP proxy (http://host:port), or "" before a config started it.
 func (h *Head) ServeURL() string {
-	if a := h.addrs["serve"]; a != "" {
-		return "http://" + a
+	if p := h.proxy.started(); p != 0 {
+		return "http://" + net.JoinHostPort(h.nodeIP, fmt.Sprint(p))
 	}
 	return ""
 }
@@ -253,6 +247,7 @@ func (h *Head) Close() error {
 			_ = s.Shutdown(ctx)
 			_ = s.Close()
 		}
+		h.proxy.close()
 		h.jobs.Close()
 		h.wg.Wait()
 		if h.cfg.WriteInfo {

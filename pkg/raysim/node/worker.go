@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,9 +28,9 @@ type WorkerConfig struct {
 	NodeTypeName string
 	// AgentPort and MetricsPort; 0 picks free ports.
 	AgentPort, MetricsPort int
-	// ServePort, when set, runs a Serve HTTP proxy on this node that passes requests on to the head's
-	// proxy at HeadServePort (raysim runs every replica on the head). A port already taken is logged
-	// and the worker runs without a proxy.
+	// ServePort, when set, runs a Serve HTTP proxy on this node once the head's proxy at HeadServePort
+	// answers (Serve runs), passing requests on to it (raysim runs every replica on the head). A port
+	// already taken is logged and the worker runs without a proxy.
 	ServePort, HeadServePort int
 	// Resources are the worker's resources.
 	Resources resource.Set
@@ -57,6 +55,7 @@ type Worker struct {
 	nodeID  string
 	addrs   map[string]string
 	servers []*http.Server
+	proxy   lateServer
 	healthy atomic.Bool
 
 	done   chan struct{}
@@ -119,15 +118,6 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		w.addrs[b.name] = advertise(l, cfg.BindHost, cfg.NodeIP)
 	}
 
-	if cfg.ServePort > 0 {
-		if l, err := listen("serve", cfg.BindHost, cfg.ServePort); err != nil {
-			cfg.Logf("Serve's HTTP proxy does not run: %v", err)
-		} else {
-			lis["serve"] = l
-			w.addrs["serve"] = advertise(l, cfg.BindHost, cfg.NodeIP)
-		}
-	}
-
 	total := cfg.Resources.Clone()
 	total["node:"+cfg.NodeIP] = 1
 	reg, err := w.client.Register(ctx, gcs.NodeInfo{NodeIP: cfg.NodeIP, Total: total, AgentPort: port(lis["agent"]),
@@ -159,9 +149,6 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			return out
 		}),
 	}
-	if host, _, err := net.SplitHostPort(cfg.GCSAddress); err == nil && lis["serve"] != nil {
-		handlers["serve"] = httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: net.JoinHostPort(host, fmt.Sprint(cfg.HeadServePort))})
-	}
 	for name, l := range lis {
 		srv := &http.Server{Handler: handlers[name], ReadHeaderTimeout: 10 * time.Second}
 		w.servers = append(w.servers, srv)
@@ -179,6 +166,10 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	hbCtx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.heartbeat(hbCtx, period)
+	if host, _, err := net.SplitHostPort(cfg.GCSAddress); err == nil && cfg.ServePort > 0 {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.followHeadProxy(hbCtx, host) }()
+	}
 	return w, nil
 }
 
@@ -241,6 +232,7 @@ func (w *Worker) shutdown(err error, leave bool) {
 			_ = s.Close()
 		}
 		cancel()
+		w.proxy.close()
 		w.wg.Wait()
 		close(w.done)
 	})

@@ -33,8 +33,12 @@ type Node struct {
 type Serve struct {
 	// Node is the node the controller, proxy and replicas report.
 	Node Node
-	// ProxyPort is the port the proxy listens on (shown in http_options).
-	ProxyPort int
+	// DefaultPort is the proxy's port when a config's http_options name none (Ray's is 8000).
+	DefaultPort int
+	// Listen starts the HTTP proxy on a port (0: any) and returns the port it got; Deploy calls it
+	// once, for the first config, as Ray starts its proxies with Serve. Nil means the proxy is served
+	// elsewhere (tests) on DefaultPort.
+	Listen func(port int) (int, error)
 	// DeployTime is how long an application stays DEPLOYING; 0 means DefaultDeployTime.
 	DeployTime time.Duration
 	// Now is the clock; nil means time.Now.
@@ -42,6 +46,7 @@ type Serve struct {
 
 	mu      sync.Mutex
 	started bool
+	port    int
 	config  *Config
 	apps    map[string]*app
 }
@@ -77,12 +82,26 @@ func (s *Serve) Started() bool {
 
 // Deploy applies a whole config: new or changed applications (re)deploy, the ones it leaves out are
 // deleted, unchanged ones stay as they are.
+//
+// The first deploy starts the proxy on http_options.port (else DefaultPort); as in Ray, a later
+// config's HTTP options do not move a running proxy. An error is a proxy that cannot listen.
 func (s *Serve) Deploy(c *Config) error {
-	if c.HTTPOptions != nil && c.HTTPOptions.Port != nil && s.ProxyPort != 0 && *c.HTTPOptions.Port != s.ProxyPort {
-		return &ValidationError{Errors: []string{fmt.Sprintf("http_options.port\n  raysim's Serve proxy listens on port %d only (got %d)", s.ProxyPort, *c.HTTPOptions.Port)}}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.port == 0 {
+		port := s.DefaultPort
+		if c.HTTPOptions != nil && c.HTTPOptions.Port != nil {
+			port = *c.HTTPOptions.Port
+		}
+		if s.Listen != nil {
+			got, err := s.Listen(port)
+			if err != nil {
+				return fmt.Errorf("Serve's HTTP proxy cannot start: %w", err)
+			}
+			port = got
+		}
+		s.port = port
+	}
 	now := s.now()
 	old := s.apps
 	s.apps = map[string]*app{}
@@ -130,7 +149,7 @@ func (s *Serve) Details() map[string]any {
 	for name, a := range s.apps {
 		apps[name] = s.appDetails(a, now)
 	}
-	host, port := "0.0.0.0", s.ProxyPort
+	host, port := "0.0.0.0", s.port
 	if h := s.config.HTTPOptions; h != nil && h.Host != "" {
 		host = h.Host
 	}

@@ -42,7 +42,7 @@ func TestParseTakesAnyRoutePrefix(t *testing.T) {
 
 func TestDeployRunsAndRoutes(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := &Serve{Node: Node{ID: "n1", IP: "10.0.0.1"}, ProxyPort: 8000, Now: func() time.Time { return now }}
+	s := &Serve{Node: Node{ID: "n1", IP: "10.0.0.1"}, DefaultPort: 8000, Now: func() time.Time { return now }}
 	proxy := httptest.NewServer(s.ProxyHandler())
 	defer proxy.Close()
 	get := func(path string) (int, string) {
