@@ -250,7 +250,9 @@ func testService(t *testing.T, e *rayEnv) {
 func testServiceUpgrade(t *testing.T, e *rayEnv) {
 	const name = "rayservice-sample"
 	rs := sampleService(t, name)
-	rs.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](3)
+	// Short, but long enough for the Endpoints to follow the switched selector on a loaded machine before
+	// the old Pods go (KubeRay's 60 s default is there for the same reason, at a cluster's scale).
+	rs.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](10)
 	_, err := e.ray.RayV1().RayServices(e.ns).Create(e.ctx, rs, metav1.CreateOptions{})
 	must(t, "creating the RayService", err)
 	rs = e.waitService(t, name, "Ready", 2*time.Minute, serviceReady)
