@@ -134,7 +134,8 @@ var clusterNameRE = regexp.MustCompile(`^rayservice-sample-[a-z0-9]{5}$`)
 // (a) The sample RayService, applied with kubectl, becomes Ready on raysim: one RayCluster named and
 // labelled as KubeRay names it, the Serve config deployed, both applications RUNNING in the status, the
 // head and serve Services, and `kubectl port-forward svc/<name>-serve-svc` reaching each route prefix. A
-// serveConfigV2 change is deployed to the same cluster: no new cluster, the new route answers.
+// serveConfigV2 change is deployed to the same cluster: no new cluster, the new route answers. Deleting
+// the RayService deletes its cluster and Services.
 func testService(t *testing.T, e *rayEnv) {
 	const name = "rayservice-sample"
 	started := time.Now()
@@ -243,6 +244,24 @@ func testService(t *testing.T, e *rayEnv) {
 	if len(l.Items) != 1 {
 		t.Errorf("%d RayClusters after a serveConfigV2 change, want 1", len(l.Items))
 	}
+
+	// Deleting the RayService collects what it owns: its RayCluster (and so its Pods) and its Services.
+	must(t, "deleting the RayService", e.ray.RayV1().RayServices(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{}))
+	e.waitFor(t, time.Minute, "the RayService's clusters, Services and Pods gone", func(ctx context.Context) (bool, string, error) {
+		cl, err := e.ray.RayV1().RayClusters(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		svcs, err := e.in.Client.CoreV1().Services(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "ray.io/originated-from-cr-name=" + name})
+		if err != nil {
+			return false, "", err
+		}
+		pods, err := e.in.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return len(cl.Items)+len(svcs.Items)+len(pods.Items) == 0, fmt.Sprintf("%d RayClusters, %d Services, %d Pods", len(cl.Items), len(svcs.Items), len(pods.Items)), nil
+	})
 }
 
 // (b) A rayClusterConfig change is KubeRay's zero-downtime upgrade: a pending cluster comes up with the
