@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -293,16 +292,4 @@ func (s *Serve) ProxyHandler() http.Handler {
 		}
 		fmt.Fprintf(w, "raysim serve: app=%s route=%s path=%s\n", a.cfg.Name, *a.cfg.RoutePrefix, r.URL.Path)
 	})
-}
-
-// AppNames lists the applications, sorted.
-func (s *Serve) AppNames() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.apps))
-	for n := range s.apps {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
