@@ -70,10 +70,13 @@ func newTraceCommand(g *globalFlags) *cobra.Command {
 		Long: `Show the causal timeline of an object, one hop a line: the kubelet's Pod status write, the API
 server accepting it, each controller's informer event, predicate, mapping to its owner, the queue,
 the Reconcile and what it wrote or called — back from a RayJob's submission to the write that made
-its head Pod ready. Offsets are from the first hop; the second column is each hop's own latency.`,
+its head Pod ready; for a RayService, back from its Serve deploy and from its latest state change
+(applications RUNNING, serve endpoints). Offsets are from the first hop; the second column is each
+hop's own latency.`,
 		Example: `  rayctl trace rayjob/rayjob-sample
   rayctl trace raycluster/raycluster-sample -n team-a --follow
-  rayctl trace pod/raycluster-sample-head-x7k2p -o json`,
+  rayctl trace pod/raycluster-sample-head-x7k2p -o json
+  rayctl trace rayservice/rayservice-sample`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := parseObjectArg(args[0])
