@@ -1,7 +1,8 @@
 // Package diagnose explains why rayctl's Ray controllers did not act on an object. It walks the
 // checklist of the trigger chain — a Pod's change has to reach the controller's cache (watch
 // namespaces, label selector, RBAC), map to its owner RayCluster, pass the For() predicate, be
-// reconciled, and the RayCluster has to get ready before a RayJob is submitted — and says for each
+// reconciled, and the RayCluster has to get ready before a RayJob is submitted or a RayService's Serve
+// config deployed, its applications run and its serve Service gets endpoints — and says for each
 // check whether it holds, with the evidence it used: the objects, the chain recorder's events, the
 // controllers' set-up and queues, and SubjectAccessReviews against the real authorizer.
 //

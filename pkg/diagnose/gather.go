@@ -31,7 +31,7 @@ type Clients struct {
 }
 
 // Gather reads what the checks need about kind namespace/name (kind one of KindPod, KindRayCluster,
-// KindRayJob): the object and the objects around it, the recorder's events about the namespace and
+// KindRayJob, KindRayService): the object and the objects around it, the recorder's events about the namespace and
 // its controllers, the access reviews of AccessRequests, and the bindings of the controllers'
 // identities. The object must exist; the rest may be missing (a chain recorder that cannot be read
 // leaves ChainError set).
