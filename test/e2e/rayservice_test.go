@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
@@ -434,8 +435,19 @@ func testServiceBadConfig(t *testing.T, e *rayEnv) {
 	if refused.Spec.ServeConfigV2 == good {
 		t.Fatal("the sample's math_app has no import_path line to remove")
 	}
-	_, err = e.ray.RayV1().RayServices(e.ns).Create(e.ctx, refused, metav1.CreateOptions{})
-	must(t, "creating a RayService whose app lacks an import path", err)
+	// Applied with kubectl, with a field of KubeRay v1.7 (which rayctl's Go types, v1.6.2's, lack) in
+	// its cluster config: the RayCluster gets it as written, and a Warning says rayctl does not act on it.
+	b, err := json.Marshal(refused)
+	must(t, "encoding the RayService", err)
+	var obj map[string]any
+	must(t, "decoding the RayService", json.Unmarshal(b, &obj))
+	delete(obj, "status")
+	obj["spec"].(map[string]any)["rayClusterConfig"].(map[string]any)["tlsOptions"] = map[string]any{"enabled": true}
+	manifest, err := yaml.Marshal(obj)
+	must(t, "encoding the manifest", err)
+	_, stderr, err := e.in.Kubectl(e.ctx, string(manifest), "apply", "-n", e.ns, "-f", "-")
+	must(t, "kubectl apply a RayService whose app lacks an import path: "+stderr, err)
+	e.waitEvent(t, "refused", "UnsupportedField", "spec.rayClusterConfig.tlsOptions")
 	ev := e.waitEvent(t, "refused", "FailedToUpdateServeApplications", "import_path")
 	t.Logf("event: %s", ev.Message)
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "Field required") {
@@ -445,6 +457,10 @@ func testServiceBadConfig(t *testing.T, e *rayEnv) {
 		c := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RayServiceReady))
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "import_path")
 	})
+	tls, stderr, err := e.in.Kubectl(e.ctx, "", "get", "raycluster", "-n", e.ns, "-l", "ray.io/originated-from-cr-name=refused", "-o", "jsonpath={.items[0].spec.tlsOptions.enabled}")
+	if err != nil || tls != "true" {
+		t.Errorf("the RayService's RayCluster spec.tlsOptions.enabled = %q (%v %s), want the RayService's true", tls, err, stderr)
+	}
 	if r := e.diagnoseService(t, "refused"); r.Verdict.Cause != diagnose.CauseServeNotDeployed || !strings.Contains(r.Verdict.Text, "import_path") {
 		t.Errorf("rayctl diagnose rayservice/refused: verdict %+v, want %s naming import_path", r.Verdict, diagnose.CauseServeNotDeployed)
 	}
@@ -454,7 +470,7 @@ func testServiceBadConfig(t *testing.T, e *rayEnv) {
 		t.Errorf("a RayService that failed validation made %d RayClusters", len(l.Items))
 	}
 
-	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"serveConfigV2": good}})
+	b, _ = json.Marshal(map[string]any{"spec": map[string]any{"serveConfigV2": good}})
 	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, "refused", types.MergePatchType, b, metav1.PatchOptions{})
 	must(t, "fixing serveConfigV2", err)
 	e.waitService(t, "refused", "Ready once the config is fixed", time.Minute, serviceReady)

@@ -14,6 +14,9 @@
 // to it, it becomes the active one, and the old cluster is deleted after
 // rayClusterDeletionDelaySeconds (60 s by default). With type None (and
 // NewClusterWithIncrementalUpgrade, which needs the Gateway API), the running cluster stays as it is.
+//
+// The RayCluster gets rayClusterConfig as stored (read unstructured), so KubeRay v1.7's fields, which
+// rayctl's Go types (v1.6.2's) lack, reach it; the spec hash covers the v1.6.2 fields only.
 package rayservice
 
 import (

@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -155,8 +157,9 @@ func (p *pass) reconcileClusters(ctx context.Context) (active, pending *rayv1.Ra
 		if err != nil {
 			return nil, nil, err
 		}
-		c.cluster.Spec, c.cluster.Labels, c.cluster.Annotations = goal.Spec, goal.Labels, goal.Annotations
-		if err := p.r.client.Update(ctx, c.cluster); err != nil {
+		goal.ObjectMeta.ResourceVersion, goal.ObjectMeta.UID = c.cluster.ResourceVersion, c.cluster.UID
+		goal.OwnerReferences = c.cluster.OwnerReferences
+		if err := p.writeCluster(ctx, goal, false); err != nil {
 			p.r.opts.Recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedUpdateCluster, "Failed to update the %s RayCluster %s/%s: %v", c.role, rs.Namespace, c.cluster.Name, err)
 			return nil, nil, err
 		}
@@ -175,13 +178,47 @@ func (p *pass) createCluster(ctx context.Context, name string) (*rayv1.RayCluste
 	if err := controllerutil.SetControllerReference(rs, c, p.r.client.Scheme()); err != nil {
 		return nil, err
 	}
-	if err := p.r.client.Create(ctx, c); err != nil {
+	if err := p.writeCluster(ctx, c, true); err != nil {
 		p.r.opts.Recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedCreateCluster, "Failed to create the RayCluster %s/%s: %v", rs.Namespace, name, err)
 		return nil, err
 	}
 	p.r.opts.Hooks.Wrote(ctx, c, "create")
 	p.r.opts.Recorder.Eventf(rs, corev1.EventTypeNormal, EventCreatedCluster, "Created the RayCluster %s/%s", rs.Namespace, name)
 	return c, nil
+}
+
+// writeCluster creates or updates the RayCluster c with the RayService's rayClusterConfig as stored,
+// read unstructured: rayctl's Go types are KubeRay v1.6.2's, and a typed copy would drop the fields
+// KubeRay v1.7 added (fieldwarnings reports those rayctl does not act on). c carries the metadata; on
+// success it holds what the API server returned.
+func (p *pass) writeCluster(ctx context.Context, c *rayv1.RayCluster, create bool) error {
+	raw := &unstructured.Unstructured{}
+	raw.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayService"))
+	if err := p.r.client.Get(ctx, client.ObjectKeyFromObject(p.rs), raw); err != nil {
+		return err
+	}
+	spec, found, err := unstructured.NestedMap(raw.Object, "spec", "rayClusterConfig")
+	if err != nil || !found || raw.GetUID() != p.rs.UID || raw.GetGeneration() != p.rs.Generation {
+		// Not the generation this pass read: its spec would not match the hash; the next pass retries.
+		return apierrors.NewConflict(rayv1.Resource("rayservices"), p.rs.Name, fmt.Errorf("the RayService changed while its RayCluster was being written"))
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayCluster"))
+	u.Object["spec"] = spec
+	delete(u.Object, "status")
+	if create {
+		err = p.r.client.Create(ctx, u)
+	} else {
+		err = p.r.client.Update(ctx, u)
+	}
+	if err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c)
 }
 
 // cleanUpClusters deletes the RayService's clusters that are neither active nor pending, each
