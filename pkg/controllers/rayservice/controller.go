@@ -104,13 +104,17 @@ type Reconciler struct {
 	configs deployedConfigs
 
 	mu sync.Mutex
-	// deleteAt holds when each RayCluster no longer used (by UID) is to be deleted.
-	deleteAt map[types.UID]time.Time
+	// deleteAt holds, per RayService UID, when each of its RayClusters no longer used (by UID) is to
+	// be deleted.
+	deleteAt map[types.UID]map[types.UID]time.Time
+	// uids are the RayServices seen, so that what is kept for one is forgotten when it goes.
+	uids map[types.NamespacedName]types.UID
 }
 
 // NewReconciler returns a reconciler that reads and writes through c.
 func NewReconciler(c client.Client, opts Options) *Reconciler {
-	return &Reconciler{client: c, opts: opts.withDefaults(), deleteAt: map[types.UID]time.Time{}}
+	return &Reconciler{client: c, opts: opts.withDefaults(), deleteAt: map[types.UID]map[types.UID]time.Time{},
+		uids: map[types.NamespacedName]types.UID{}}
 }
 
 // Setup registers the RayService controller with mgr (whose scheme must know ray.io/v1 and core/v1).
@@ -162,8 +166,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := ctrl.LoggerFrom(ctx)
 	rs := &rayv1.RayService{}
 	if err := r.client.Get(ctx, req.NamespacedName, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	r.remember(req.NamespacedName, rs.UID)
 	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != KubeRayManagedBy {
 		log.V(1).Info("skipping a RayService managed by another controller", "managedBy", *m)
 		return reconcile.Result{}, nil
@@ -179,4 +187,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	return res, err
+}
+
+// remember notes the UID of the RayService key names; a new UID (the RayService was recreated) drops
+// what was kept for the old one.
+func (r *Reconciler) remember(key types.NamespacedName, uid types.UID) {
+	r.mu.Lock()
+	old, ok := r.uids[key]
+	r.uids[key] = uid
+	r.mu.Unlock()
+	if ok && old != uid {
+		r.drop(old)
+	}
+}
+
+// forget drops what was kept for a RayService that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	uid, ok := r.uids[key]
+	delete(r.uids, key)
+	r.mu.Unlock()
+	if ok {
+		r.drop(uid)
+	}
+}
+
+// drop forgets the deletion times and deployed configs kept for the RayService uid.
+func (r *Reconciler) drop(uid types.UID) {
+	r.mu.Lock()
+	delete(r.deleteAt, uid)
+	r.mu.Unlock()
+	r.configs.keep(uid)
 }

@@ -218,3 +218,18 @@ func TestServeService(t *testing.T) {
 		t.Errorf("head Service %+v", head)
 	}
 }
+
+func TestDeployedConfigs(t *testing.T) {
+	var c deployedConfigs
+	c.set("rs", "a", "cfg-a")
+	c.set("rs", "b", "cfg-b")
+	c.set("other", "x", "cfg-x")
+	c.keep("rs", "b", "")
+	if c.get("rs", "a") != "" || c.get("rs", "b") != "cfg-b" {
+		t.Errorf("keep(b): a=%q b=%q", c.get("rs", "a"), c.get("rs", "b"))
+	}
+	c.keep("rs")
+	if c.get("rs", "b") != "" || c.get("other", "x") != "cfg-x" {
+		t.Errorf("keep() of rs: b=%q, other's x=%q", c.get("rs", "b"), c.get("other", "x"))
+	}
+}

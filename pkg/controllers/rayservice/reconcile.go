@@ -233,17 +233,21 @@ func (p *pass) cleanUpClusters(ctx context.Context) error {
 	delay := deletionDelay(rs)
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
+	// Only the clusters still listed keep a deletion time.
+	old := p.r.deleteAt[rs.UID]
+	deleteAt := map[types.UID]time.Time{}
+	p.r.deleteAt[rs.UID] = deleteAt
 	for i := range list.Items {
 		c := &list.Items[i]
 		if keep[c.Name] || !metav1.IsControlledBy(c, rs) || !c.DeletionTimestamp.IsZero() {
 			continue
 		}
-		at, ok := p.r.deleteAt[c.UID]
+		at, ok := old[c.UID]
 		if !ok {
 			at = p.now.Add(delay)
-			p.r.deleteAt[c.UID] = at
 			p.log.Info("RayCluster no longer used; deleting it later", "rayCluster", c.Name, "at", at)
 		}
+		deleteAt[c.UID] = at
 		if p.now.Before(at) {
 			p.requeue = min(p.requeue, at.Sub(p.now)+10*time.Millisecond)
 			continue
@@ -252,7 +256,7 @@ func (p *pass) cleanUpClusters(ctx context.Context) error {
 			p.r.opts.Recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedDeleteCluster, "Failed to delete the RayCluster %s/%s: %v", rs.Namespace, c.Name, err)
 			return err
 		}
-		delete(p.r.deleteAt, c.UID)
+		delete(deleteAt, c.UID)
 		p.r.opts.Hooks.Wrote(ctx, c, "delete")
 		p.r.opts.Recorder.Eventf(rs, corev1.EventTypeNormal, EventDeletedCluster, "Deleted the RayCluster %s/%s", rs.Namespace, c.Name)
 	}

@@ -110,10 +110,14 @@ func (c *deployedConfigs) set(uid types.UID, cluster, config string) {
 	c.m[uid][cluster] = config
 }
 
-// keep forgets the clusters of uid other than those named.
+// keep forgets the clusters of uid other than those named (all of them when none is named).
 func (c *deployedConfigs) keep(uid types.UID, clusters ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(clusters) == 0 {
+		delete(c.m, uid)
+		return
+	}
 	for name := range c.m[uid] {
 		found := false
 		for _, k := range clusters {
