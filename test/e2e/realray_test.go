@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -469,6 +470,11 @@ func testRealAutoscaler(t *testing.T, e *rayEnv) {
 // `kubectl port-forward svc/<name>-serve-svc` reaches it.
 func testRealService(t *testing.T, e *rayEnv) {
 	const name = "rayservice-real"
+	// Serve needs the serve extra (hack/ray-version); a venv made before it was pinned lacks it.
+	venv := filepath.Dir(filepath.Dir(hostRay(t)))
+	if m, _ := filepath.Glob(filepath.Join(venv, "lib", "python*", "site-packages", "starlette")); len(m) == 0 {
+		t.Fatalf("the Ray at %s has no Ray Serve (ray[serve]'s starlette is missing): run `make ray` again (hack/ray-version pins ray[default,serve])", venv)
+	}
 	b, err := os.ReadFile(samplePath("rayservice-real.yaml"))
 	must(t, "reading the real-Ray RayService sample", err)
 	docs := strings.Split(string(b), "\n---\n")
