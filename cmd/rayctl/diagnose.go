@@ -22,8 +22,8 @@ func newDiagnoseCommand(g *globalFlags) *cobra.Command {
 	var cluster *clusterFlags
 	cmd := &cobra.Command{
 		Use:   "diagnose KIND/NAME",
-		Short: "Explain why the Ray controllers did not act on a Pod, RayCluster or RayJob: each check of the trigger chain with its evidence",
-		Long: `Walk the trigger chain's checklist for a Pod, RayCluster or RayJob and print each check (✓ holds,
+		Short: "Explain why the Ray controllers did not act on a Pod, RayCluster, RayJob or RayService: each check of the trigger chain with its evidence",
+		Long: `Walk the trigger chain's checklist for a Pod, RayCluster, RayJob or RayService and print each check (✓ holds,
 ✗ fails, – does not apply) with the evidence it used:
 
   a) the object's namespace is one the controllers watch (--watch-namespace)
@@ -35,12 +35,15 @@ func newDiagnoseCommand(g *globalFlags) *cobra.Command {
   g) the RayCluster's state and conditions, and the Pods that keep it from ready
   h) the RayJob's state, dashboard URL, submission attempts and what it waits for
   i) the controllers' queue depth, busy workers and reconcile concurrency
+  j) a RayService's Serve config deployed, its applications RUNNING, its serve Service's endpoints
 
-A RayJob is diagnosed with its RayCluster and head Pod, a Pod with its owner RayCluster. The last
+A RayJob or RayService is diagnosed with its RayCluster (a RayService's pending one while it has
+one) and head Pod, a Pod with its owner RayCluster. The last
 line names the most likely cause — the first failing check in chain order — and what to do.`,
 		Example: `  rayctl diagnose rayjob/rayjob-sample
   rayctl diagnose pod/raycluster-sample-head-x7k2p -n team-a
-  rayctl diagnose raycluster/raycluster-sample -o json`,
+  rayctl diagnose raycluster/raycluster-sample -o json
+  rayctl diagnose rayservice/rayservice-sample`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := parseObjectArg(args[0])
@@ -48,9 +51,9 @@ line names the most likely cause — the first failing check in chain order — 
 				return err
 			}
 			switch kind {
-			case diagnose.KindPod, diagnose.KindRayCluster, diagnose.KindRayJob:
+			case diagnose.KindPod, diagnose.KindRayCluster, diagnose.KindRayJob, diagnose.KindRayService:
 			default:
-				return fmt.Errorf("diagnose follows pods, rayclusters and rayjobs, not %s", kind)
+				return fmt.Errorf("diagnose follows pods, rayclusters, rayjobs and rayservices, not %s", kind)
 			}
 			if o.output != "text" && o.output != "json" {
 				return fmt.Errorf("--output must be text or json, not %q", o.output)

@@ -20,6 +20,7 @@ import (
 // kindAliases maps what users type (kubectl's names and short names) to the kinds the chain records.
 var kindAliases = map[string]string{
 	"rayjob": "RayJob", "rayjobs": "RayJob",
+	"rayservice": "RayService", "rayservices": "RayService",
 	"raycluster": "RayCluster", "rayclusters": "RayCluster",
 	"pod": "Pod", "pods": "Pod", "po": "Pod",
 	"service": "Service", "services": "Service", "svc": "Service",
@@ -34,7 +35,7 @@ func parseObjectArg(arg string) (kind, name string, err error) {
 	}
 	kind, ok = kindAliases[strings.ToLower(k)]
 	if !ok {
-		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, raycluster, pod, service and job", k)
+		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service and job", k)
 	}
 	return kind, n, nil
 }
@@ -69,10 +70,13 @@ func newTraceCommand(g *globalFlags) *cobra.Command {
 		Long: `Show the causal timeline of an object, one hop a line: the kubelet's Pod status write, the API
 server accepting it, each controller's informer event, predicate, mapping to its owner, the queue,
 the Reconcile and what it wrote or called — back from a RayJob's submission to the write that made
-its head Pod ready. Offsets are from the first hop; the second column is each hop's own latency.`,
+its head Pod ready; for a RayService, back from its Serve deploy and from its latest state change
+(applications RUNNING, serve endpoints). Offsets are from the first hop; the second column is each
+hop's own latency.`,
 		Example: `  rayctl trace rayjob/rayjob-sample
   rayctl trace raycluster/raycluster-sample -n team-a --follow
-  rayctl trace pod/raycluster-sample-head-x7k2p -o json`,
+  rayctl trace pod/raycluster-sample-head-x7k2p -o json
+  rayctl trace rayservice/rayservice-sample`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, err := parseObjectArg(args[0])

@@ -34,6 +34,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raycronjob"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/controllers/rayservice"
 	"github.com/rayctl/rayctl/pkg/controllers/replicaset"
 	"github.com/rayctl/rayctl/pkg/controllers/rootca"
 	"github.com/rayctl/rayctl/pkg/controllers/serviceaccount"
@@ -47,7 +48,7 @@ import (
 // (identity system:kube-controller-manager). `--controllers=none` leaves the Ray API to an external
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working.
 var (
-	rayControllers  = []string{raycluster.Name, rayjob.Name, raycronjob.Name, fieldwarnings.Name}
+	rayControllers  = []string{raycluster.Name, rayjob.Name, rayservice.Name, raycronjob.Name, fieldwarnings.Name}
 	kubeControllers = []string{job.Name, gc.Name, namespace.Name, serviceaccount.Name, rootca.Name, endpoints.Name,
 		deployment.Name, replicaset.Name, statefulset.Name, daemonset.Name, localpath.Name, nodataplane.Name}
 )
@@ -72,6 +73,7 @@ type controllerFlags struct {
 func init() {
 	manager.Register(raycluster.Name, raycluster.Setup)
 	manager.Register(rayjob.Name, rayjob.Setup)
+	manager.Register(rayservice.Name, rayservice.Setup)
 	manager.Register(raycronjob.Name, raycronjob.Setup)
 	manager.Register(fieldwarnings.Name, fieldwarnings.Setup)
 	manager.Register(job.Name, job.Setup)

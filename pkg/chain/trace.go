@@ -229,6 +229,13 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 	}
 	set := map[int]bool{}
 	x.back(anchor, set, 0)
+	if eqFold(kind, "RayService") {
+		// A RayService's latest state change usually comes passes after its Serve config went to the
+		// dashboard; the chain that led to that deploy is part of its story.
+		if put := x.lastCall(kind, namespace, name, "PUT "); put >= 0 && !set[put] {
+			x.back(put, set, 0)
+		}
+	}
 	if x.ev[anchor].Hop == KubeletWrite {
 		x.forward(anchor, set)
 		if c := x.creation(kind, namespace, name); c >= 0 {
@@ -239,6 +246,17 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 		}
 	}
 	return x.steps(set)
+}
+
+// lastCall is the object's latest dashboard call whose detail starts with prefix, or -1.
+func (x *index) lastCall(kind, ns, name, prefix string) int {
+	for i := len(x.ev) - 1; i >= 0; i-- {
+		e := &x.ev[i]
+		if e.Hop == DashboardCall && strings.HasPrefix(e.Detail, prefix) && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // creation is the controller's write that created the object, or -1.

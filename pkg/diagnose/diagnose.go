@@ -1,7 +1,8 @@
 // Package diagnose explains why rayctl's Ray controllers did not act on an object. It walks the
 // checklist of the trigger chain — a Pod's change has to reach the controller's cache (watch
 // namespaces, label selector, RBAC), map to its owner RayCluster, pass the For() predicate, be
-// reconciled, and the RayCluster has to get ready before a RayJob is submitted — and says for each
+// reconciled, and the RayCluster has to get ready before a RayJob is submitted or a RayService's Serve
+// config deployed, its applications run and its serve Service gets endpoints — and says for each
 // check whether it holds, with the evidence it used: the objects, the chain recorder's events, the
 // controllers' set-up and queues, and SubjectAccessReviews against the real authorizer.
 //
@@ -24,6 +25,7 @@ const (
 	KindPod        = "Pod"
 	KindRayCluster = "RayCluster"
 	KindRayJob     = "RayJob"
+	KindRayService = "RayService"
 )
 
 // Labels KubeRay puts on the Pods it creates.
@@ -73,6 +75,10 @@ const (
 	CauseSubmitFailed        = "submit-failed"
 	CauseJobWaiting          = "job-waiting"
 	CauseQueueSaturated      = "queue-saturated"
+	CauseServiceInvalid      = "service-validation-failed"
+	CauseServeNotDeployed    = "serve-not-deployed"
+	CauseServeAppNotRunning  = "serve-app-not-running"
+	CauseNoServeEndpoints    = "no-serve-endpoints"
 )
 
 // Subject names one object (or, for the queue check, a controller: Kind "Controller").
@@ -159,7 +165,7 @@ type Binding struct {
 // Input is everything the checks look at.
 type Input struct {
 	// Kind, Namespace and Name are the object asked about (Kind one of KindPod, KindRayCluster,
-	// KindRayJob).
+	// KindRayJob, KindRayService).
 	Kind, Namespace, Name string
 	// Pod is the Pod asked about, or the head Pod of the RayCluster or RayJob asked about (nil if none).
 	Pod *corev1.Pod
@@ -171,6 +177,9 @@ type Input struct {
 	ClusterPods []corev1.Pod
 	// Job is the RayJob asked about.
 	Job *rayv1.RayJob
+	// Service is the RayService asked about; ClusterName is then its pending cluster while it has one
+	// (the one being brought up), else its active one.
+	Service *rayv1.RayService
 	// Events are the chain recorder's events about the namespace, oldest first; RecorderSize is its
 	// ring's capacity. ChainError says why there are none, if the recorder could not be read.
 	Events       []chain.Event
@@ -241,4 +250,5 @@ var checklist = []item{
 	{"g", "RayCluster status", (*diag).checkClusterStatus, "no RayCluster involved"},
 	{"h", "RayJob state", (*diag).checkJob, "only for RayJobs"},
 	{"i", "work queue", (*diag).checkQueues, "no controller involved"},
+	{"j", "RayService Serve applications and endpoints", (*diag).checkService, "only for RayServices"},
 }

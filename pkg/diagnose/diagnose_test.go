@@ -221,8 +221,8 @@ func TestHealthyPodPassesEveryCheck(t *testing.T) {
 			ids += c.ID
 		}
 	}
-	if ids != "abcdefghi" {
-		t.Errorf("checks %q, want every item a to i in order", ids)
+	if ids != "abcdefghij" {
+		t.Errorf("checks %q, want every item a to j in order", ids)
 	}
 	if got := rep.Subjects; len(got) != 2 || got[0].Kind != KindPod || got[1].Kind != KindRayCluster {
 		t.Errorf("subjects %v, want the Pod then its RayCluster", got)

@@ -31,7 +31,7 @@ type Clients struct {
 }
 
 // Gather reads what the checks need about kind namespace/name (kind one of KindPod, KindRayCluster,
-// KindRayJob): the object and the objects around it, the recorder's events about the namespace and
+// KindRayJob, KindRayService): the object and the objects around it, the recorder's events about the namespace and
 // its controllers, the access reviews of AccessRequests, and the bindings of the controllers'
 // identities. The object must exist; the rest may be missing (a chain recorder that cannot be read
 // leaves ChainError set).
@@ -59,8 +59,18 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 		if in.ClusterName == "" {
 			in.ClusterName = job.Spec.ClusterSelector["ray.io/cluster"]
 		}
+	case KindRayService:
+		svc, err := c.Ray.RayV1().RayServices(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		in.Service = svc
+		in.ClusterName = svc.Status.PendingServiceStatus.RayClusterName
+		if in.ClusterName == "" {
+			in.ClusterName = svc.Status.ActiveServiceStatus.RayClusterName
+		}
 	default:
-		return nil, fmt.Errorf("diagnose follows Pods, RayClusters and RayJobs, not %s", kind)
+		return nil, fmt.Errorf("diagnose follows Pods, RayClusters, RayJobs and RayServices, not %s", kind)
 	}
 	if in.ClusterName != "" {
 		cl, err := c.Ray.RayV1().RayClusters(namespace).Get(ctx, in.ClusterName, metav1.GetOptions{})

@@ -19,8 +19,10 @@ func (d *diag) checkReconciled() []Check {
 	if s := d.subject(KindRayCluster); s != nil {
 		out = append(out, d.reconciledCluster(s))
 	}
-	if s := d.subject(KindRayJob); s != nil {
-		out = append(out, d.reconciledJob(s))
+	for _, kind := range []string{KindRayJob, KindRayService} {
+		if s := d.subject(kind); s != nil {
+			out = append(out, d.reconciledOwner(s))
+		}
 	}
 	return out
 }
@@ -64,13 +66,13 @@ func (d *diag) reconciledCluster(s *subj) Check {
 	return c
 }
 
-func (d *diag) reconciledJob(s *subj) Check {
-	ctrl := d.controller(KindRayJob)
+// reconciledOwner checks a RayJob or RayService: its controller reacts to every write of its RayCluster
+// (no predicate) and to its own writes other than status ones.
+func (d *diag) reconciledOwner(s *subj) Check {
+	ctrl := d.controller(s.Kind)
 	if ctrl == nil {
-		return d.missingController(s, KindRayJob)
+		return d.missingController(s, s.Kind)
 	}
-	// The RayJob controller reacts to every write of its RayCluster (no predicate) and to the RayJob's
-	// own writes other than status ones.
 	var ch *change
 	if cl := d.subject(KindRayCluster); cl != nil {
 		ch = d.lastChange(ctrl.Name, []Subject{cl.Subject}, nil)

@@ -38,6 +38,9 @@ func newDiag(in *Input) *diag {
 	if in.Job != nil {
 		d.subs = append(d.subs, subj{Subject{KindRayJob, in.Job.Namespace, in.Job.Name}, in.Job})
 	}
+	if in.Service != nil {
+		d.subs = append(d.subs, subj{Subject{KindRayService, in.Service.Namespace, in.Service.Name}, in.Service})
+	}
 	return d
 }
 
@@ -80,9 +83,14 @@ func (d *diag) watcherKinds(s *subj) []string {
 		if d.in.Job != nil {
 			return []string{KindRayCluster, KindRayJob}
 		}
+		if d.in.Service != nil {
+			return []string{KindRayCluster, KindRayService}
+		}
 		return []string{KindRayCluster}
 	case KindRayJob:
 		return []string{KindRayJob}
+	case KindRayService:
+		return []string{KindRayService}
 	}
 	return nil
 }
@@ -99,6 +107,8 @@ func resourceOf(kind string) (group, resource string) {
 		return rayv1.GroupVersion.Group, "rayclusters"
 	case KindRayJob:
 		return rayv1.GroupVersion.Group, "rayjobs"
+	case KindRayService:
+		return rayv1.GroupVersion.Group, "rayservices"
 	}
 	return "", lower(kind) + "s"
 }

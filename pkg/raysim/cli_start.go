@@ -29,8 +29,10 @@ import (
 const (
 	defaultGCSPort       = 6379
 	defaultDashboardPort = 8265
-	defaultAgentPort     = 52365
-	defaultMetricsPort   = 8080
+	// defaultServePort is Serve's HTTP proxy (http_options.port); raysim's nodes listen there from the start.
+	defaultServePort   = 8000
+	defaultAgentPort   = 52365
+	defaultMetricsPort = 8080
 )
 
 // envDuration reads a Ray-style config override such as RAY_health_check_period_ms.
@@ -110,6 +112,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		h, err := node.StartHead(node.HeadConfig{
 			BindHost: bind, DashboardHost: dashHost, NodeIP: f.str("node-ip-address"), NodeTypeName: os.Getenv("RAY_NODE_TYPE_NAME"),
 			GCSPort: ports["port"], DashboardPort: ports["dashboard-port"], AgentPort: ports["dashboard-agent-listen-port"], MetricsPort: ports["metrics-export-port"],
+			ServePort: defaultServePort,
 			Resources: res, TempDir: tempDir, WriteInfo: true,
 			HeartbeatPeriod: period,
 			NodeTimeout:     period * time.Duration(envInt("RAY_health_check_failure_threshold", 5)),
@@ -132,6 +135,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 	w, err := node.StartWorker(ctx, node.WorkerConfig{
 		GCSAddress: addr, BindHost: bind, NodeIP: f.str("node-ip-address"), NodeTypeName: os.Getenv("RAY_NODE_TYPE_NAME"),
 		AgentPort: ports["dashboard-agent-listen-port"], MetricsPort: ports["metrics-export-port"],
+		ServePort: defaultServePort, HeadServePort: defaultServePort,
 		Resources:        res,
 		ReconnectTimeout: time.Duration(envInt("RAY_gcs_rpc_server_reconnect_timeout_s", 60)) * time.Second,
 		Version:          Version, Logf: logger.Printf,

@@ -134,17 +134,8 @@ func (e *rayEnv) autoscales(t *testing.T, c *rayv1.RayCluster, cpus float64, cle
 		{"apiserver", chain.APIWrite, "Pod", "create"},
 		{"kubelet", chain.KubeletWrite, "Pod", ""}, // Ready or not yet: the job may run before the readiness probe passes
 	}
-	i := 0
-	var lines strings.Builder
-	for si := range steps {
-		s := &steps[si]
-		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, chain.Describe(&s.Event))
-		if i < len(want) && want[i].match(s) {
-			i++
-		}
-	}
-	if i < len(want) {
-		t.Errorf("trace of pod/%s lacks %s (in order):\n%s", worker, want[i], lines.String())
+	if i, lines := matchInOrder(steps, want); i < len(want) {
+		t.Errorf("trace of pod/%s lacks %s (in order):\n%s", worker, want[i], lines)
 	}
 
 	// Idle for idleTimeoutSeconds: the worker goes, named in workersToDelete, and the group returns to 0.

@@ -29,6 +29,20 @@ func (p hopPattern) match(s *chain.Step) bool {
 		(p.detail == "" || strings.Contains(s.Detail+" "+s.Outcome, p.detail))
 }
 
+// matchInOrder reports how many of want match steps in order, and the steps one a line.
+func matchInOrder(steps []chain.Step, want []hopPattern) (int, string) {
+	var lines strings.Builder
+	i := 0
+	for si := range steps {
+		s := &steps[si]
+		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, chain.Describe(&s.Event))
+		if i < len(want) && want[i].match(s) {
+			i++
+		}
+	}
+	return i, lines.String()
+}
+
 func (p hopPattern) String() string {
 	return fmt.Sprintf("%s %s %s %q", p.component, p.hop, p.kind, p.detail)
 }

@@ -448,6 +448,25 @@ func conformanceCases() []conformanceCase {
 		{name: "version", run: func(t *testing.T, r *rayTarget) string {
 			return apiCall(t, r, http.MethodGet, "/api/version", "", "ray_version", "ray_commit", "session_name")
 		}},
+		{name: "serve applications before any deploy", run: func(t *testing.T, r *rayTarget) string {
+			return apiCall(t, r, http.MethodGet, "/api/serve/applications/", "")
+		}},
+		{name: "serve deploy without an import_path", run: func(t *testing.T, r *rayTarget) string {
+			return apiError(t, r, http.MethodPut, "/api/serve/applications/", `{"applications": [{"name": "a", "route_prefix": "/a"}]}`, "import_path")
+		}},
+		{name: "serve deploy of a malformed import_path", run: func(t *testing.T, r *rayTarget) string {
+			return apiError(t, r, http.MethodPut, "/api/serve/applications/", `{"applications": [{"name": "a", "import_path": "nodots"}]}`, "import path")
+		}},
+		{name: "serve deploy of two applications named alike", run: func(t *testing.T, r *rayTarget) string {
+			return apiError(t, r, http.MethodPut, "/api/serve/applications/",
+				`{"applications": [{"name": "a", "import_path": "m.app", "route_prefix": "/a"}, {"name": "a", "import_path": "m.app", "route_prefix": "/b"}]}`, "Found multiple configs")
+		}},
+		{name: "serve deploy with a port inside an application", run: func(t *testing.T, r *rayTarget) string {
+			return apiError(t, r, http.MethodPut, "/api/serve/applications/", `{"applications": [{"name": "a", "import_path": "m.app", "port": 8001}]}`, "port")
+		}},
+		{name: "serve applications after refused deploys", run: func(t *testing.T, r *rayTarget) string {
+			return apiCall(t, r, http.MethodGet, "/api/serve/applications/", "")
+		}},
 		{name: "submit, then a finished job's details and logs", limit: supervisorLimit, run: func(t *testing.T, r *rayTarget) string {
 			sub := apiCall(t, r, http.MethodPost, "/api/jobs/", `{"entrypoint": "echo hello; echo err >&2", "submission_id": "api-ok", "metadata": {"k": "v"}}`)
 			r.waitJob(t, "api-ok", "SUCCEEDED", "FAILED")

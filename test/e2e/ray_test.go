@@ -69,6 +69,9 @@ func TestRay(t *testing.T) {
 		{"JobSidecarMode", testJobMode("SidecarMode", "rayjob-sidecar.yaml")},
 		{"JobTrace", testJobTrace},
 		{"CronJob", testCronJob},
+		{"Service", testService},
+		{"ServiceUpgrade", testServiceUpgrade},
+		{"ServiceBadConfig", testServiceBadConfig},
 		{"JobFailingEntrypoint", testJobFailingEntrypoint},
 		{"JobShutdownAfterFinish", testJobShutdownAfterFinish},
 		{"ClusterDeletionCollectsPods", testClusterDeletionCollectsPods},
@@ -312,6 +315,11 @@ func (e *rayEnv) dump(t *testing.T, ctx context.Context) {
 			s := j.Status
 			fmt.Fprintf(&b, "  RayJob %s: deployment=%q job=%q reason=%q message=%q cluster=%s jobId=%s\n",
 				j.Name, s.JobDeploymentStatus, s.JobStatus, s.Reason, s.Message, s.RayClusterName, s.JobId)
+		}
+	}
+	if l, err := e.ray.RayV1().RayServices(e.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, rs := range l.Items {
+			fmt.Fprintf(&b, "  RayService %s: %s\n", rs.Name, serviceState(&rs))
 		}
 	}
 	if l, err := e.in.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{}); err == nil {

@@ -3,7 +3,7 @@
 // rayctl does nothing with one, the object gets a Warning event (reason UnsupportedField) naming the
 // field and what is not done, once per generation that sets it, rather than silence.
 //
-// It reads RayClusters and RayJobs as unstructured objects: rayctl's Go types are KubeRay v1.6.2's and
+// It reads RayClusters, RayJobs and RayServices as unstructured objects: rayctl's Go types are KubeRay v1.6.2's and
 // lack v1.7's fields, which a typed read would drop unseen.
 package fieldwarnings
 
@@ -67,13 +67,23 @@ var ClusterSpecFields = []Field{
 	{Path: "autoscalerOptions.args", Undone: "the autoscaler container's args are not changed"},
 }
 
-// kinds are the watched kinds and where each keeps a cluster spec.
+// RayServiceFields are the fields of a RayService spec that rayctl accepts and does not act on.
+var RayServiceFields = []Field{
+	{Path: "upgradeStrategy.type", Value: "NewClusterWithIncrementalUpgrade", Undone: "incremental upgrades need the Gateway API, which rayctl does not serve; a change of spec.rayClusterConfig is not rolled out (as KubeRay without its incremental-upgrade feature gate)"},
+	{Path: "upgradeStrategy.clusterUpgradeOptions", Undone: "no incremental upgrade is done"},
+	{Path: "suspend", Undone: "the RayService is not suspended"},
+}
+
+// kinds are the watched kinds, where each keeps a cluster spec, and the fields of its own spec
+// rayctl does not act on.
 var kinds = []struct {
 	kind   string
 	prefix []string
+	own    []Field
 }{
-	{"RayCluster", []string{"spec"}},
-	{"RayJob", []string{"spec", "rayClusterSpec"}},
+	{"RayCluster", []string{"spec"}, nil},
+	{"RayJob", []string{"spec", "rayClusterSpec"}, nil},
+	{"RayService", []string{"spec", "rayClusterConfig"}, RayServiceFields},
 }
 
 // Present returns the fields that are set (not null) in spec, in the order of fields.
@@ -120,14 +130,15 @@ type Reconciler struct {
 	recorder record.EventRecorder
 	gvk      schema.GroupVersionKind
 	prefix   []string
+	own      []Field
 	// reported holds, per object key, the UID and generation last reported.
 	reported sync.Map
 }
 
-// Setup registers one controller per watched kind (RayCluster, RayJob) with mgr.
+// Setup registers one controller per watched kind (RayCluster, RayJob, RayService) with mgr.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
 	for _, k := range kinds {
-		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix}
+		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: k.own}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named(Name + "-" + strings.ToLower(k.kind)).
 			For(r.empty()).
@@ -164,6 +175,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, f := range Present(spec, ClusterSpecFields) {
 		r.recorder.Eventf(obj, corev1.EventTypeWarning, EventUnsupportedField,
 			"%s.%s is accepted but rayctl does not act on it: %s", where, f, f.Undone)
+	}
+	ownSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	for _, f := range Present(ownSpec, r.own) {
+		r.recorder.Eventf(obj, corev1.EventTypeWarning, EventUnsupportedField,
+			"spec.%s is accepted but rayctl does not act on it: %s", f, f.Undone)
 	}
 	return ctrl.Result{}, nil
 }

@@ -43,3 +43,25 @@ autoscalerOptions: {args: []}
 		t.Fatalf("with RocksDB: Present = %v, want %v", got, want)
 	}
 }
+
+func TestPresentRayService(t *testing.T) {
+	spec := map[string]any{}
+	if err := yaml.Unmarshal([]byte(`
+upgradeStrategy: {type: NewClusterWithIncrementalUpgrade, clusterUpgradeOptions: {gatewayClassName: istio}}
+rayClusterConfig: {headGroupSpec: {}}
+`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range Present(spec, RayServiceFields) {
+		got = append(got, f.String())
+	}
+	want := []string{"upgradeStrategy.type: NewClusterWithIncrementalUpgrade", "upgradeStrategy.clusterUpgradeOptions"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Present = %v, want %v", got, want)
+	}
+	spec["upgradeStrategy"] = map[string]any{"type": "NewCluster"}
+	if got := Present(spec, RayServiceFields); len(got) != 0 {
+		t.Fatalf("NewCluster, which rayctl does, reported: %v", got)
+	}
+}

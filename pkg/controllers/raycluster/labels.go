@@ -39,6 +39,10 @@ func identifier(cluster string, t rayv1.RayNodeType) string {
 	return checkLabel(cluster + "-" + string(t))
 }
 
+// CheckLabel keeps a label value within 63 characters and makes it start with an alphanumeric, as
+// KubeRay does for the values it derives from names.
+func CheckLabel(s string) string { return checkLabel(s) }
+
 // checkLabel keeps a label value within 63 characters (dropping the front, as KubeRay does) and makes
 // it start with an alphanumeric.
 func checkLabel(s string) string {

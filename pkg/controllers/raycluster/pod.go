@@ -260,8 +260,12 @@ func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNode
 			corev1.EnvVar{Name: "RAY_IP", Value: strings.Split(fqdn, ".")[0]})
 	}
 	setEnv(c, ray, t, fqdn, port, startCmd)
+	serve := fromRayService(c)
+	if serve {
+		markServing(pod, ray, t)
+	}
 	if !o.NoProbes {
-		setProbes(ray, t)
+		setProbes(ray, t, serve)
 	}
 	pod.OwnerReferences = []metav1.OwnerReference{ownerRef(c)}
 	return pod
@@ -395,7 +399,10 @@ func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqd
 
 // setProbes gives the Ray container KubeRay's exec probes, where the user set none: the head checks
 // the raylet (through the dashboard agent) and the GCS (through the dashboard); a worker the raylet.
-func setProbes(ray *corev1.Container, t rayv1.RayNodeType) {
+//
+// A worker of a RayService's cluster is ready only when its Serve proxy answers too (serve), since the
+// serve Service sends it traffic; the head's proxy is checked by the RayService controller instead.
+func setProbes(ray *corev1.Container, t rayv1.RayNodeType, serve bool) {
 	wget := "wget --tries 1 -T %d -q -O- http://localhost:%d/%s | grep success"
 	cmds := []string{fmt.Sprintf(wget, readinessTimeout, DefaultDashboardAgentPort, "api/local_raylet_healthz")}
 	if t == rayv1.HeadNode {
@@ -403,6 +410,12 @@ func setProbes(ray *corev1.Container, t rayv1.RayNodeType) {
 		cmds = append(cmds, fmt.Sprintf(wget, 10, DefaultDashboardPort, "api/gcs_healthz"))
 	}
 	exec := &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(cmds, " && ")}}
+	readyExec := exec
+	if serve && t == rayv1.WorkerNode {
+		// KubeRay waits its readiness probe's initial delay (10 s) as this wget's timeout; kept as is.
+		proxy := fmt.Sprintf(wget, 10, servingPort(ray), "-/healthz")
+		readyExec = &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(append(cmds, proxy), " && ")}}
+	}
 	live, ready := int32(livenessTimeout), int32(readinessTimeout)
 	if t == rayv1.HeadNode {
 		live, ready = headProbeTimeout, headProbeTimeout
@@ -416,9 +429,52 @@ func setProbes(ray *corev1.Container, t rayv1.RayNodeType) {
 	}
 	if ray.ReadinessProbe == nil {
 		ray.ReadinessProbe = &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{Exec: exec.DeepCopy()},
+			ProbeHandler:        corev1.ProbeHandler{Exec: readyExec.DeepCopy()},
 			InitialDelaySeconds: readinessInitialDelay, TimeoutSeconds: ready, PeriodSeconds: readinessPeriod,
 			SuccessThreshold: 1, FailureThreshold: readinessFailures,
 		}
 	}
+}
+
+// Labels, ports and environment of the Pods of a RayService's cluster (KubeRay's).
+const (
+	// LabelServe selects, with "true", the Pods the RayService's serve Service sends traffic to.
+	LabelServe = "ray.io/serve"
+	// OriginRayService is the ray.io/originated-from-crd value of a RayService's cluster.
+	OriginRayService = "RayService"
+	// ServingPortName is the head container port of Ray Serve's HTTP proxy.
+	ServingPortName = "serve"
+	// DefaultServingPort is Ray Serve's HTTP port when the container names none.
+	DefaultServingPort = 8000
+)
+
+// fromRayService reports whether a RayService made the cluster.
+func fromRayService(c *rayv1.RayCluster) bool {
+	return c.Labels[LabelOriginatedCRD] == OriginRayService
+}
+
+// markServing labels a RayService cluster's Pod for its serve Service, as KubeRay does: a worker
+// "true" (its readiness probe checks its proxy), the head "false" until the RayService controller
+// finds its proxy healthy. Tasks learn of a dead actor at once (RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO=0).
+func markServing(pod *corev1.Pod, ray *corev1.Container, t rayv1.RayNodeType) {
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[LabelServe] = "true"
+	if t == rayv1.HeadNode {
+		pod.Labels[LabelServe] = "false"
+	}
+	if !hasEnv(ray.Env, "RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO") {
+		ray.Env = append(ray.Env, corev1.EnvVar{Name: "RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO", Value: "0"})
+	}
+}
+
+// servingPort is the container's Serve port.
+func servingPort(ray *corev1.Container) int32 {
+	for _, p := range ray.Ports {
+		if p.Name == ServingPortName {
+			return p.ContainerPort
+		}
+	}
+	return DefaultServingPort
 }

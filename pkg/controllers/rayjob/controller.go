@@ -33,16 +33,16 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
-	"github.com/rayctl/rayctl/pkg/controllers/rayjob/dashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
 // JobsAPI is the part of the Ray Jobs API the controller calls;
-// *dashboard.Client implements it.
+// *raydashboard.Client implements it.
 type JobsAPI interface {
-	// SubmitJob submits; an error for which dashboard.IsAlreadySubmitted holds means it was submitted before.
-	SubmitJob(ctx context.Context, req dashboard.SubmitRequest) (string, error)
-	// GetJobInfo reads a job; dashboard.IsNotFound(err) when the dashboard does not know it.
-	GetJobInfo(ctx context.Context, submissionID string) (*dashboard.JobInfo, error)
+	// SubmitJob submits; an error for which raydashboard.IsAlreadySubmitted holds means it was submitted before.
+	SubmitJob(ctx context.Context, req raydashboard.SubmitRequest) (string, error)
+	// GetJobInfo reads a job; raydashboard.IsNotFound(err) when the dashboard does not know it.
+	GetJobInfo(ctx context.Context, submissionID string) (*raydashboard.JobInfo, error)
 	// StopJob stops a job; an ended or unknown job is not an error.
 	StopJob(ctx context.Context, submissionID string) error
 }
@@ -60,7 +60,7 @@ type Options struct {
 	// DefaultResolver(ClusterDNS, ClusterDomain). Tests point it at an
 	// in-process head.
 	Resolver Resolver
-	// NewJobsAPI returns the client for a dashboard base URL; nil means dashboard.New.
+	// NewJobsAPI returns the client for a dashboard base URL; nil means raydashboard.New.
 	NewJobsAPI func(baseURL string) JobsAPI
 	// Recorder records the RayJob's events; Setup fills it from the manager.
 	Recorder record.EventRecorder
@@ -87,7 +87,7 @@ func (o Options) withDefaults() Options {
 		o.ClusterDomain = DefaultClusterDomain
 	}
 	if o.NewJobsAPI == nil {
-		o.NewJobsAPI = func(u string) JobsAPI { return dashboard.New(u) }
+		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.New(u) }
 	}
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}

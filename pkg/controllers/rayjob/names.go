@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
 // Names, labels and defaults shared with KubeRay, so that KubeRay's docs and
@@ -27,11 +29,11 @@ const (
 	// (K8sJobMode) or in the head Pod (SidecarMode).
 	SubmitterContainerName = "ray-job-submitter"
 	// DashboardPortName is the head container port (and head Service port) of the dashboard.
-	DashboardPortName = "dashboard"
+	DashboardPortName = raydashboard.DashboardPortName
 	// DefaultDashboardPort is the dashboard's port when the head container names none.
-	DefaultDashboardPort = 8265
+	DefaultDashboardPort = raydashboard.DefaultDashboardPort
 	// DefaultClusterDomain is the DNS domain of Services.
-	DefaultClusterDomain = "cluster.local"
+	DefaultClusterDomain = raydashboard.DefaultClusterDomain
 	// MaxNameLength keeps generated RayCluster and Pod names within their limits.
 	MaxNameLength = 47
 	// KubeRayManagedBy is the spec.managedBy value this controller serves (as does an unset field).
@@ -115,34 +117,16 @@ func submitterJobName(job *rayv1.RayJob) string { return job.Name }
 func jobHeadServiceName(job *rayv1.RayJob) string { return job.Name + "-head-svc" }
 
 // clusterHeadServiceName is the RayCluster's head Service.
-func clusterHeadServiceName(c *rayv1.RayCluster) string {
-	if c.Status.Head.ServiceName != "" {
-		return c.Status.Head.ServiceName
-	}
-	if hs := c.Spec.HeadGroupSpec.HeadService; hs != nil && hs.Name != "" {
-		return hs.Name
-	}
-	return c.Name + "-head-svc"
-}
+func clusterHeadServiceName(c *rayv1.RayCluster) string { return raydashboard.HeadServiceName(c) }
 
 // headContainer returns the Ray container of the head template (the first), or nil.
 func headContainer(spec *rayv1.RayClusterSpec) *corev1.Container {
-	if spec == nil || len(spec.HeadGroupSpec.Template.Spec.Containers) == 0 {
-		return nil
-	}
-	return &spec.HeadGroupSpec.Template.Spec.Containers[0]
+	return raydashboard.HeadContainer(spec)
 }
 
 // dashboardContainerPort is the head container's dashboard port.
 func dashboardContainerPort(spec *rayv1.RayClusterSpec) int32 {
-	if c := headContainer(spec); c != nil {
-		for _, p := range c.Ports {
-			if p.Name == DashboardPortName {
-				return p.ContainerPort
-			}
-		}
-	}
-	return DefaultDashboardPort
+	return raydashboard.DashboardPort(spec)
 }
 
 // originLabels are the labels tying an object to the RayJob it was made for.

@@ -23,31 +23,31 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/rayjob/dashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
 // fakeAPI is a dashboard that knows the jobs in jobs and counts submissions.
 type fakeAPI struct {
 	mu        sync.Mutex
-	jobs      map[string]*dashboard.JobInfo
-	submitted []dashboard.SubmitRequest
+	jobs      map[string]*raydashboard.JobInfo
+	submitted []raydashboard.SubmitRequest
 	submitErr error
 	getErr    error
 	stopped   []string
 }
 
-func (f *fakeAPI) SubmitJob(_ context.Context, req dashboard.SubmitRequest) (string, error) {
+func (f *fakeAPI) SubmitJob(_ context.Context, req raydashboard.SubmitRequest) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.submitted = append(f.submitted, req)
 	if f.submitErr != nil {
 		return "", f.submitErr
 	}
-	f.jobs[req.SubmissionID] = &dashboard.JobInfo{Status: dashboard.StatusPending, Entrypoint: req.Entrypoint}
+	f.jobs[req.SubmissionID] = &raydashboard.JobInfo{Status: raydashboard.StatusPending, Entrypoint: req.Entrypoint}
 	return req.SubmissionID, nil
 }
 
-func (f *fakeAPI) GetJobInfo(_ context.Context, id string) (*dashboard.JobInfo, error) {
+func (f *fakeAPI) GetJobInfo(_ context.Context, id string) (*raydashboard.JobInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.getErr != nil {
@@ -57,7 +57,7 @@ func (f *fakeAPI) GetJobInfo(_ context.Context, id string) (*dashboard.JobInfo, 
 		c := *j
 		return &c, nil
 	}
-	return nil, &dashboard.HTTPError{Method: "GET", Path: "/api/jobs/" + id, Code: 404, Body: "Job " + id + " does not exist"}
+	return nil, &raydashboard.HTTPError{Method: "GET", Path: "/api/jobs/" + id, Code: 404, Body: "Job " + id + " does not exist"}
 }
 
 func (f *fakeAPI) StopJob(_ context.Context, id string) error {
@@ -148,7 +148,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(objs...).
 		WithStatusSubresource(&rayv1.RayJob{}, &rayv1.RayCluster{}, &batchv1.Job{}).Build()
-	h := &harness{c: c, api: &fakeAPI{jobs: map[string]*dashboard.JobInfo{}}, events: record.NewFakeRecorder(100)}
+	h := &harness{c: c, api: &fakeAPI{jobs: map[string]*raydashboard.JobInfo{}}, events: record.NewFakeRecorder(100)}
 	h.r = NewReconciler(c, Options{
 		Resolver:   func(context.Context, *rayv1.RayCluster) (string, error) { return "http://fake:8265", nil },
 		NewJobsAPI: func(string) JobsAPI { return h.api },
@@ -208,7 +208,7 @@ func TestStateTransitions(t *testing.T) {
 		name   string
 		job    *rayv1.RayJob
 		objs   []client.Object
-		jobs   map[string]*dashboard.JobInfo // what the dashboard knows
+		jobs   map[string]*raydashboard.JobInfo // what the dashboard knows
 		setup  func(*harness)
 		passes int
 		// want
@@ -351,7 +351,7 @@ func TestStateTransitions(t *testing.T) {
 			name: "a taken submission id counts as submitted", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
 			objs: []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
 			setup: func(h *harness) {
-				h.api.submitErr = &dashboard.HTTPError{Code: 500, Body: "Job with submission_id demo-abcde already exists. Please use a different submission_id."}
+				h.api.submitErr = &raydashboard.HTTPError{Code: 500, Body: "Job with submission_id demo-abcde already exists. Please use a different submission_id."}
 			},
 			deploy: rayv1.JobDeploymentStatusRunning, submits: 1,
 			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
@@ -363,7 +363,7 @@ func TestStateTransitions(t *testing.T) {
 		{
 			name: "a running Ray job is mirrored", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusRunning, StartTime: ptr.To(time.Now().UnixMilli())}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusRunning, StartTime: ptr.To(time.Now().UnixMilli())}},
 			deploy: rayv1.JobDeploymentStatusRunning, status: rayv1.JobStatusRunning,
 			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
 				if got.Status.RayJobStatusInfo.StartTime == nil || got.Status.RayClusterStatus.State != rayv1.Ready {
@@ -374,7 +374,7 @@ func TestStateTransitions(t *testing.T) {
 		{
 			name: "SUCCEEDED completes the RayJob", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusSucceeded, Message: ptr.To("Job finished successfully.")}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusSucceeded, Message: ptr.To("Job finished successfully.")}},
 			deploy: rayv1.JobDeploymentStatusComplete, status: rayv1.JobStatusSucceeded, message: "Job finished successfully.",
 			wantEvts: []string{"Completed"},
 			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
@@ -386,7 +386,7 @@ func TestStateTransitions(t *testing.T) {
 		{
 			name: "FAILED fails the RayJob with the job's message", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusFailed, Message: &msg}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusFailed, Message: &msg}},
 			deploy: rayv1.JobDeploymentStatusFailed, status: rayv1.JobStatusFailed, reason: rayv1.AppFailed, message: msg,
 			wantEvts: []string{"Failed"},
 			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
@@ -398,14 +398,14 @@ func TestStateTransitions(t *testing.T) {
 		{
 			name: "STOPPED completes the RayJob", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusStopped}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusStopped}},
 			deploy: rayv1.JobDeploymentStatusComplete, status: rayv1.JobStatusStopped,
 		},
 		{
 			name:   "a failure within backoffLimit retries",
 			job:    newJob(at(rayv1.JobDeploymentStatusRunning), func(j *rayv1.RayJob) { j.Spec.BackoffLimit = ptr.To[int32](1) }),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusFailed, Message: &msg}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusFailed, Message: &msg}},
 			deploy: rayv1.JobDeploymentStatusRetrying, status: rayv1.JobStatusFailed, reason: rayv1.AppFailed, message: msg,
 			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
 				if ptr.Deref(got.Status.Failed, -1) != 1 {
@@ -436,13 +436,13 @@ func TestStateTransitions(t *testing.T) {
 		{
 			name: "K8sJobMode waits for the submitter after the Ray job ended", job: newJob(at(rayv1.JobDeploymentStatusRunning), mode(rayv1.K8sJobMode)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready), submitter()},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusSucceeded}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusSucceeded}},
 			deploy: rayv1.JobDeploymentStatusRunning, status: rayv1.JobStatusSucceeded,
 		},
 		{
 			name: "K8sJobMode completes when the submitter has finished", job: newJob(at(rayv1.JobDeploymentStatusRunning), mode(rayv1.K8sJobMode)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready), submitter(jobCond(batchv1.JobComplete, "Completed"))},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusSucceeded}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusSucceeded}},
 			deploy: rayv1.JobDeploymentStatusComplete, status: rayv1.JobStatusSucceeded,
 		},
 		{
@@ -469,7 +469,7 @@ func TestStateTransitions(t *testing.T) {
 				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: SubmitterContainerName,
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: metav1.Now()}}}}},
 			}},
-			jobs:   map[string]*dashboard.JobInfo{"demo-abcde": {Status: dashboard.StatusSucceeded}},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusSucceeded}},
 			deploy: rayv1.JobDeploymentStatusComplete, status: rayv1.JobStatusSucceeded,
 		},
 		{
@@ -602,7 +602,7 @@ func TestHTTPModeLifecycleSubmitsOnce(t *testing.T) {
 	if got.Status.JobStatus != rayv1.JobStatusPending || got.Status.JobDeploymentStatus != rayv1.JobDeploymentStatusRunning {
 		t.Fatalf("status %q/%q", got.Status.JobDeploymentStatus, got.Status.JobStatus)
 	}
-	h.api.jobs[got.Status.JobId].Status = dashboard.StatusSucceeded
+	h.api.jobs[got.Status.JobId].Status = raydashboard.StatusSucceeded
 	got = step(3)
 	if got.Status.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete || len(h.api.submitted) != 1 {
 		t.Fatalf("status %q, %d submissions", got.Status.JobDeploymentStatus, len(h.api.submitted))

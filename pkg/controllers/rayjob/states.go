@@ -17,7 +17,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/rayjob/dashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
 // pass is one reconcile of one RayJob: the state handlers change job.Status
@@ -223,15 +223,15 @@ func (p *pass) onRunning(ctx context.Context) (reconcile.Result, error) {
 	}
 	info, err := api.GetJobInfo(ctx, st.JobId)
 	switch {
-	case dashboard.IsNotFound(err) && submissionMode(p.job) == rayv1.HTTPMode:
+	case raydashboard.IsNotFound(err) && submissionMode(p.job) == rayv1.HTTPMode:
 		p.submit(ctx, api)
 		return p.requeue(), nil
-	case dashboard.IsNotFound(err) && finishedAt != nil:
+	case raydashboard.IsNotFound(err) && finishedAt != nil:
 		st.JobDeploymentStatus = rayv1.JobDeploymentStatusFailed
 		st.Reason = rayv1.AppFailed
 		st.Message = "Submitter completed but Ray job not found in RayCluster."
 		return p.requeue(), nil
-	case dashboard.IsNotFound(err):
+	case raydashboard.IsNotFound(err):
 		p.log.V(1).Info("the submitter has not submitted the Ray job yet", "jobId", st.JobId)
 		return p.requeue(), nil
 	case err != nil:
@@ -271,7 +271,7 @@ func (p *pass) submit(ctx context.Context, api JobsAPI) {
 	spec := &p.job.Spec
 	env, _ := runtimeEnv(spec.RuntimeEnvYAML)               // validated
 	res, _ := entrypointResources(spec.EntrypointResources) // validated
-	req := dashboard.SubmitRequest{
+	req := raydashboard.SubmitRequest{
 		Entrypoint:          spec.Entrypoint,
 		SubmissionID:        p.status().JobId,
 		RuntimeEnv:          env,
@@ -285,7 +285,7 @@ func (p *pass) submit(ctx context.Context, api JobsAPI) {
 	case err == nil:
 		p.log.Info("submitted the Ray job", "jobId", req.SubmissionID)
 		p.event(corev1.EventTypeNormal, EventSubmitted, "Submitted Ray job %s to RayCluster %s/%s", req.SubmissionID, p.job.Namespace, p.status().RayClusterName)
-	case dashboard.IsAlreadySubmitted(err):
+	case raydashboard.IsAlreadySubmitted(err):
 		p.log.Info("the Ray job was submitted before", "jobId", req.SubmissionID)
 	default:
 		p.log.Info("submitting the Ray job failed; retrying", "jobId", req.SubmissionID, "error", err.Error())

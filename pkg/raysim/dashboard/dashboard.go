@@ -1,5 +1,5 @@
 // Package dashboard serves raysim's HTTP surfaces: the head's dashboard
-// (version, GCS health, cluster status and the Ray Jobs REST API), the
+// (version, GCS health, cluster status, the Ray Jobs REST API and the Serve REST API), the
 // per-node agent's health endpoints, and the Prometheus /metrics page.
 package dashboard
 
@@ -16,6 +16,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/raysim/internal/wsock"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
+	"github.com/rayctl/rayctl/pkg/raysim/serve"
 )
 
 // Head is the head node's dashboard.
@@ -28,6 +29,8 @@ type Head struct {
 	Version jobs.VersionResponse
 	// GCSHealthy reports whether the GCS is serving; nil means always.
 	GCSHealthy func() bool
+	// Serve is the cluster's Serve instance; nil means the Serve API answers 501.
+	Serve *serve.Serve
 }
 
 // Handler returns the dashboard's routes:
@@ -42,6 +45,9 @@ type Head struct {
 //	GET    /api/jobs/{id}/logs/tail   WebSocket stream of the logs until the job ends
 //	POST   /api/jobs/{id}/stop
 //	DELETE /api/jobs/{id}
+//	PUT    /api/serve/applications/   deploy a Serve config (every application)
+//	GET    /api/serve/applications/   the applications' status
+//	DELETE /api/serve/applications/   shut Serve down
 func (h *Head) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +86,14 @@ func (h *Head) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, jobs.LogsResponse{Logs: logs})
 	})
 	mux.HandleFunc("GET /api/jobs/{id}/logs/tail", h.tail)
+	mux.HandleFunc("PUT /api/serve/applications/{$}", h.serveDeploy)
+	mux.HandleFunc("GET /api/serve/applications/{$}", h.serveOnly(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, h.Serve.Details())
+	}))
+	mux.HandleFunc("DELETE /api/serve/applications/{$}", h.serveOnly(func(w http.ResponseWriter, r *http.Request) {
+		h.Serve.Delete()
+		w.WriteHeader(http.StatusOK)
+	}))
 	mux.HandleFunc("POST /api/jobs/{id}/stop", func(w http.ResponseWriter, r *http.Request) {
 		stopped, err := h.Jobs.Stop(r.PathValue("id"))
 		if err != nil {
@@ -97,6 +111,39 @@ func (h *Head) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, jobs.DeleteResponse{Deleted: deleted})
 	})
 	return mux
+}
+
+// serveOnly answers 501 where the head has no Serve instance.
+func (h *Head) serveOnly(f http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.Serve == nil {
+			writeText(w, http.StatusNotImplemented, "Serve is not available on this raysim head")
+			return
+		}
+		f(w, r)
+	}
+}
+
+// serveDeploy is PUT /api/serve/applications/: a config Ray's schema refuses is a 400 naming the
+// field, as Ray answers.
+func (h *Head) serveDeploy(w http.ResponseWriter, r *http.Request) {
+	h.serveOnly(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+		if err != nil {
+			writeText(w, http.StatusBadRequest, "cannot read request body: "+err.Error())
+			return
+		}
+		cfg, err := serve.Parse(body)
+		if err != nil {
+			writeText(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if err := h.Serve.Deploy(cfg); err != nil {
+			writeText(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})(w, r)
 }
 
 func (h *Head) submit(w http.ResponseWriter, r *http.Request) {

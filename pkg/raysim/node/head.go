@@ -15,6 +15,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
+	"github.com/rayctl/rayctl/pkg/raysim/serve"
 )
 
 // HeadConfig configures a head node. Ports set to 0 are picked free.
@@ -30,6 +31,10 @@ type HeadConfig struct {
 	NodeTypeName string
 	// Ports: GCS (6379 in Ray), dashboard (8265), agent (52365), metrics (8080).
 	GCSPort, DashboardPort, AgentPort, MetricsPort int
+	// ServePort is where Serve's HTTP proxy listens (on BindHost) when a deployed config's
+	// http_options name no port (8000 in Ray); 0 picks a free port. The proxy starts with the first
+	// deploy, as Ray's does; -1 runs no proxy.
+	ServePort int
 	// Resources are the head's own resources (CPU, GPU, memory, custom).
 	Resources resource.Set
 	// TempDir holds the session directory (job logs) and raysim/head.json;
@@ -58,6 +63,8 @@ type Head struct {
 	sessDir string
 	table   *gcs.Table
 	jobs    *jobs.Manager
+	serve   *serve.Serve
+	proxy   lateServer
 	servers []*http.Server
 	addrs   map[string]string
 	stop    chan struct{}
@@ -129,7 +136,13 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	})
 	h.table.SetOnChange(h.jobs.Kick)
 
-	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Version: jobs.VersionResponse{
+	h.serve = &serve.Serve{Node: serve.Node{ID: h.nodeID, IP: h.nodeIP}, DefaultPort: cfg.ServePort}
+	if cfg.ServePort >= 0 {
+		h.serve.Listen = func(port int) (int, error) {
+			return h.proxy.start("serve", cfg.BindHost, port, h.serve.ProxyHandler(), cfg.Logf)
+		}
+	}
+	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Serve: h.serve, Version: jobs.VersionResponse{
 		Version: jobs.APIVersion, RayVersion: cfg.Version + "+raysim", RayCommit: "raysim", SessionName: h.session,
 	}}
 	agent := &dashboard.Agent{Healthy: func() bool { return true }}
@@ -194,6 +207,14 @@ func (h *Head) DashboardURL() string { return "http://" + h.addrs["dashboard"] }
 // AgentAddress is the head agent's host:port.
 func (h *Head) AgentAddress() string { return h.addrs["agent"] }
 
+// ServeURL is Serve's HTTP proxy (http://host:port), or "" before a config started it.
+func (h *Head) ServeURL() string {
+	if p := h.proxy.started(); p != 0 {
+		return "http://" + net.JoinHostPort(h.nodeIP, fmt.Sprint(p))
+	}
+	return ""
+}
+
 // MetricsAddress is the metrics page's host:port.
 func (h *Head) MetricsAddress() string { return h.addrs["metrics"] }
 
@@ -226,6 +247,7 @@ func (h *Head) Close() error {
 			_ = s.Shutdown(ctx)
 			_ = s.Close()
 		}
+		h.proxy.close()
 		h.jobs.Close()
 		h.wg.Wait()
 		if h.cfg.WriteInfo {

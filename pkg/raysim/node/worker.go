@@ -28,6 +28,10 @@ type WorkerConfig struct {
 	NodeTypeName string
 	// AgentPort and MetricsPort; 0 picks free ports.
 	AgentPort, MetricsPort int
+	// ServePort, when set, runs a Serve HTTP proxy on this node once the head's proxy at HeadServePort
+	// answers (Serve runs), passing requests on to it (raysim runs every replica on the head). A port
+	// already taken is logged and the worker runs without a proxy.
+	ServePort, HeadServePort int
 	// Resources are the worker's resources.
 	Resources resource.Set
 	// HeartbeatPeriod overrides the period the GCS asks for.
@@ -51,6 +55,7 @@ type Worker struct {
 	nodeID  string
 	addrs   map[string]string
 	servers []*http.Server
+	proxy   lateServer
 	healthy atomic.Bool
 
 	done   chan struct{}
@@ -161,6 +166,10 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	hbCtx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	go w.heartbeat(hbCtx, period)
+	if host, _, err := net.SplitHostPort(cfg.GCSAddress); err == nil && cfg.ServePort > 0 {
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); w.followHeadProxy(hbCtx, host) }()
+	}
 	return w, nil
 }
 
@@ -223,6 +232,7 @@ func (w *Worker) shutdown(err error, leave bool) {
 			_ = s.Close()
 		}
 		cancel()
+		w.proxy.close()
 		w.wg.Wait()
 		close(w.done)
 	})

@@ -1,11 +1,13 @@
-// Package dashboard is the RayJob controller's client for the Ray Jobs REST API
-// that a Ray head's dashboard serves on port 8265 (Ray's own or raysim's):
-// submit a job under a chosen submission_id, read its status, stop it.
+// Package raydashboard is the Ray controllers' client for the REST APIs that a
+// Ray head's dashboard serves on port 8265 (Ray's own or raysim's): the Jobs
+// API (submit a job under a chosen submission_id, read its status, stop it)
+// and the Serve API (deploy a Serve config, read the applications' status), and
+// the Resolver that finds a RayCluster's dashboard.
 //
 // Every call is bounded: connecting gives up after ConnectTimeout and a whole
 // request after RequestTimeout, so an unreachable head never stalls a
 // reconcile worker.
-package dashboard
+package raydashboard
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package dashboard_test
+package raydashboard_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayctl/rayctl/pkg/controllers/rayjob/dashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 )
 
@@ -24,30 +24,30 @@ func startHead(t *testing.T) string {
 
 // Against raysim's dashboard, which speaks Ray's Jobs API.
 func TestClientAgainstRaysim(t *testing.T) {
-	c := dashboard.New(startHead(t))
+	c := raydashboard.New(startHead(t))
 	ctx := context.Background()
 
-	if _, err := c.GetJobInfo(ctx, "nope"); !dashboard.IsNotFound(err) {
+	if _, err := c.GetJobInfo(ctx, "nope"); !raydashboard.IsNotFound(err) {
 		t.Fatalf("GetJobInfo(unknown) = %v, want not found", err)
 	}
-	id, err := c.SubmitJob(ctx, dashboard.SubmitRequest{Entrypoint: "echo hi && exit 3", SubmissionID: "job-1"})
+	id, err := c.SubmitJob(ctx, raydashboard.SubmitRequest{Entrypoint: "echo hi && exit 3", SubmissionID: "job-1"})
 	if err != nil || id != "job-1" {
 		t.Fatalf("SubmitJob = %q, %v", id, err)
 	}
-	_, err = c.SubmitJob(ctx, dashboard.SubmitRequest{Entrypoint: "true", SubmissionID: "job-1"})
-	if !dashboard.IsAlreadySubmitted(err) {
+	_, err = c.SubmitJob(ctx, raydashboard.SubmitRequest{Entrypoint: "true", SubmissionID: "job-1"})
+	if !raydashboard.IsAlreadySubmitted(err) {
 		t.Fatalf("second SubmitJob = %v, want already submitted", err)
 	}
-	var info *dashboard.JobInfo
+	var info *raydashboard.JobInfo
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if info, err = c.GetJobInfo(ctx, "job-1"); err != nil {
 			t.Fatal(err)
 		}
-		if info.Status == dashboard.StatusFailed {
+		if info.Status == raydashboard.StatusFailed {
 			break
 		}
 	}
-	if info.Status != dashboard.StatusFailed || info.Text() == "" || info.EndTime == nil {
+	if info.Status != raydashboard.StatusFailed || info.Text() == "" || info.EndTime == nil {
 		t.Fatalf("job info %+v (message %q)", info, info.Text())
 	}
 	if err := c.StopJob(ctx, "job-1"); err != nil {
@@ -64,8 +64,8 @@ func TestAlreadySubmittedOn500(t *testing.T) {
 		http.Error(w, "Job with submission_id x already exists. Please use a different submission_id.", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	_, err := dashboard.New(srv.URL).SubmitJob(context.Background(), dashboard.SubmitRequest{Entrypoint: "true", SubmissionID: "x"})
-	if !dashboard.IsAlreadySubmitted(err) || dashboard.IsNotFound(err) {
+	_, err := raydashboard.New(srv.URL).SubmitJob(context.Background(), raydashboard.SubmitRequest{Entrypoint: "true", SubmissionID: "x"})
+	if !raydashboard.IsAlreadySubmitted(err) || raydashboard.IsNotFound(err) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -87,17 +87,17 @@ func TestRequestTimeout(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err = dashboard.New("http://"+l.Addr().String()).GetJobInfo(context.Background(), "x")
+	_, err = raydashboard.New("http://"+l.Addr().String()).GetJobInfo(context.Background(), "x")
 	if err == nil {
 		t.Fatal("no error from a silent dashboard")
 	}
-	if took := time.Since(start); took < dashboard.RequestTimeout-time.Second || took > dashboard.RequestTimeout+2*time.Second {
-		t.Errorf("gave up after %v, want about %v", took, dashboard.RequestTimeout)
+	if took := time.Since(start); took < raydashboard.RequestTimeout-time.Second || took > raydashboard.RequestTimeout+2*time.Second {
+		t.Errorf("gave up after %v, want about %v", took, raydashboard.RequestTimeout)
 	}
 }
 
 func TestBaseURLGetsAScheme(t *testing.T) {
-	if got := dashboard.New("demo-head-svc.default.svc.cluster.local:8265/").BaseURL(); got != "http://demo-head-svc.default.svc.cluster.local:8265" {
+	if got := raydashboard.New("demo-head-svc.default.svc.cluster.local:8265/").BaseURL(); got != "http://demo-head-svc.default.svc.cluster.local:8265" {
 		t.Errorf("BaseURL = %q", got)
 	}
 }

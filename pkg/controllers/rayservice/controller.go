@@ -1,0 +1,213 @@
+// Package rayservice is the RayService controller, KubeRay v1.6's behaviour on rayctl: for each
+// ray.io/v1 RayService it creates a RayCluster from spec.rayClusterConfig (named
+// <rayservice>-<5 random characters>, owned by the RayService), waits for its head Pod to be ready,
+// deploys spec.serveConfigV2 to the head's dashboard (PUT /api/serve/applications/, the YAML turned
+// into JSON), reads the applications' status back (GET /api/serve/applications/), and once every
+// application is RUNNING points the RayService's head and serve Services (<rayservice>-head-svc,
+// <rayservice>-serve-svc) at that cluster. Status carries the active and pending clusters with their
+// applications, the number of serve endpoints, and the Ready and UpgradeInProgress conditions.
+//
+// A serveConfigV2 change is deployed to the cluster in place. A rayClusterConfig change (other than
+// replica counts, or worker groups added at the end, which are applied in place) is rolled out as
+// KubeRay's zero-downtime upgrade when upgradeStrategy.type is NewCluster (the default): a pending
+// cluster is made and the config deployed to it; when its applications all run, the Services switch
+// to it, it becomes the active one, and the old cluster is deleted after
+// rayClusterDeletionDelaySeconds (60 s by default). With type None (and
+// NewClusterWithIncrementalUpgrade, which needs the Gateway API), the running cluster stays as it is.
+//
+// The RayCluster gets rayClusterConfig as stored (read unstructured), so KubeRay v1.7's fields, which
+// rayctl's Go types (v1.6.2's) lack, reach it; the spec hash covers the v1.6.2 fields only.
+package rayservice
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+)
+
+// ServeAPI is what the controller asks of a head: the dashboard's Serve API, and a node's Serve
+// proxy health. *raydashboard.Client implements it.
+type ServeAPI interface {
+	// GetServeApplications reads the applications' status.
+	GetServeApplications(ctx context.Context) (*raydashboard.ServeDetails, error)
+	// DeployServeConfig PUTs a whole Serve config (JSON).
+	DeployServeConfig(ctx context.Context, configJSON []byte) error
+	// ProxyHealthy checks the proxy the client was made for.
+	ProxyHealthy(ctx context.Context) error
+}
+
+// Options configures the controller. The zero value reaches head Pod IPs directly.
+type Options struct {
+	// Resolver finds the dashboard of a RayCluster; nil means raydashboard.DefaultResolver(false, "").
+	Resolver raydashboard.Resolver
+	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
+	NewClient func(baseURL string) ServeAPI
+	// Recorder records the RayService's events; Setup fills it from the manager.
+	Recorder record.EventRecorder
+	// RequeueAfter is how often a RayService is looked at again; 0 means DefaultRequeue.
+	RequeueAfter time.Duration
+	// MaxConcurrentReconciles is the number of workers; 0 means 1.
+	MaxConcurrentReconciles int
+	// Hooks reports the controller's trigger chain to the chain recorder; nil means a Nop observer.
+	Hooks *chainhooks.Hooks
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Resolver == nil {
+		o.Resolver = raydashboard.DefaultResolver(false, "")
+	}
+	if o.NewClient == nil {
+		o.NewClient = func(u string) ServeAPI { return raydashboard.New(u) }
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	if o.RequeueAfter <= 0 {
+		o.RequeueAfter = DefaultRequeue
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Hooks == nil {
+		o.Hooks = chainhooks.New(Name, nil)
+	}
+	return o
+}
+
+// Reconciler reconciles RayServices.
+type Reconciler struct {
+	client  client.Client
+	opts    Options
+	configs deployedConfigs
+
+	mu sync.Mutex
+	// deleteAt holds, per RayService UID, when each of its RayClusters no longer used (by UID) is to
+	// be deleted.
+	deleteAt map[types.UID]map[types.UID]time.Time
+	// uids are the RayServices seen, so that what is kept for one is forgotten when it goes.
+	uids map[types.NamespacedName]types.UID
+}
+
+// NewReconciler returns a reconciler that reads and writes through c.
+func NewReconciler(c client.Client, opts Options) *Reconciler {
+	return &Reconciler{client: c, opts: opts.withDefaults(), deleteAt: map[types.UID]map[types.UID]time.Time{},
+		uids: map[types.NamespacedName]types.UID{}}
+}
+
+// Setup registers the RayService controller with default options (manager.SetupFunc).
+func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+
+// Setup registers the RayService controller with these options, in the manager.SetupFunc shape (tests
+// register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
+// and the reconcile concurrency. The manager's scheme must know ray.io/v1 and core/v1.
+func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
+	for _, kind := range []string{"RayService", "RayCluster"} {
+		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
+			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)
+		}
+	}
+	o.Recorder, o.Hooks = env.Recorder, env.Hooks
+	if env.ReconcileConcurrency > 0 {
+		o.MaxConcurrentReconciles = env.ReconcileConcurrency
+	}
+	if o.Recorder == nil {
+		o.Recorder = mgr.GetEventRecorderFor(Name + "-controller") //nolint:staticcheck // core/v1 events, which kubectl describe shows
+	}
+	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
+}
+
+// specLabelsOrAnnotationsChanged is KubeRay's predicate on RayServices: status writes do not requeue.
+var specLabelsOrAnnotationsChanged = chainhooks.Named("generation, labels or annotations changed",
+	predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+
+// SetupWithManager wires KubeRay's watches: For RayService (spec, label or annotation changes),
+// Owns RayCluster and Service; Serve's progress is polled every RequeueAfter.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	return r.opts.Hooks.NewControllerManagedBy(mgr).
+		For(&rayv1.RayService{}, specLabelsOrAnnotationsChanged).
+		Owns(&rayv1.RayCluster{}).
+		Owns(&corev1.Service{}).
+		MaxConcurrentReconciles(r.opts.MaxConcurrentReconciles).
+		Complete(r)
+}
+
+// Reconcile moves one RayService one step towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	rs := &rayv1.RayService{}
+	if err := r.client.Get(ctx, req.NamespacedName, rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	r.remember(req.NamespacedName, rs.UID)
+	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != KubeRayManagedBy {
+		log.V(1).Info("skipping a RayService managed by another controller", "managedBy", *m)
+		return reconcile.Result{}, nil
+	}
+	if !rs.DeletionTimestamp.IsZero() {
+		// Its clusters and Services are owned by it: the garbage collector deletes them.
+		return reconcile.Result{}, nil
+	}
+	p := &pass{r: r, log: log, rs: rs, orig: rs.DeepCopy(), now: r.opts.Now()}
+	res, err := p.run(ctx)
+	if apierrors.IsConflict(err) {
+		log.V(1).Info("RayService changed during reconcile; retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+// remember notes the UID of the RayService key names; a new UID (the RayService was recreated) drops
+// what was kept for the old one.
+func (r *Reconciler) remember(key types.NamespacedName, uid types.UID) {
+	r.mu.Lock()
+	old, ok := r.uids[key]
+	r.uids[key] = uid
+	r.mu.Unlock()
+	if ok && old != uid {
+		r.drop(old)
+	}
+}
+
+// forget drops what was kept for a RayService that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	uid, ok := r.uids[key]
+	delete(r.uids, key)
+	r.mu.Unlock()
+	if ok {
+		r.drop(uid)
+	}
+}
+
+// drop forgets the deletion times and deployed configs kept for the RayService uid.
+func (r *Reconciler) drop(uid types.UID) {
+	r.mu.Lock()
+	delete(r.deleteAt, uid)
+	r.mu.Unlock()
+	r.configs.keep(uid)
+}
