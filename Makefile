@@ -64,8 +64,8 @@ $(KUBERAY_OPERATOR): hack/kuberay-version
 	mv $(@D)/gobin-$(KUBERAY_VERSION)/ray-operator $@
 	rmdir $(@D)/gobin-$(KUBERAY_VERSION)
 
-## test: every test — unit, integration and end-to-end (starts rayctl up as a process) — after the cross builds
-test: build cross
+## test: every test — unit, integration and end-to-end (starts rayctl up as a process)
+test: build
 	RAYCTL_BIN=$(CURDIR)/$(RAYCTL) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
 
 ## test-unit: the fast tests only (no end-to-end suite)
