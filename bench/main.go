@@ -110,7 +110,7 @@ func run(rayctl, out string, runs int) error {
 	}
 	row("cold start (new data dir)", cold, "≤ 1.0 s, RSS ≤ 150 MB")
 	row("warm restart (same data dir)", warm, "≤ 0.5 s")
-	fmt.Fprintf(&b, "\nBoth include installing the three ray.io/v1 CRDs and waiting until they are Established. A warm restart follows\n"+
+	fmt.Fprintf(&b, "\nBoth include installing the four ray.io/v1 CRDs and waiting until they are Established. A warm restart follows\n"+
 		"a stop once the raysim image, which rayctl loads after ready, is in (a stop in the middle of the import makes containerd's\n"+
 		"next start slower by about a second).\n")
 	fmt.Fprintf(&b, "\nWhere the time went (ms per component, as rayctl printed it), median and slowest run:\n\n")
