@@ -2,12 +2,12 @@ package diagnose
 
 import (
 	"fmt"
-	"k8s.io/kubectl/pkg/util/podutils"
 	"sort"
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/rayctl/rayctl/pkg/chain"
 )

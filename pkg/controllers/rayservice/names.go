@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
 // Names, labels and defaults shared with KubeRay v1.6, so that its docs and kubectl habits carry over.
@@ -29,16 +31,6 @@ const (
 const (
 	// LabelOriginName names the RayService a RayCluster or Service was made for.
 	LabelOriginName = "ray.io/originated-from-cr-name"
-	// LabelOriginCRD is "RayService" on everything this controller makes.
-	LabelOriginCRD = "ray.io/originated-from-crd"
-	// LabelCluster names the RayCluster of a Ray Pod; Services select by it.
-	LabelCluster = "ray.io/cluster"
-	// LabelNodeType is "head" or "worker" on a Ray Pod.
-	LabelNodeType = "ray.io/node-type"
-	// LabelIdentifier identifies a group of Ray Pods (and the RayService's head Service).
-	LabelIdentifier = "ray.io/identifier"
-	// LabelServe ("true") selects the Pods the serve Service sends traffic to.
-	LabelServe = "ray.io/serve"
 	// AnnotationClusterHash is the hash of the RayCluster spec (without replica counts) a cluster
 	// was made from: a RayService whose spec hashes differently wants a new cluster.
 	AnnotationClusterHash = "ray.io/hash-without-replicas-and-workers-to-delete"
@@ -93,7 +85,7 @@ func serveServiceName(rs *rayv1.RayService) string {
 
 // originLabels tie an object to the RayService it was made for.
 func originLabels(rs *rayv1.RayService) map[string]string {
-	return map[string]string{LabelOriginName: rs.Name, LabelOriginCRD: originCRD}
+	return map[string]string{LabelOriginName: rs.Name, raycluster.LabelOriginatedCRD: originCRD}
 }
 
 // deletionDelay is spec.rayClusterDeletionDelaySeconds, or DefaultClusterDeletionDelay.

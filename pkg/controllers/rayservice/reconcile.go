@@ -3,7 +3,6 @@ package rayservice
 import (
 	"context"
 	"fmt"
-	"k8s.io/kubectl/pkg/util/podutils"
 	"net"
 	"strconv"
 	"time"
@@ -18,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubectl/pkg/util/podutils"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
@@ -268,7 +269,7 @@ func (p *pass) cleanUpClusters(ctx context.Context) error {
 func (p *pass) headPod(ctx context.Context, c *rayv1.RayCluster) (*corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := p.r.client.List(ctx, &pods, client.InNamespace(c.Namespace),
-		client.MatchingLabels{LabelCluster: c.Name, LabelNodeType: string(rayv1.HeadNode)}); err != nil {
+		client.MatchingLabels{raycluster.LabelCluster: c.Name, raycluster.LabelNodeType: string(rayv1.HeadNode)}); err != nil {
 		return nil, err
 	}
 	for i := range pods.Items {
@@ -306,14 +307,14 @@ func (p *pass) updateHeadServeLabel(ctx context.Context, c *rayv1.RayCluster) er
 			want = "true"
 		}
 	}
-	if pod.Labels[LabelServe] == want {
+	if pod.Labels[raycluster.LabelServe] == want {
 		return nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[LabelServe] = want
+	pod.Labels[raycluster.LabelServe] = want
 	if err := p.r.client.Patch(ctx, pod, patch); err != nil {
 		p.r.opts.Recorder.Eventf(p.rs, corev1.EventTypeWarning, EventFailedUpdateHeadPodServeLbl, "Failed to update the serve label to %q for the Head Pod %s/%s: %v", want, pod.Namespace, pod.Name, err)
 		return client.IgnoreNotFound(err)
@@ -388,7 +389,7 @@ func (p *pass) reconcileService(ctx context.Context, want *corev1.Service, c *ra
 	err := p.r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case err == nil:
-		if have.Spec.Selector[LabelCluster] == c.Name {
+		if have.Spec.Selector[raycluster.LabelCluster] == c.Name {
 			return have, nil
 		}
 		want.Spec.ClusterIP, want.Spec.ClusterIPs = have.Spec.ClusterIP, have.Spec.ClusterIPs
@@ -435,7 +436,7 @@ func (p *pass) calculateStatus(ctx context.Context, serveSvc *corev1.Service, ac
 
 	pendingServing := false
 	if serveSvc != nil {
-		selected := serveSvc.Spec.Selector[LabelCluster]
+		selected := serveSvc.Spec.Selector[raycluster.LabelCluster]
 		pendingServing = selected != "" && selected == st.PendingServiceStatus.RayClusterName
 		if pendingServing {
 			p.log.Info("promoting the pending RayCluster", "from", st.ActiveServiceStatus.RayClusterName, "to", selected)

@@ -18,8 +18,8 @@ func headService(rs *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Servic
 	// KubeRay's labels: the origin, the node type and the RayService's own identifier, never the
 	// cluster's name, which would make it a second head Service of that cluster.
 	labels := originLabels(rs)
-	labels[LabelNodeType] = string(rayv1.HeadNode)
-	labels[LabelIdentifier] = raycluster.CheckLabel(rs.Name + "-" + string(rayv1.HeadNode))
+	labels[raycluster.LabelNodeType] = string(rayv1.HeadNode)
+	labels[raycluster.LabelIdentifier] = raycluster.CheckLabel(rs.Name + "-" + string(rayv1.HeadNode))
 	svc.ObjectMeta = metav1.ObjectMeta{Name: headServiceName(rs), Namespace: rs.Namespace, Labels: labels, Annotations: svc.Annotations}
 	return svc
 }
@@ -64,7 +64,7 @@ func serveService(rs *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Servi
 		svc.Labels = map[string]string{}
 	}
 	maps.Copy(svc.Labels, originLabels(rs))
-	svc.Labels[LabelServe] = rs.Name + "-serve"
-	svc.Spec.Selector = map[string]string{LabelCluster: cluster.Name, LabelServe: "true"}
+	svc.Labels[raycluster.LabelServe] = rs.Name + "-serve"
+	svc.Spec.Selector = map[string]string{raycluster.LabelCluster: cluster.Name, raycluster.LabelServe: "true"}
 	return svc
 }
