@@ -47,10 +47,10 @@ import (
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/apiserver/chainaudit"
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
@@ -74,7 +74,7 @@ type chainInstance struct {
 	up    *instance.Process
 	kube  kubernetes.Interface
 	ray   rayclient.Interface
-	cc    *chain.Client // nil with the recorder off
+	cc    chain.Source // nil with the recorder off
 	tr    *chainTracker
 	mark  uint64 // the chain's next Seq when the measured cycles began
 
@@ -195,7 +195,7 @@ func (in *chainInstance) start(rayctl string) error {
 		return err
 	}
 	if in.label == "on" {
-		if in.cc, err = chain.NewClient(cfg); err != nil {
+		if in.cc, err = chainhttp.NewClient(cfg); err != nil {
 			return err
 		}
 	}
@@ -575,35 +575,37 @@ func pairedDiff(a, o []time.Duration) (med, lo, hi time.Duration) {
 // recorderCosts is what the recorder's own work costs per event.
 type recorderCosts struct {
 	n     int
-	hook  time.Duration // one controller hop (observer call into the ring)
+	hook  time.Duration // one controller hop (an Event into the ring)
 	audit time.Duration // one API write (the audit backend's event)
 }
 
-// recorderCost times the recorder's work in this process: the observer hooks a controller calls on each
-// hop, and the audit backend on a Pod status write's RequestResponse event.
+// recorderCost times the recorder's work in this process: the Events a controller's hooks record on
+// each hop, and the audit backend on a Pod status write's RequestResponse event.
 func recorderCost() (recorderCosts, error) {
 	const n = 100000
 	r := chain.New(chain.DefaultSize)
-	o := r.Observer()
-	r.Register(chain.ControllerInfo{Name: "raycluster", Kind: "RayCluster"}, nil)
 	pod := chain.Ref{Kind: "Pod", Namespace: chainNS, Name: "bench-head-abcde", UID: "0b6c7a4e-0000-4000-8000-000000000001", ResourceVersion: "12345"}
-	key := types.NamespacedName{Namespace: chainNS, Name: chainRC}
+	key := chain.Ref{Kind: "RayCluster", Namespace: chainNS, Name: chainRC}
 	rc := chain.Ref{Kind: "RayCluster", Namespace: chainNS, Name: chainRC, ResourceVersion: "12346"}
+	const c = "raycluster"
 	t0 := time.Now()
-	for range n / 8 {
-		o.OnEvent("raycluster", pod, "12344", chainhooks.Update)
-		o.OnPredicate("raycluster", pod, "generation changed", true)
-		o.OnMap("raycluster", pod, key, "controller owner")
-		o.OnEnqueue("raycluster", chainhooks.Enqueue{Key: key, From: &pod, Kind: chainhooks.EnqueueNew})
-		o.OnDequeue("raycluster", key, time.Microsecond)
-		o.OnReconcileStart("raycluster", key)
-		o.OnStatusWrite("raycluster", key, rc, "state=ready readyWorkers=0/0")
-		o.OnReconcileEnd("raycluster", key, reconcile.Result{RequeueAfter: 2 * time.Second}, nil, time.Millisecond)
+	for i := range uint64(n / 8) {
+		from, to := pod, key
+		r.Record(chain.Event{Component: c, Hop: chain.InformerEvent, Object: pod, OldResourceVersion: "12344", Outcome: "update"})
+		r.Record(chain.Event{Component: c, Hop: chain.PredicateHop, Object: pod, Outcome: chain.Passed, Predicate: "generation changed"})
+		r.Record(chain.Event{Component: c, Hop: chain.MapHop, Object: pod, To: &to, Reason: "controller owner"})
+		r.Record(chain.Event{Component: c, Hop: chain.EnqueueHop, Object: key, From: &from, Outcome: string(chain.EnqueueNew)})
+		r.Record(chain.Event{Component: c, Hop: chain.DequeueHop, Object: key, Duration: time.Microsecond, Reconcile: i + 1})
+		r.Record(chain.Event{Component: c, Hop: chain.ReconcileStart, Object: key, Reconcile: i + 1})
+		r.Record(chain.Event{Component: c, Hop: chain.StatusWrite, Object: rc, Reconcile: i + 1,
+			Status: []chain.Field{chain.F("state", "ready"), chain.F("readyWorkers", "0/0")}})
+		r.Record(chain.Event{Component: c, Hop: chain.ReconcileEnd, Object: key, Duration: time.Millisecond, Reconcile: i + 1,
+			Outcome: chain.RequeueAfter, Result: &chain.Result{RequeueAfter: 2 * time.Second}})
 	}
 	hook := time.Since(t0) / time.Duration(n/8*8)
 
 	p := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: chainNS, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: chainNS, UID: types.UID(pod.UID), ResourceVersion: pod.ResourceVersion,
 			Labels: map[string]string{"ray.io/cluster": chainRC, "ray.io/node-type": "head", "ray.io/group": "headgroup"}},
 		Spec: chainCluster().Spec.HeadGroupSpec.Template.Spec,
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.88.0.7", Conditions: []corev1.PodCondition{
@@ -623,7 +625,7 @@ func recorderCost() (recorderCosts, error) {
 		ResponseStatus: &metav1.Status{Code: 200}, ResponseObject: &runtime.Unknown{Raw: raw},
 		RequestReceivedTimestamp: now, StageTimestamp: now,
 	}
-	backend := r.AuditBackend()
+	backend := chainaudit.Backend(r)
 	t0 = time.Now()
 	for range n {
 		backend.ProcessEvents(ev)

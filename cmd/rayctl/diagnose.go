@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/diagnose"
 )
 
@@ -88,7 +88,7 @@ line names the most likely cause — the first failing check in chain order — 
 
 // diagnoseClients are the clients diagnose reads with: the chain recorder, client-go and ray.io.
 func diagnoseClients(cfg *rest.Config) (diagnose.Clients, error) {
-	cc, err := chain.NewClient(cfg)
+	cc, err := chainhttp.NewClient(cfg)
 	if err != nil {
 		return diagnose.Clients{}, err
 	}

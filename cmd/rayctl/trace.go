@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 	"github.com/rayctl/rayctl/pkg/datadir"
 )
 
@@ -90,12 +92,12 @@ hop's own latency.`,
 			if err != nil {
 				return err
 			}
-			c, err := chain.NewClient(cfg)
+			c, err := chainhttp.NewClient(cfg)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			ropts := chain.RenderOptions{Color: isTerminal(out)}
+			ropts := render.Options{Color: isTerminal(out)}
 			if o.follow {
 				return followTrace(cmd.Context(), out, c, kind, ns, name, o.output == "json", ropts)
 			}
@@ -121,7 +123,7 @@ hop's own latency.`,
 			}
 			span := time.Duration(steps[len(steps)-1].At - first)
 			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, ns, name, len(steps), float64(span)/1e6)
-			chain.Render(out, steps, ropts)
+			render.Render(out, steps, ropts)
 			return nil
 		},
 	}
@@ -133,7 +135,7 @@ hop's own latency.`,
 
 // followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each
 // burst, and prints the steps it has not printed yet.
-func followTrace(ctx context.Context, out io.Writer, c *chain.Client, kind, ns, name string, asJSON bool, ropts chain.RenderOptions) error {
+func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, name string, asJSON bool, ropts render.Options) error {
 	list, err := c.Events(ctx, chain.Filter{})
 	if err != nil {
 		return err
@@ -163,25 +165,14 @@ func followTrace(ctx context.Context, out io.Writer, c *chain.Client, kind, ns, 
 			if c, ok := at[s.Cause]; ok && s.Cause != 0 {
 				latency = fmt.Sprintf("%.1f ms", float64(max(s.At-c, 0))/1e6)
 			}
-			chain.RenderLine(out, time.Duration(s.At-t0), latency, &s.Event, ropts)
+			render.RenderLine(out, time.Duration(s.At-t0), latency, &s.Event, ropts)
 		}
 	}
 	flush()
 	if !asJSON {
 		fmt.Fprintf(out, "… following %s %s/%s (Ctrl-C stops)\n", kind, ns, name)
 	}
-	incoming := make(chan chain.Event, 1024)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- c.Watch(ctx, chain.Filter{After: list.Next - 1}, func(e chain.Event) error {
-			select {
-			case incoming <- e:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
+	incoming, errc := chain.Stream(ctx, c, chain.Filter{After: list.Next - 1}, 1024)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	dirty := false

@@ -26,7 +26,9 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/apiserver/chainaudit"
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
@@ -246,9 +248,9 @@ func up(parent context.Context, out io.Writer, o *upOptions) error {
 		}
 		if o.chainBuffer > 0 {
 			o.recorder = chain.New(o.chainBuffer)
-			cfg.Audit, cfg.AuditPolicy = o.recorder.AuditBackend(), chain.AuditPolicy()
-			cfg.Debug = map[string]http.Handler{chain.PathPrefix: o.recorder.Handler()}
-			cfg.LongRunning = chain.IsLongRunning
+			cfg.Audit, cfg.AuditPolicy = chainaudit.Backend(o.recorder), chainaudit.Policy()
+			cfg.Debug = map[string]http.Handler{chainhttp.PathPrefix: chainhttp.Handler(o.recorder)}
+			cfg.LongRunning = chainhttp.IsLongRunning
 		}
 		server, err = apiserver.New(cfg)
 		if err != nil {

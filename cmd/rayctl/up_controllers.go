@@ -182,7 +182,9 @@ func controllerManagers(ca *pki.Authority, serverURL string, dir *datadir.Dir, f
 		opts.LeaderElectionID = s.leaseID
 		opts.LeaderElectionIdentity = leaderIdentity(dir)
 		opts.Logger = zapr.NewLogger(logger.Named(s.name))
-		opts.Observer = rec.Observer()
+		if rec != nil {
+			opts.Sink = rec
+		}
 		opts.RootCA = ca.CertPEM()
 		if !s.ray {
 			opts.VolumesDir = dir.Join("volumes")

@@ -19,6 +19,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/kubelet"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
+	podstatus "github.com/rayctl/rayctl/pkg/kubelet/status"
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
@@ -75,6 +76,10 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 	if over := node.Overcommits(node.HostCapacity("/"), capacity); len(over) > 0 {
 		fmt.Fprintf(out, "warning: --node-capacity advertises more than this machine has: %s; pods may overcommit it\n", strings.Join(over, ", "))
 	}
+	var onStatusWrite podstatus.WriteHook
+	if o.recorder != nil {
+		onStatusWrite = podstatus.ChainHook(o.recorder)
+	}
 	kl, err := kubelet.New(kubelet.Config{
 		NodeName:          o.nodeName,
 		Capacity:          capacity,
@@ -86,7 +91,7 @@ func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverU
 		APIServer:         &podenv.APIServer{Host: podAPI.host.String(), Port: podAPI.port},
 		KubernetesVersion: apiserver.KubernetesVersion(),
 		NodeIP:            "127.0.0.1",
-		OnStatusWrite:     o.recorder.KubeletWrote,
+		OnStatusWrite:     onStatusWrite,
 		API: kubelet.APIConfig{
 			Addr:         "127.0.0.1:0",
 			ServingCert:  &cert,

@@ -1,4 +1,4 @@
-package chain
+package chain_test
 
 import (
 	"errors"
@@ -6,20 +6,81 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	auditinternal "k8s.io/apiserver/pkg/apis/audit"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	. "github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 )
+
+// passes numbers reconcile passes across the test's controllers, as chainhooks does.
+var passes uint64
+
+// ctl records one controller's hops as chainhooks emits them.
+type ctl struct {
+	r      *Recorder
+	name   string
+	kind   string
+	active map[string]uint64
+}
+
+func newCtl(r *Recorder, name, kind string) *ctl {
+	return &ctl{r: r, name: name, kind: kind, active: map[string]uint64{}}
+}
+
+func (c *ctl) key(name string) Ref { return Ref{Kind: c.kind, Namespace: "ns", Name: name} }
+
+func (c *ctl) emit(e Event) { e.Component = c.name; c.r.Record(e) }
+
+func (c *ctl) event(obj Ref, oldRV string) {
+	c.emit(Event{Hop: InformerEvent, Object: obj, OldResourceVersion: oldRV, Outcome: "update"})
+}
+
+func (c *ctl) mapTo(from Ref, key, reason string) {
+	to := c.key(key)
+	c.emit(Event{Hop: MapHop, Object: from, To: &to, Reason: reason})
+}
+
+func (c *ctl) miss(from Ref, reason string) {
+	c.emit(Event{Hop: MapMiss, Object: from, Reason: reason})
+}
+
+func (c *ctl) enqueue(key string, from *Ref, kind EnqueueKind, after time.Duration) {
+	c.emit(Event{Hop: EnqueueHop, Object: c.key(key), From: from, Outcome: string(kind), Duration: after})
+}
+
+func (c *ctl) dequeue(key string, wait time.Duration) {
+	passes++
+	c.active[key] = passes
+	c.emit(Event{Hop: DequeueHop, Object: c.key(key), Duration: wait, Reconcile: passes})
+}
+
+func (c *ctl) start(key string) {
+	c.emit(Event{Hop: ReconcileStart, Object: c.key(key), Reconcile: c.active[key]})
+}
+
+func (c *ctl) status(key string, obj Ref, fields ...Field) {
+	c.emit(Event{Hop: StatusWrite, Object: obj, Status: fields, Reconcile: c.active[key]})
+}
+
+func (c *ctl) write(key string, obj Ref, verb string) {
+	c.emit(Event{Hop: ObjectWrite, Object: obj, Outcome: verb, Reconcile: c.active[key]})
+}
+
+func (c *ctl) call(key, method, url string, code int) {
+	c.emit(Event{Hop: DashboardCall, Object: c.key(key), Call: &Call{Method: method, URL: url, Code: code}, Reconcile: c.active[key]})
+}
+
+func (c *ctl) end(key string, err error) {
+	e := Event{Hop: ReconcileEnd, Object: c.key(key), Duration: time.Millisecond, Reconcile: c.active[key], Outcome: Done, Result: &Result{}}
+	if err != nil {
+		e.Outcome, e.Error = Failed, err.Error()
+	}
+	c.emit(e)
+	delete(c.active, key)
+}
 
 func TestRingKeepsTheNewest(t *testing.T) {
 	r := New(3)
 	for i := 0; i < 5; i++ {
-		r.record(Event{Component: "c", Hop: EnqueueHop, Object: Ref{Kind: "RayCluster", Name: string(rune('a' + i))}})
+		r.Record(Event{Component: "c", Hop: EnqueueHop, Object: Ref{Kind: "RayCluster", Name: string(rune('a' + i))}})
 	}
 	got := r.Events(Filter{})
 	if len(got) != 3 || got[0].Seq != 3 || got[2].Seq != 5 || got[2].Object.Name != "e" {
@@ -35,10 +96,9 @@ func TestRingKeepsTheNewest(t *testing.T) {
 
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *Recorder
-	r.KubeletWrote(nil, "1")
-	obs := r.Observer()
-	obs.OnEvent("c", Ref{}, "", chainhooks.Update)
-	if r.Events(Filter{}) != nil {
+	r.Record(Event{Hop: KubeletWrite})
+	r.Register(ControllerInfo{Name: "c"}, nil)
+	if r.Events(Filter{}) != nil || r.Controllers() != nil {
 		t.Fatal("a nil recorder returned events")
 	}
 }
@@ -47,44 +107,13 @@ func TestSubscriptionSeesNewEvents(t *testing.T) {
 	r := New(10)
 	s := r.Subscribe(1)
 	defer s.Close()
-	r.record(Event{Hop: MapHop})
-	r.record(Event{Hop: MapHop}) // the buffer holds one; this one is dropped
+	r.Record(Event{Hop: MapHop})
+	r.Record(Event{Hop: MapHop}) // the buffer holds one; this one is dropped
 	if e := <-s.C(); e.Seq != 1 {
 		t.Fatalf("got %+v", e)
 	}
 	if s.Dropped() != 1 {
 		t.Fatalf("dropped %d", s.Dropped())
-	}
-}
-
-func TestAuditBackendRecordsAcceptedWrites(t *testing.T) {
-	r := New(10)
-	b := r.AuditBackend()
-	received := metav1.NewMicroTime(time.Now().Add(-3 * time.Millisecond))
-	ok := b.ProcessEvents(&auditinternal.Event{
-		Stage: auditinternal.StageResponseComplete, Verb: "patch",
-		User:           authnv1.UserInfo{Username: "system:node:vm"},
-		ObjectRef:      &auditinternal.ObjectReference{Resource: "pods", Subresource: "status", Namespace: "ns", Name: "p"},
-		ResponseStatus: &metav1.Status{Code: 200}, RequestReceivedTimestamp: received, StageTimestamp: metav1.NewMicroTime(time.Now()),
-		ResponseObject: &runtime.Unknown{Raw: []byte(`{"kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u1","resourceVersion":"42"}}`)},
-	}, &auditinternal.Event{
-		Stage: auditinternal.StageResponseComplete, Verb: "update",
-		ObjectRef:      &auditinternal.ObjectReference{Resource: "rayclusters", Subresource: "status", Namespace: "ns", Name: "c"},
-		ResponseStatus: &metav1.Status{Code: 409, Message: "the object has been modified"},
-	})
-	if !ok {
-		t.Fatal("the backend refused events (the request would fail)")
-	}
-	got := r.Events(Filter{})
-	if len(got) != 2 {
-		t.Fatalf("recorded %+v", got)
-	}
-	if e := got[0]; e.Object.Kind != "Pod" || e.Object.ResourceVersion != "42" || e.Object.UID != "u1" || e.Outcome != "patch status" ||
-		e.Detail != "system:node:vm" || e.Duration < 3*time.Millisecond {
-		t.Errorf("accepted write: %+v", e)
-	}
-	if e := got[1]; e.Code != 409 || e.Object.Kind != "RayCluster" || !strings.Contains(Describe(&e), "refused") {
-		t.Errorf("refused write: %+v (%s)", e, Describe(&e))
 	}
 }
 
@@ -94,39 +123,35 @@ func TestAuditBackendRecordsAcceptedWrites(t *testing.T) {
 func chainOf(t *testing.T) *Recorder {
 	t.Helper()
 	r := New(100)
-	r.Register(ControllerInfo{Name: "raycluster", Kind: "RayCluster"}, nil)
-	r.Register(ControllerInfo{Name: "rayjob", Kind: "RayJob"}, nil)
-	o := r.Observer()
+	rc, rj := newCtl(r, "raycluster", "RayCluster"), newCtl(r, "rayjob", "RayJob")
 	pod := Ref{Kind: "Pod", Namespace: "ns", Name: "c-head-x", ResourceVersion: "10"}
 	cluster := Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "11"}
 	job := Ref{Kind: "RayJob", Namespace: "ns", Name: "j", ResourceVersion: "12"}
-	ckey := types.NamespacedName{Namespace: "ns", Name: "c"}
-	jkey := types.NamespacedName{Namespace: "ns", Name: "j"}
 	api := func(ref Ref) {
-		r.record(Event{Component: "apiserver", Hop: APIWrite, Object: ref, Outcome: "update status", Code: 200})
+		r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: ref, Outcome: "update status", Call: &Call{Verb: "update", Subresource: "status", Code: 200}})
 	}
 
-	o.OnEnqueue("rayjob", chainhooks.Enqueue{Key: jkey, Kind: chainhooks.EnqueueRequeueAfter, After: 3 * time.Second})
-	r.record(Event{Component: "kubelet", Hop: KubeletWrite, Object: pod, Detail: "Ready=True"})
+	rj.enqueue("j", nil, EnqueueRequeueAfter, 3*time.Second)
+	r.Record(Event{Component: "kubelet", Hop: KubeletWrite, Object: pod, Pod: &PodStatus{Ready: "True"}})
 	api(pod)
-	o.OnEvent("raycluster", pod, "9", chainhooks.Update)
-	o.OnMap("raycluster", pod, ckey, "controller owner")
-	o.OnEnqueue("raycluster", chainhooks.Enqueue{Key: ckey, From: &pod, Kind: chainhooks.EnqueueNew})
-	o.OnDequeue("raycluster", ckey, time.Millisecond)
-	o.OnReconcileStart("raycluster", ckey)
-	o.OnStatusWrite("raycluster", ckey, cluster, "state=ready")
+	rc.event(pod, "9")
+	rc.mapTo(pod, "c", "controller owner")
+	rc.enqueue("c", &pod, EnqueueNew, 0)
+	rc.dequeue("c", time.Millisecond)
+	rc.start("c")
+	rc.status("c", cluster, F("state", "ready"))
 	api(cluster)
-	o.OnReconcileEnd("raycluster", ckey, reconcile.Result{RequeueAfter: 2 * time.Second}, nil, 3*time.Millisecond)
-	o.OnEvent("rayjob", cluster, "8", chainhooks.Update)
-	o.OnMap("rayjob", cluster, jkey, "controller owner")
-	o.OnEnqueue("rayjob", chainhooks.Enqueue{Key: jkey, From: &cluster, Kind: chainhooks.EnqueueAdvanced})
-	o.OnDequeue("rayjob", jkey, 0)
-	o.OnReconcileStart("rayjob", jkey)
-	o.OnStatusWrite("rayjob", jkey, job, "jobDeploymentStatus=Running")
-	o.OnCall("rayjob", jkey, chainhooks.Call{Method: "POST", URL: "http://10.0.0.1:8265/api/jobs/", Code: 200})
-	o.OnReconcileEnd("rayjob", jkey, reconcile.Result{}, errors.New("boom"), time.Millisecond)
+	rc.end("c", nil)
+	rj.event(cluster, "8")
+	rj.mapTo(cluster, "j", "controller owner")
+	rj.enqueue("j", &cluster, EnqueueAdvanced, 0)
+	rj.dequeue("j", 0)
+	rj.start("j")
+	rj.status("j", job, F("jobDeploymentStatus", "Running"))
+	rj.call("j", "POST", "http://10.0.0.1:8265/api/jobs/", 200)
+	rj.end("j", errors.New("boom"))
 	// Noise: another Pod's event that maps to nothing.
-	o.OnMapMiss("raycluster", Ref{Kind: "Pod", Namespace: "ns", Name: "stray"}, "no controller owner")
+	rc.miss(Ref{Kind: "Pod", Namespace: "ns", Name: "stray"}, "no controller owner")
 	return r
 }
 
@@ -160,8 +185,8 @@ func TestTraceLinksSubmissionBackToKubeletWrite(t *testing.T) {
 	if s.Hop != KubeletWrite || n != 14 {
 		t.Errorf("causes from the submission end at %s after %d hops, want the kubelet write after 14", s.Hop, n)
 	}
-	if e := steps[len(steps)-1]; !strings.Contains(Describe(&e.Event), "failed") {
-		t.Errorf("an erroring reconcile reads %q", Describe(&e.Event))
+	if e := steps[len(steps)-1]; !strings.Contains(render.Describe(&e.Event), "failed") {
+		t.Errorf("an erroring reconcile reads %q", render.Describe(&e.Event))
 	}
 }
 
@@ -180,7 +205,7 @@ func TestTraceOfPodFollowsItsEffects(t *testing.T) {
 func TestRenderFitsEightyColumns(t *testing.T) {
 	r := chainOf(t)
 	var b strings.Builder
-	Render(&b, Trace(r.Events(Filter{}), "RayJob", "ns", "j"), RenderOptions{})
+	render.Render(&b, Trace(r.Events(Filter{}), "RayJob", "ns", "j"), render.Options{})
 	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
 		if n := len([]rune(l)); n > 80 {
 			t.Errorf("%d columns: %q", n, l)
@@ -196,29 +221,27 @@ func TestRenderFitsEightyColumns(t *testing.T) {
 // Pod → the API server's create, then the Pod's kubelet write: `rayctl trace pod/…` shows it all.
 func TestTraceOfAPodStartsAtTheWriteThatMadeIt(t *testing.T) {
 	r := New(100)
-	r.Register(ControllerInfo{Name: "raycluster", Kind: "RayCluster"}, nil)
-	o := r.Observer()
+	rc := newCtl(r, "raycluster", "RayCluster")
 	cluster := Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "20"}
 	worker := Ref{Kind: "Pod", Namespace: "ns", Name: "c-g-worker-x", ResourceVersion: "21"}
-	ckey := types.NamespacedName{Namespace: "ns", Name: "c"}
-	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: cluster, Outcome: "patch", Detail: "system:serviceaccount:ns:c", Code: 200})
-	o.OnEvent("raycluster", cluster, "19", chainhooks.Update)
-	o.OnMap("raycluster", cluster, ckey, "object")
-	o.OnEnqueue("raycluster", chainhooks.Enqueue{Key: ckey, From: &cluster, Kind: chainhooks.EnqueueNew})
-	o.OnDequeue("raycluster", ckey, 0)
-	o.OnReconcileStart("raycluster", ckey)
-	o.OnWrite("raycluster", ckey, worker, "create")
-	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: worker, Outcome: "create", Detail: "rayctl:controllers", Code: 201})
-	o.OnReconcileEnd("raycluster", ckey, reconcile.Result{}, nil, time.Millisecond)
+	r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: cluster, Outcome: "patch", Call: &Call{Verb: "patch", User: "system:serviceaccount:ns:c", Code: 200}})
+	rc.event(cluster, "19")
+	rc.mapTo(cluster, "c", "object")
+	rc.enqueue("c", &cluster, EnqueueNew, 0)
+	rc.dequeue("c", 0)
+	rc.start("c")
+	rc.write("c", worker, "create")
+	r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: worker, Outcome: "create", Call: &Call{Verb: "create", User: "rayctl:controllers", Code: 201}})
+	rc.end("c", nil)
 	ready := worker
 	ready.ResourceVersion = "25"
-	r.record(Event{Component: "kubelet", Hop: KubeletWrite, Object: ready, Detail: "Ready=True"})
-	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: ready, Outcome: "patch status", Code: 200})
+	r.Record(Event{Component: "kubelet", Hop: KubeletWrite, Object: ready, Pod: &PodStatus{Ready: "True"}})
+	r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: ready, Outcome: "patch status", Call: &Call{Verb: "patch", Subresource: "status", Code: 200}})
 
 	steps := Trace(r.Events(Filter{}), "pod", "ns", worker.Name)
 	var hops []string
 	for _, s := range steps {
-		hops = append(hops, s.Component+" "+string(s.Hop)+" "+Describe(&s.Event))
+		hops = append(hops, s.Component+" "+string(s.Hop)+" "+render.Describe(&s.Event))
 	}
 	got := strings.Join(hops, "\n")
 	for _, want := range []string{"apiserver api-write", "system:serviceaccount:ns:c", "raycluster reconcile-start",

@@ -1,91 +1,10 @@
-// Package chain records the trigger chain of rayctl's control plane, one Event per hop: the kubelet's
-// Pod status write, the API server accepting a write (from its audit machinery), each controller's
-// informer event, predicate decision, handler mapping, enqueue, dequeue, reconcile, status write,
-// RayJob state transition and dashboard call. Events link by (object, resourceVersion), so Trace can
-// walk from a RayJob's submission back to the kubelet write that made its head Pod ready.
-//
-// The Recorder keeps the newest events in a fixed-size ring, hands them out with filters, and streams
-// new ones to subscribers; Handler serves both over HTTP.
 package chain
 
 import (
+	"sort"
 	"sync"
 	"time"
-
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
-
-// Hop is the kind of step an Event records.
-type Hop string
-
-// The hops of the chain, in the order a change travels them.
-const (
-	// KubeletWrite: the kubelet wrote a Pod's status (Object carries the resourceVersion it got back).
-	KubeletWrite Hop = "kubelet-write"
-	// APIWrite: the API server accepted (or refused) a write; Outcome is the verb, Code the HTTP status.
-	APIWrite Hop = "api-write"
-	// InformerEvent: a controller's cache delivered a watch event (Outcome create/update/delete).
-	InformerEvent Hop = "informer"
-	// PredicateHop: a predicate passed (Outcome "passed") or dropped ("dropped") an event.
-	PredicateHop Hop = "predicate"
-	// MapHop: a handler mapped an event's Object to the key To.
-	MapHop Hop = "map"
-	// MapMiss: a handler mapped an event to no key; Detail says why.
-	MapMiss Hop = "map-miss"
-	// EnqueueHop: a key entered the work queue; Outcome is the chainhooks.EnqueueKind.
-	EnqueueHop Hop = "enqueue"
-	// DequeueHop: a worker took a key; Duration is how long it had been ready.
-	DequeueHop Hop = "dequeue"
-	// ReconcileStart and ReconcileEnd bracket one Reconcile; the end's Outcome is done,
-	// requeue-after or error.
-	ReconcileStart Hop = "reconcile-start"
-	ReconcileEnd   Hop = "reconcile-end"
-	// StatusWrite: a controller wrote an object's status (Object carries the new resourceVersion).
-	StatusWrite Hop = "status-write"
-	// ObjectWrite: a controller created or deleted an object (a Pod it scaled) during a Reconcile;
-	// Outcome is the verb, Object carries the resourceVersion the API server returned.
-	ObjectWrite Hop = "controller-write"
-	// Transition: a RayJob's jobDeploymentStatus changed (Detail "from → to").
-	Transition Hop = "transition"
-	// DashboardCall: a controller called Ray's dashboard (Detail "METHOD path", Code, Duration).
-	DashboardCall Hop = "dashboard-call"
-)
-
-// Ref names one object at one resourceVersion.
-type Ref = chainhooks.Ref
-
-// Event is one hop.
-type Event struct {
-	// Seq numbers events in the order they were recorded, from 1.
-	Seq uint64 `json:"seq"`
-	// Mono is the event's monotonic time in nanoseconds since the recorder started; Time is the wall clock.
-	Mono int64     `json:"mono"`
-	Time time.Time `json:"time"`
-	// Component is who made the hop: kubelet, apiserver, or a controller's name.
-	Component string `json:"component"`
-	Hop       Hop    `json:"hop"`
-	// Object is what the hop is about: the written object, the event's object, or the queue key (as a
-	// Ref of the controller's kind) for queue and reconcile hops.
-	Object Ref `json:"object"`
-	// OldResourceVersion is the version before, for an informer update.
-	OldResourceVersion string `json:"oldResourceVersion,omitempty"`
-	// From is the object an enqueue was mapped from (nil for a controller's own requeue).
-	From *Ref `json:"from,omitempty"`
-	// To is the key a map leads to.
-	To *Ref `json:"to,omitempty"`
-	// Outcome is the hop's result in one word (see the Hop constants).
-	Outcome string `json:"outcome,omitempty"`
-	// Detail is the rest, for people: a predicate's name, a miss's reason, a writer's identity, a call.
-	Detail string `json:"detail,omitempty"`
-	// Duration is a queue wait, a reconcile's length, a requeue delay or back-off, or a call's latency.
-	Duration time.Duration `json:"duration,omitempty"`
-	// Code is an HTTP status (API writes, dashboard calls).
-	Code int `json:"code,omitempty"`
-	// Error is the error a reconcile returned or a call failed with.
-	Error string `json:"error,omitempty"`
-	// Reconcile identifies the reconcile pass (from the dequeue to the end) a hop belongs to.
-	Reconcile uint64 `json:"reconcile,omitempty"`
-}
 
 // DefaultSize is the number of events a Recorder keeps unless told otherwise (a few MiB).
 const DefaultSize = 20000
@@ -95,21 +14,15 @@ const DefaultSize = 20000
 type Recorder struct {
 	start time.Time
 
-	mu     sync.Mutex
-	ring   []Event
-	next   uint64 // seq of the next event
-	subs   map[*Subscription]struct{}
-	passes uint64               // reconcile passes numbered so far
-	active map[activeKey]uint64 // reconcile in progress per controller and key
-	kinds  map[string]string    // controller → the kind of its keys
-	ctrls  map[string]ControllerInfo
-	stats  map[string]func() chainhooks.QueueStats
+	mu    sync.Mutex
+	ring  []Event
+	next  uint64 // seq of the next event
+	subs  map[*Subscription]struct{}
+	ctrls map[string]ControllerInfo
+	stats map[string]func() QueueStats
 }
 
-type activeKey struct {
-	controller string
-	key        string
-}
+var _ Sink = (*Recorder)(nil)
 
 // New returns a Recorder that keeps the newest size events (DefaultSize if size <= 0).
 func New(size int) *Recorder {
@@ -118,17 +31,26 @@ func New(size int) *Recorder {
 	}
 	return &Recorder{
 		start: time.Now(), ring: make([]Event, size), next: 1,
-		subs: map[*Subscription]struct{}{}, active: map[activeKey]uint64{},
-		kinds: map[string]string{}, ctrls: map[string]ControllerInfo{}, stats: map[string]func() chainhooks.QueueStats{},
+		subs: map[*Subscription]struct{}{}, ctrls: map[string]ControllerInfo{}, stats: map[string]func() QueueStats{},
 	}
 }
 
 // Size is the ring's capacity.
 func (r *Recorder) Size() int { return len(r.ring) }
 
-// record stamps e and stores it, evicting the oldest event when the ring is full, and hands it to
-// subscribers.
-func (r *Recorder) record(e Event) {
+// Next is the Seq the next event will get.
+func (r *Recorder) Next() uint64 {
+	if r == nil {
+		return 1
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+
+// Record stamps e (Seq, Mono, Time) and stores it, evicting the oldest event when the ring is full,
+// and hands it to subscribers. A nil *Recorder records nothing.
+func (r *Recorder) Record(e Event) {
 	if r == nil {
 		return
 	}
@@ -248,4 +170,78 @@ func eqFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// ControllerInfo describes how one controller is set up, for `rayctl diagnose`.
+type ControllerInfo struct {
+	// Name is the controller's name; Kind the kind of its keys (its For type).
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Manager is the manager the controller runs in; Identity the user it acts as.
+	Manager  string `json:"manager"`
+	Identity string `json:"identity"`
+	// WatchNamespaces are the namespaces its cache holds (empty: all).
+	WatchNamespaces []string `json:"watchNamespaces,omitempty"`
+	// LabelSelectors are the cache's label selectors by kind ("Pod": "ray.io/node-type in (head,worker)").
+	LabelSelectors map[string]string `json:"labelSelectors,omitempty"`
+	// Watches are the kinds it watches, with how events map to keys and the predicates they pass.
+	Watches []WatchInfo `json:"watches"`
+	// Queue is the work queue's state when the info was read.
+	Queue QueueStats `json:"queue"`
+}
+
+// WatchInfo describes one watch of a controller, for tools that explain why an event was or was not
+// enqueued.
+type WatchInfo struct {
+	// Kind is the watched kind.
+	Kind string `json:"kind"`
+	// Handler is "object" (the builder's For) or "controller owner" (Owns), or a mapping's reason.
+	Handler string `json:"handler"`
+	// Predicates name the predicates an event must pass, in order.
+	Predicates []string `json:"predicates,omitempty"`
+}
+
+// QueueStats is a snapshot of a controller's work queue.
+type QueueStats struct {
+	// Depth is the number of keys waiting (ready or delayed).
+	Depth int `json:"depth"`
+	// Busy is the number of keys a worker holds now; Concurrency is how many workers there are.
+	Busy        int `json:"busy"`
+	Concurrency int `json:"concurrency"`
+}
+
+// Register tells the recorder about a controller (what diagnose shows), and where its queue
+// statistics come from (nil for none).
+func (r *Recorder) Register(info ControllerInfo, stats func() QueueStats) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctrls[info.Name] = info
+	if stats != nil {
+		r.stats[info.Name] = stats
+	}
+}
+
+// Controllers returns the registered controllers with their queues' current state, by name.
+func (r *Recorder) Controllers() []ControllerInfo {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	out := make([]ControllerInfo, 0, len(r.ctrls))
+	stats := map[string]func() QueueStats{}
+	for name, c := range r.ctrls {
+		out = append(out, c)
+		stats[name] = r.stats[name]
+	}
+	r.mu.Unlock()
+	for i := range out {
+		if f := stats[out[i].Name]; f != nil {
+			out[i].Queue = f()
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

@@ -1,12 +1,10 @@
-package chain
+package chain_test
 
 import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	. "github.com/rayctl/rayctl/pkg/chain"
 )
 
 // TestTimelineAndPath: a kubelet write that makes a RayCluster reconcile and write its status, with a
@@ -14,21 +12,18 @@ import (
 // write through every hop, and Timeline gives each event its cause.
 func TestTimelineAndPath(t *testing.T) {
 	r := New(100)
-	o := r.Observer()
-	r.Register(ControllerInfo{Name: "raycluster", Kind: "RayCluster"}, nil)
+	rc := newCtl(r, "raycluster", "RayCluster")
 	pod := Ref{Kind: "Pod", Namespace: "ns", Name: "c-head-x", ResourceVersion: "7"}
-	key := types.NamespacedName{Namespace: "ns", Name: "c"}
-	other := types.NamespacedName{Namespace: "ns", Name: "other"}
 
-	r.record(Event{Component: "kubelet", Hop: KubeletWrite, Object: pod, Outcome: "Running", Detail: "Ready=True"})
-	r.record(Event{Component: "apiserver", Hop: APIWrite, Object: pod, Outcome: "patch status", Code: 200, Duration: time.Millisecond})
-	o.OnEnqueue("raycluster", chainhooks.Enqueue{Key: other, Kind: chainhooks.EnqueueRequeueAfter, After: time.Second})
-	o.OnEvent("raycluster", pod, "6", chainhooks.Update)
-	o.OnMap("raycluster", pod, key, "controller owner")
-	o.OnEnqueue("raycluster", chainhooks.Enqueue{Key: key, From: &pod, Kind: chainhooks.EnqueueNew})
-	o.OnDequeue("raycluster", key, 100*time.Microsecond)
-	o.OnReconcileStart("raycluster", key)
-	o.OnStatusWrite("raycluster", key, Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "8"}, "state=ready")
+	r.Record(Event{Component: "kubelet", Hop: KubeletWrite, Object: pod, Outcome: "Running", Pod: &PodStatus{Phase: "Running", Ready: "True"}})
+	r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: pod, Outcome: "patch status", Call: &Call{Verb: "patch", Subresource: "status", Code: 200}, Duration: time.Millisecond})
+	rc.enqueue("other", nil, EnqueueRequeueAfter, time.Second)
+	rc.event(pod, "6")
+	rc.mapTo(pod, "c", "controller owner")
+	rc.enqueue("c", &pod, EnqueueNew, 0)
+	rc.dequeue("c", 100*time.Microsecond)
+	rc.start("c")
+	rc.status("c", Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "8"}, F("state", "ready"))
 	events := r.Events(Filter{})
 
 	var status uint64

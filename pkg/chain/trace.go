@@ -232,7 +232,7 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 	if eqFold(kind, "RayService") {
 		// A RayService's latest state change usually comes passes after its Serve config went to the
 		// dashboard; the chain that led to that deploy is part of its story.
-		if put := x.lastCall(kind, namespace, name, "PUT "); put >= 0 && !set[put] {
+		if put := x.lastCall(kind, namespace, name, "PUT"); put >= 0 && !set[put] {
 			x.back(put, set, 0)
 		}
 	}
@@ -248,11 +248,11 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 	return x.steps(set)
 }
 
-// lastCall is the object's latest dashboard call whose detail starts with prefix, or -1.
-func (x *index) lastCall(kind, ns, name, prefix string) int {
+// lastCall is the object's latest dashboard call with the HTTP method, or -1.
+func (x *index) lastCall(kind, ns, name, method string) int {
 	for i := len(x.ev) - 1; i >= 0; i-- {
 		e := &x.ev[i]
-		if e.Hop == DashboardCall && strings.HasPrefix(e.Detail, prefix) && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
+		if e.IsCall(method) && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
 			return i
 		}
 	}
@@ -284,7 +284,7 @@ func (x *index) anchor(kind, ns, name string) int {
 		return -1
 	}
 	for _, ok := range []func(e *Event) bool{
-		func(e *Event) bool { return e.Hop == DashboardCall && strings.HasPrefix(e.Detail, "POST ") },
+		func(e *Event) bool { return e.IsCall("POST") },
 		func(e *Event) bool { return e.Hop == KubeletWrite || e.Hop == Transition },
 		func(e *Event) bool { return e.Hop == StatusWrite },
 		func(e *Event) bool { return e.Hop == ReconcileEnd },

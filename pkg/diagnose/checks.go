@@ -443,7 +443,7 @@ func (d *diag) checkPredicate() []Check {
 		x := decide(u)
 		verdict := "passed"
 		if x.dropped != nil {
-			verdict = fmt.Sprintf("dropped by %q", x.dropped.Detail)
+			verdict = fmt.Sprintf("dropped by %q", x.dropped.Predicate)
 		}
 		c.Evidence = append(c.Evidence, fmt.Sprintf("#%d update rv %s→%s, %s: %s", u.Seq, u.OldResourceVersion, u.Object.ResourceVersion, writerText(x.writer), verdict))
 	}
@@ -469,11 +469,11 @@ func (d *diag) checkPredicate() []Check {
 	default:
 		c.Status, c.Cause = Fail, CausePredicateDropped
 		kind := "an update that changes no spec, label or annotation"
-		if last.writer != nil && strings.Contains(last.writer.Outcome, "status") {
+		if isStatusWrite(last.writer) {
 			kind = "a status-only update"
 		}
 		c.Summary = fmt.Sprintf("%s was dropped by the For() predicate %q: it is %s, and those do not trigger a reconcile, by design",
-			what, last.dropped.Detail, kind)
+			what, last.dropped.Predicate, kind)
 		c.Fix = fmt.Sprintf("change the spec, a label or an annotation to have it reconciled (e.g. rayctl kubectl annotate raycluster %s -n %s rayctl.io/reconcile=now --overwrite), or wait for the periodic resync",
 			s.Name, s.Namespace)
 	}
@@ -482,12 +482,21 @@ func (d *diag) checkPredicate() []Check {
 
 // ownStatusWrite reports whether w is a status write by ctrl's identity.
 func (d *diag) ownStatusWrite(w *chain.Event, ctrl *chain.ControllerInfo) bool {
-	return w != nil && w.Detail == ctrl.Identity && strings.Contains(w.Outcome, "status")
+	return isStatusWrite(w) && w.Call.User == ctrl.Identity
+}
+
+// isStatusWrite reports whether w is an API write of a status subresource.
+func isStatusWrite(w *chain.Event) bool {
+	return w != nil && w.Call != nil && w.Call.Subresource == "status"
 }
 
 func writerText(w *chain.Event) string {
 	if w == nil {
 		return "writer not recorded"
 	}
-	return fmt.Sprintf("%s by %s", w.Outcome, w.Detail)
+	user := ""
+	if w.Call != nil {
+		user = w.Call.User
+	}
+	return fmt.Sprintf("%s by %s", w.Outcome, user)
 }

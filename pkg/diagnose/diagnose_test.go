@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
 
 const (
@@ -46,7 +45,9 @@ func ref(kind, name, rv string) chain.Ref {
 
 // write records the API server accepting a write by user.
 func (r *recorder) write(kind, name, rv, verb, user string) {
-	r.add(chain.Event{Component: "apiserver", Hop: chain.APIWrite, Object: ref(kind, name, rv), Outcome: verb, Detail: user, Code: 200})
+	v, sub, _ := strings.Cut(verb, " ")
+	r.add(chain.Event{Component: "apiserver", Hop: chain.APIWrite, Object: ref(kind, name, rv), Outcome: verb,
+		Call: &chain.Call{Verb: v, Subresource: sub, User: user, Code: 200}})
 }
 
 // informer records controller's cache delivering an event, then the hops after it.
@@ -60,15 +61,15 @@ func (r *recorder) informer(controller, kind, name, rv, oldRV, typ string, after
 }
 
 func predicate(outcome string) chain.Event {
-	return chain.Event{Hop: chain.PredicateHop, Outcome: outcome, Detail: forPred}
+	return chain.Event{Hop: chain.PredicateHop, Outcome: outcome, Predicate: forPred}
 }
 
 func mapped(kind, to string) chain.Event {
 	t := ref(kind, to, "")
-	return chain.Event{Hop: chain.MapHop, To: &t, Detail: "controller owner"}
+	return chain.Event{Hop: chain.MapHop, To: &t, Reason: "controller owner"}
 }
 
-func miss(reason string) chain.Event { return chain.Event{Hop: chain.MapMiss, Detail: reason} }
+func miss(reason string) chain.Event { return chain.Event{Hop: chain.MapMiss, Reason: reason} }
 
 // reconcile records one pass of controller on kind/name: enqueue, dequeue, start, end, and the
 // controller's requeue (rate-limited after an error).
@@ -80,7 +81,7 @@ func (r *recorder) reconcile(controller, kind, name, outcome, errText string, re
 	r.add(chain.Event{Component: controller, Hop: chain.ReconcileStart, Object: key, Reconcile: r.passes})
 	end := chain.Event{Component: controller, Hop: chain.ReconcileEnd, Object: key, Outcome: outcome, Error: errText, Duration: 3 * time.Millisecond, Reconcile: r.passes}
 	if outcome == "requeue-after" {
-		end.Detail = requeue.String()
+		end.Result = &chain.Result{RequeueAfter: requeue}
 	}
 	r.add(end)
 	if requeue > 0 {
@@ -96,16 +97,16 @@ func controllers(watch ...string) []chain.ControllerInfo {
 	sel := map[string]string{"Pod": podSel, "Job": "app.kubernetes.io/created-by=kuberay-operator"}
 	return []chain.ControllerInfo{
 		{Name: "job", Kind: "Job", Manager: "kube-controllers", Identity: "system:kube-controller-manager",
-			Watches: []chainhooks.Watch{{Kind: "Job", Handler: "object"}, {Kind: "Pod", Handler: "controller owner"}},
-			Queue:   chainhooks.QueueStats{Concurrency: 1}},
+			Watches: []chain.WatchInfo{{Kind: "Job", Handler: "object"}, {Kind: "Pod", Handler: "controller owner"}},
+			Queue:   chain.QueueStats{Concurrency: 1}},
 		{Name: "raycluster", Kind: KindRayCluster, Manager: "ray-controllers", Identity: identity, WatchNamespaces: watch, LabelSelectors: sel,
-			Watches: []chainhooks.Watch{{Kind: KindRayCluster, Handler: "object", Predicates: []string{forPred}},
+			Watches: []chain.WatchInfo{{Kind: KindRayCluster, Handler: "object", Predicates: []string{forPred}},
 				{Kind: "Pod", Handler: "controller owner"}, {Kind: "Service", Handler: "controller owner"}},
-			Queue: chainhooks.QueueStats{Concurrency: 1}},
+			Queue: chain.QueueStats{Concurrency: 1}},
 		{Name: "rayjob", Kind: KindRayJob, Manager: "ray-controllers", Identity: identity, WatchNamespaces: watch, LabelSelectors: sel,
-			Watches: []chainhooks.Watch{{Kind: KindRayJob, Handler: "object"}, {Kind: KindRayCluster, Handler: "controller owner"},
+			Watches: []chain.WatchInfo{{Kind: KindRayJob, Handler: "object"}, {Kind: KindRayCluster, Handler: "controller owner"},
 				{Kind: "Service", Handler: "controller owner"}, {Kind: "Job", Handler: "controller owner"}},
-			Queue: chainhooks.QueueStats{Concurrency: 1}},
+			Queue: chain.QueueStats{Concurrency: 1}},
 	}
 }
 
@@ -157,7 +158,7 @@ func healthyPod() (*Input, *recorder) {
 	r.write(KindRayCluster, "rc", "10", "create", "rayctl-admin")
 	r.informer("raycluster", KindRayCluster, "rc", "10", "", "create", predicate("passed"), mapped(KindRayCluster, "rc"))
 	r.reconcile("raycluster", KindRayCluster, "rc", "requeue-after", "", 2*time.Second)
-	r.add(chain.Event{Component: "kubelet", Hop: chain.KubeletWrite, Object: ref("Pod", "rc-head-x", "12"), Outcome: "Running", Detail: "Ready=True"})
+	r.add(chain.Event{Component: "kubelet", Hop: chain.KubeletWrite, Object: ref("Pod", "rc-head-x", "12"), Outcome: "Running", Pod: &chain.PodStatus{Phase: "Running", Ready: "True"}})
 	r.write("Pod", "rc-head-x", "12", "patch status", "system:node:vm")
 	r.informer("raycluster", "Pod", "rc-head-x", "12", "11", "update", mapped(KindRayCluster, "rc"))
 	r.reconcile("raycluster", KindRayCluster, "rc", "requeue-after", "", 2*time.Second)
@@ -336,7 +337,7 @@ func TestReconcileErrorsWithBackOff(t *testing.T) {
 	in.Cluster.Status.State = "" //nolint:staticcheck // State is what KubeRay users read
 	const msg = `FailedCreateHeadPod: Pod "rc-head-abc" is invalid: spec.containers[0].name: Invalid value: "Ray_Head"`
 	for _, backoff := range []time.Duration{5, 10, 20} {
-		r.add(chain.Event{Component: "apiserver", Hop: chain.APIWrite, Object: ref("Pod", "", ""), Outcome: "create", Code: 422, Error: "invalid"})
+		r.add(chain.Event{Component: "apiserver", Hop: chain.APIWrite, Object: ref("Pod", "", ""), Outcome: "create", Call: &chain.Call{Verb: "create", Code: 422}, Error: "invalid"})
 		r.reconcile("raycluster", KindRayCluster, "rc", "error", msg, backoff*time.Millisecond)
 	}
 	rep := run(t, in, r)
@@ -356,14 +357,14 @@ func TestReconcileErrorsWithBackOff(t *testing.T) {
 func TestErrorWithRequeueAfterIgnored(t *testing.T) {
 	in, r := healthyPod()
 	r.reconcile("raycluster", KindRayCluster, "rc", "error", "boom", 5*time.Millisecond)
-	r.events[len(r.events)-2].Detail = "RequeueAfter 2s ignored: an error goes to the rate limiter"
+	r.events[len(r.events)-2].Result = &chain.Result{RequeueAfter: 2 * time.Second, RequeueAfterIgnored: true}
 	expect(t, run(t, in, r), "f", CauseReconcileError, "boom", "RequeueAfter 2s ignored")
 }
 
 func TestChangeNotReconciled(t *testing.T) {
 	in, r := healthyPod()
 	// The kubelet's write reached the cache and was mapped, but no reconcile followed.
-	r.add(chain.Event{Component: "kubelet", Hop: chain.KubeletWrite, Object: ref("Pod", "rc-head-x", "30"), Outcome: "Running", Detail: "Ready=False"})
+	r.add(chain.Event{Component: "kubelet", Hop: chain.KubeletWrite, Object: ref("Pod", "rc-head-x", "30"), Outcome: "Running", Pod: &chain.PodStatus{Phase: "Running", Ready: "False"}})
 	r.write("Pod", "rc-head-x", "30", "patch status", "system:node:vm")
 	r.informer("raycluster", "Pod", "rc-head-x", "30", "12", "update", mapped(KindRayCluster, "rc"))
 	rep := run(t, in, r)
@@ -458,7 +459,7 @@ func TestRayJobSubmitFails(t *testing.T) {
 	in.ClusterPods = []corev1.Pod{*in.Pod}
 	in.Job.Status.JobDeploymentStatus = rayv1.JobDeploymentStatusRunning
 	in.Job.Status.DashboardURL = "job-rc-head-svc.team-a.svc.cluster.local:8265"
-	r.add(chain.Event{Component: "rayjob", Hop: chain.DashboardCall, Object: ref(KindRayJob, "job", ""), Detail: "POST http://10.0.0.2:8265/api/jobs/", Code: 500, Duration: time.Millisecond})
+	r.add(chain.Event{Component: "rayjob", Hop: chain.DashboardCall, Object: ref(KindRayJob, "job", ""), Call: &chain.Call{Method: "POST", URL: "http://10.0.0.2:8265/api/jobs/", Path: "/api/jobs/", Code: 500}, Duration: time.Millisecond})
 	rep := run(t, in, r)
 	expect(t, rep, "h", CauseSubmitFailed, "POST http://10.0.0.2:8265/api/jobs/ → HTTP 500", "rayctl kubectl logs job-rc-head-x")
 	h := check(t, rep, "h", KindRayJob)
@@ -486,13 +487,13 @@ func TestRayJobFinalStates(t *testing.T) {
 
 func TestQueueSaturated(t *testing.T) {
 	in, r := healthyPod()
-	in.Controllers[1].Queue = chainhooks.QueueStats{Depth: 40, Busy: 1, Concurrency: 1}
+	in.Controllers[1].Queue = chain.QueueStats{Depth: 40, Busy: 1, Concurrency: 1}
 	r.add(chain.Event{Component: "raycluster", Hop: chain.DequeueHop, Object: ref(KindRayCluster, "rc", ""), Duration: 4 * time.Second})
 	expect(t, run(t, in, r), "i", CauseQueueSaturated, "40 keys waiting, all 1 workers busy", "--reconcile-concurrency (now 1)")
 
 	// Busy with delayed keys in the queue, but the key did not wait: not saturated.
 	in, r = healthyPod()
-	in.Controllers[1].Queue = chainhooks.QueueStats{Depth: 3, Busy: 1, Concurrency: 1}
+	in.Controllers[1].Queue = chain.QueueStats{Depth: 3, Busy: 1, Concurrency: 1}
 	if rep := run(t, in, r); rep.Verdict.Check != "" {
 		t.Errorf("verdict %+v, want none", rep.Verdict)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 )
 
 // refIs reports whether r names the object kind namespace/name (kind case-insensitively).
@@ -27,7 +28,23 @@ func (d *diag) find(component string, hop chain.Hop, kind, ns, name string) []*c
 
 // line is one event as evidence: its sequence number, component and what it did.
 func line(e *chain.Event) string {
-	return fmt.Sprintf("#%d %s: %s", e.Seq, e.Component, chain.Describe(e))
+	return fmt.Sprintf("#%d %s: %s", e.Seq, e.Component, render.Describe(e))
+}
+
+// callCode is the HTTP status of a call (0 without one).
+func callCode(e *chain.Event) int {
+	if e.Call == nil {
+		return 0
+	}
+	return e.Call.Code
+}
+
+// callText is a dashboard call as "METHOD URL".
+func callText(e *chain.Event) string {
+	if e.Call == nil {
+		return ""
+	}
+	return e.Call.Method + " " + e.Call.URL
 }
 
 // ms prints a duration in milliseconds, or from 1 s up as a Go duration ("2s", "1m30s").
@@ -109,7 +126,7 @@ func (d *diag) lastChange(controller string, objs []Subject, keep func(e *chain.
 		var writes []*chain.Event
 		apiRV := map[string]bool{}
 		for _, e := range d.find("", chain.APIWrite, o.Kind, o.Namespace, o.Name) {
-			if e.Code >= 300 || (keep != nil && !keep(e)) {
+			if callCode(e) >= 300 || (keep != nil && !keep(e)) {
 				continue
 			}
 			writes = append(writes, e)

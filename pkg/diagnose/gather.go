@@ -17,17 +17,11 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// ChainReader reads the chain recorder; *chain.Client implements it.
-type ChainReader interface {
-	Events(ctx context.Context, f chain.Filter) (*chain.EventList, error)
-	Controllers(ctx context.Context) ([]chain.ControllerInfo, error)
-}
-
 // Clients are what Gather reads with, all as the admin.
 type Clients struct {
 	Kube  kubernetes.Interface
 	Ray   rayclient.Interface
-	Chain ChainReader
+	Chain chain.Source
 }
 
 // Gather reads what the checks need about kind namespace/name (kind one of KindPod, KindRayCluster,

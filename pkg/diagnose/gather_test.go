@@ -16,8 +16,10 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// fakeChain is a recorder that answers with fixed events and controllers (or an error).
+// fakeChain is a recorder that answers with fixed events and controllers (or an error); diagnose
+// neither watches nor traces.
 type fakeChain struct {
+	chain.Source
 	events []chain.Event
 	ctrls  []chain.ControllerInfo
 	err    error

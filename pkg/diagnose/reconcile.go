@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 )
 
 // recentChange is how long a change may go without a reconcile before that counts as a failure
@@ -84,7 +85,7 @@ func (d *diag) reconciledOwner(s *subj) Check {
 }
 
 // notStatus keeps the writes that are not to the status subresource.
-func notStatus(e *chain.Event) bool { return !strings.Contains(e.Outcome, "status") }
+func notStatus(e *chain.Event) bool { return !isStatusWrite(e) }
 
 // reconciled checks the passes of s's key by ctrl against the change ch (nil if none was recorded).
 func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from string) Check {
@@ -171,8 +172,8 @@ func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from 
 			retry += " " + ms(last.requeue.Duration)
 		}
 		retry += fmt.Sprintf(" (%d failed %s in a row", failures, plural(failures, "pass", "passes"))
-		if last.end.Detail != "" {
-			retry += "; " + last.end.Detail
+		if note := render.IgnoredRequeue(last.end); note != "" {
+			retry += "; " + note
 		}
 		retry += ")"
 		c.Fix = retry + "; " + errorAdvice(last.end.Error)
@@ -204,8 +205,8 @@ func passText(p *pass) string {
 	s := fmt.Sprintf("#%d ended %s in %s", p.start.Reconcile, endText(p.end), ms(p.end.Duration))
 	if p.end.Outcome == "error" {
 		s += ": " + p.end.Error
-		if p.end.Detail != "" {
-			s += " (" + p.end.Detail + ")"
+		if note := render.IgnoredRequeue(p.end); note != "" {
+			s += " (" + note + ")"
 		}
 	}
 	if p.requeue != nil {
@@ -223,7 +224,7 @@ func passText(p *pass) string {
 func endText(e *chain.Event) string {
 	switch e.Outcome {
 	case "requeue-after":
-		return "with RequeueAfter " + e.Detail
+		return "with RequeueAfter " + e.Result.RequeueAfter.String()
 	case "requeue":
 		return "with Requeue"
 	case "error":

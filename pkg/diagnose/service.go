@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -30,7 +31,7 @@ func (d *diag) checkService() []Check {
 	var deploys []*chain.Event
 	if ctrl := d.controller(KindRayService); ctrl != nil {
 		for _, e := range d.find(ctrl.Name, chain.DashboardCall, KindRayService, s.Namespace, s.Name) {
-			if strings.HasPrefix(e.Detail, "PUT ") {
+			if e.IsCall(http.MethodPut) {
 				deploys = append(deploys, e)
 			}
 		}
@@ -60,8 +61,8 @@ func (d *diag) checkService() []Check {
 	case len(apps) == 0:
 		c.Status, c.Cause = Fail, CauseServeNotDeployed
 		why := "no application is reported yet"
-		if n := len(deploys); n > 0 && (deploys[n-1].Error != "" || deploys[n-1].Code >= 400) {
-			why = fmt.Sprintf("the last deploy failed (%s → %s)", deploys[n-1].Detail, strings.TrimSpace(fmt.Sprintf("%s %d", deploys[n-1].Error, deploys[n-1].Code)))
+		if n := len(deploys); n > 0 && (deploys[n-1].Error != "" || callCode(deploys[n-1]) >= 400) {
+			why = fmt.Sprintf("the last deploy failed (%s → %s)", callText(deploys[n-1]), strings.TrimSpace(fmt.Sprintf("%s %d", deploys[n-1].Error, callCode(deploys[n-1]))))
 		}
 		if ready != nil && strings.Contains(ready.Message, ": ") {
 			// The controller's own account, with what Ray answered.

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
 
 // servingService is a RayService whose cluster svc-rc is ready, with the given applications and
@@ -23,10 +22,10 @@ func servingService(apps map[string]rayv1.AppStatus, endpoints int32) (*Input, *
 	in.Cluster.OwnerReferences = ownedBy(KindRayService, "svc", "uid-svc")
 	in.Kind, in.Name, in.Service = KindRayService, "svc", rs
 	in.Controllers = append(in.Controllers, chain.ControllerInfo{Name: "rayservice", Kind: KindRayService, Manager: "ray-controllers", Identity: identity,
-		Watches: []chainhooks.Watch{{Kind: KindRayService, Handler: "object"}, {Kind: KindRayCluster, Handler: "controller owner"}},
-		Queue:   chainhooks.QueueStats{Concurrency: 1}})
+		Watches: []chain.WatchInfo{{Kind: KindRayService, Handler: "object"}, {Kind: KindRayCluster, Handler: "controller owner"}},
+		Queue:   chain.QueueStats{Concurrency: 1}})
 	r.informer("rayservice", KindRayCluster, "rc", "13", "10", "update", mapped(KindRayService, "svc"))
-	r.add(chain.Event{Component: "rayservice", Hop: chain.DashboardCall, Object: ref(KindRayService, "svc", ""), Detail: "PUT http://10.0.0.1:8265/api/serve/applications/", Code: 200})
+	r.add(chain.Event{Component: "rayservice", Hop: chain.DashboardCall, Object: ref(KindRayService, "svc", ""), Call: &chain.Call{Method: "PUT", URL: "http://10.0.0.1:8265/api/serve/applications/", Path: "/api/serve/applications/", Code: 200}})
 	r.reconcile("rayservice", KindRayService, "svc", "requeue-after", "", 2*time.Second)
 	return in, r
 }

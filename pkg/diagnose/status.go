@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -256,7 +257,7 @@ func (d *diag) checkJob() []Check {
 	var submits, polls []*chain.Event
 	if ctrl := d.controller(KindRayJob); ctrl != nil {
 		for _, e := range d.find(ctrl.Name, chain.DashboardCall, KindRayJob, s.Namespace, s.Name) {
-			if strings.HasPrefix(e.Detail, "POST ") {
+			if e.IsCall(http.MethodPost) {
 				submits = append(submits, e)
 			} else {
 				polls = append(polls, e)
@@ -289,7 +290,7 @@ func (d *diag) checkJob() []Check {
 		}
 	}
 	lastSubmitFailed := func() *chain.Event {
-		if n := len(submits); n > 0 && (submits[n-1].Error != "" || submits[n-1].Code >= 400) {
+		if n := len(submits); n > 0 && (submits[n-1].Error != "" || callCode(submits[n-1]) >= 400) {
 			return submits[n-1]
 		}
 		return nil
@@ -306,9 +307,9 @@ func (d *diag) checkJob() []Check {
 			c.Status, c.Cause = Fail, CauseSubmitFailed
 			why := f.Error
 			if why == "" {
-				why = fmt.Sprintf("HTTP %d", f.Code)
+				why = fmt.Sprintf("HTTP %d", callCode(f))
 			}
-			c.Summary = fmt.Sprintf("the submission to the dashboard fails: %s → %s", f.Detail, why)
+			c.Summary = fmt.Sprintf("the submission to the dashboard fails: %s → %s", callText(f), why)
 			c.Fix = "check the head Pod's dashboard (port 8265): rayctl kubectl logs " + d.headName() + " -n " + s.Namespace
 			break
 		}

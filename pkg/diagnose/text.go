@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rayctl/rayctl/pkg/ansi"
-	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 )
 
 // TextOptions shape the text of a report.
@@ -35,7 +35,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 	if len(around) > 0 {
 		head += " (with " + strings.Join(around, ", ") + ")"
 	}
-	for _, l := range chain.Wrap(head, o.Width) {
+	for _, l := range render.Wrap(head, o.Width) {
 		fmt.Fprintln(w, paint(ansi.Bold, l))
 	}
 	lastID := ""
@@ -60,7 +60,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 			}
 			text = who.String() + ": " + text
 		}
-		for j, l := range chain.Wrap(text, o.Width-4) {
+		for j, l := range render.Wrap(text, o.Width-4) {
 			if j == 0 {
 				fmt.Fprintf(w, "  %s %s\n", mark, l)
 			} else {
@@ -68,7 +68,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 			}
 		}
 		if c.Status == Fail && c.Fix != "" {
-			for j, l := range chain.Wrap("→ "+c.Fix, o.Width-4) {
+			for j, l := range render.Wrap("→ "+c.Fix, o.Width-4) {
 				if j > 0 {
 					l = "  " + l
 				}
@@ -76,7 +76,7 @@ func WriteText(w io.Writer, r *Report, o TextOptions) {
 			}
 		}
 		for _, e := range c.Evidence {
-			for j, l := range chain.Wrap(e, o.Width-8) {
+			for j, l := range render.Wrap(e, o.Width-8) {
 				prefix := "· "
 				if j > 0 {
 					prefix = "  "

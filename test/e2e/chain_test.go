@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 )
 
 // hopPattern matches one step of a trace.
@@ -20,13 +21,13 @@ type hopPattern struct {
 	component string
 	hop       chain.Hop
 	kind      string
-	// detail, when set, must occur in the step's detail or outcome.
+	// detail, when set, must occur in what the step did, as rayctl trace says it.
 	detail string
 }
 
 func (p hopPattern) match(s *chain.Step) bool {
 	return s.Component == p.component && s.Hop == p.hop && strings.EqualFold(s.Object.Kind, p.kind) &&
-		(p.detail == "" || strings.Contains(s.Detail+" "+s.Outcome, p.detail))
+		(p.detail == "" || strings.Contains(render.Describe(&s.Event), p.detail))
 }
 
 // matchInOrder reports how many of want match steps in order, and the steps one a line.
@@ -35,7 +36,7 @@ func matchInOrder(steps []chain.Step, want []hopPattern) (int, string) {
 	i := 0
 	for si := range steps {
 		s := &steps[si]
-		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, chain.Describe(&s.Event))
+		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, render.Describe(&s.Event))
 		if i < len(want) && want[i].match(s) {
 			i++
 		}
@@ -85,7 +86,7 @@ func testJobTrace(t *testing.T, e *rayEnv) {
 	}
 	var lines strings.Builder
 	for _, s := range steps {
-		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, chain.Describe(&s.Event))
+		fmt.Fprintf(&lines, "  #%d cause=%d %s %s: %s\n", s.Seq, s.Cause, s.Component, s.Hop, render.Describe(&s.Event))
 	}
 	i := 0
 	var prev *chain.Step

@@ -22,6 +22,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 	"github.com/rayctl/rayctl/pkg/diagnose"
 )
 
@@ -374,7 +375,7 @@ func (e *rayEnv) checkServiceTrace(t *testing.T, name string) {
 	endpoints := regexp.MustCompile(`numServeEndpoints=[1-9]`)
 	found := false
 	for i := range steps {
-		found = found || steps[i].Hop == chain.StatusWrite && endpoints.MatchString(steps[i].Detail+" "+steps[i].Outcome)
+		found = found || steps[i].Hop == chain.StatusWrite && endpoints.MatchString(render.Describe(&steps[i].Event))
 	}
 	if !found {
 		t.Errorf("rayctl trace rayservice/%s has no status write with serve endpoints", name)

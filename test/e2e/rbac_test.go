@@ -24,6 +24,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -144,7 +145,7 @@ func TestRBACNodeIdentity(t *testing.T) {
 	}, metav1.CreateOptions{})
 	expectStatus(t, "the node binds a pod", err, 403, `cannot create resource "pods/binding"`)
 	// The chain recorder is for admins: the node may not read it.
-	chainClient, err := chain.NewClient(node.config)
+	chainClient, err := chainhttp.NewClient(node.config)
 	must(t, "a chain client for the node", err)
 	_, err = chainClient.Events(ctx, chain.Filter{})
 	if err == nil || !strings.Contains(err.Error(), "403") {

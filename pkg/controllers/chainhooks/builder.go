@@ -11,7 +11,7 @@ import (
 
 // Builder is controller-runtime's builder with the hooks inside, so that a controller's setup reads as
 // the sentence it is (For this kind with these predicates, Owns those kinds, Watches that kind mapped
-// so) while the observer sees every hop. Start one with Hooks.NewControllerManagedBy.
+// so) while the sink sees every hop. Start one with Hooks.NewControllerManagedBy.
 type Builder struct {
 	mgr    manager.Manager
 	h      *Hooks

@@ -3,10 +3,12 @@ package chainhooks
 import (
 	"net/http"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
 // Transport wraps next (nil means http.DefaultTransport) so that every request made with the context of
-// a reconcile wrapped by Reconciler is reported to that controller's observer as a Call.
+// a reconcile wrapped by Reconciler is reported to that controller's sink as a DashboardCall.
 func Transport(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -23,13 +25,14 @@ func (t observedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
-	call := Call{Method: req.Method, URL: req.URL.String(), Took: time.Since(start)}
+	e := chain.Event{Hop: chain.DashboardCall, Object: r.h.keyRef(r.key), Duration: time.Since(start), Reconcile: r.h.passOf(r.key),
+		Call: &chain.Call{Method: req.Method, URL: req.URL.String(), Path: req.URL.Path}}
 	if resp != nil {
-		call.Code = resp.StatusCode
+		e.Call.Code = resp.StatusCode
 	}
 	if err != nil {
-		call.Err = err.Error()
+		e.Error = err.Error()
 	}
-	r.h.obs.OnCall(r.h.controller, r.key, call)
+	r.h.emit(e)
 	return resp, err
 }

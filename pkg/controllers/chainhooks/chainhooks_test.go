@@ -22,18 +22,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// log is an Observer that keeps one line per hop.
+// log is a chain.Sink that keeps one line per hop.
 type log struct {
 	mu    sync.Mutex
 	lines []string
+	keys  map[uint64]string // reconcile pass → its key, from the dequeue
 }
 
 func (l *log) add(format string, args ...any) {
-	l.mu.Lock()
 	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-	l.mu.Unlock()
 }
 
 func (l *log) got() []string {
@@ -42,43 +43,46 @@ func (l *log) got() []string {
 	return append([]string(nil), l.lines...)
 }
 
-func (l *log) OnEvent(c string, o Ref, old string, t EventType) {
-	l.add("%s event %s %s/%s@%s old=%s", c, t, o.Kind, o.Name, o.ResourceVersion, old)
-}
-func (l *log) OnPredicate(c string, o Ref, p string, ok bool) {
-	l.add("%s predicate %s %v", c, p, ok)
-}
-func (l *log) OnMap(c string, from Ref, to types.NamespacedName, reason string) {
-	l.add("%s map %s -> %s (%s)", c, from.Name, to, reason)
-}
-func (l *log) OnMapMiss(c string, from Ref, reason string) {
-	l.add("%s miss %s: %s", c, from.Name, reason)
-}
-func (l *log) OnEnqueue(c string, e Enqueue) {
-	src := "self"
-	if e.From != nil {
-		src = e.From.Name
+func (l *log) Record(e chain.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, o := e.Component, e.Object
+	key := o.Namespace + "/" + o.Name
+	by := l.keys[e.Reconcile]
+	switch e.Hop {
+	case chain.InformerEvent:
+		l.add("%s event %s %s/%s@%s old=%s", c, e.Outcome, o.Kind, o.Name, o.ResourceVersion, e.OldResourceVersion)
+	case chain.PredicateHop:
+		l.add("%s predicate %s %v", c, e.Predicate, e.Outcome == chain.Passed)
+	case chain.MapHop:
+		l.add("%s map %s -> %s/%s (%s)", c, o.Name, e.To.Namespace, e.To.Name, e.Reason)
+	case chain.MapMiss:
+		l.add("%s miss %s: %s", c, o.Name, e.Reason)
+	case chain.EnqueueHop:
+		src := "self"
+		if e.From != nil {
+			src = e.From.Name
+		}
+		l.add("%s enqueue %s %s from %s after %s", c, key, e.Outcome, src, e.Duration)
+	case chain.DequeueHop:
+		if l.keys == nil {
+			l.keys = map[uint64]string{}
+		}
+		l.keys[e.Reconcile] = key
+		l.add("%s dequeue %s", c, key)
+	case chain.ReconcileStart:
+		l.add("%s start %s", c, key)
+	case chain.ReconcileEnd:
+		l.add("%s end %s after=%s err=%s ignored=%v", c, key, e.Result.RequeueAfter, e.Error, e.Result.RequeueAfterIgnored)
+	case chain.StatusWrite:
+		l.add("%s status %s by %s: %v", c, o.Name, by, e.Status)
+	case chain.Transition:
+		l.add("%s transition %s %s->%s", c, o.Name, e.Change.From, e.Change.To)
+	case chain.ObjectWrite:
+		l.add("%s %s %s by %s", c, e.Outcome, o.Name, by)
+	case chain.DashboardCall:
+		l.add("%s call %s %s %d by %s", c, e.Call.Method, e.Call.Path, e.Call.Code, by)
 	}
-	l.add("%s enqueue %s %s from %s after %s", c, e.Key, e.Kind, src, e.After)
-}
-func (l *log) OnDequeue(c string, k types.NamespacedName, _ time.Duration) {
-	l.add("%s dequeue %s", c, k)
-}
-func (l *log) OnReconcileStart(c string, k types.NamespacedName) { l.add("%s start %s", c, k) }
-func (l *log) OnReconcileEnd(c string, k types.NamespacedName, res reconcile.Result, err error, _ time.Duration) {
-	l.add("%s end %s after=%s err=%v", c, k, res.RequeueAfter, err)
-}
-func (l *log) OnStatusWrite(c string, k types.NamespacedName, o Ref, summary string) {
-	l.add("%s status %s by %s: %s", c, o.Name, k, summary)
-}
-func (l *log) OnTransition(c string, k types.NamespacedName, o Ref, from, to string) {
-	l.add("%s transition %s %s->%s", c, o.Name, from, to)
-}
-func (l *log) OnWrite(c string, k types.NamespacedName, o Ref, verb string) {
-	l.add("%s %s %s by %s", c, verb, o.Name, k)
-}
-func (l *log) OnCall(c string, k types.NamespacedName, call Call) {
-	l.add("%s call %s %s %d by %s", c, call.Method, call.URL[strings.LastIndex(call.URL, "/"):], call.Code, k)
 }
 
 func pod(name, rv string, owners ...metav1.OwnerReference) *corev1.Pod {
@@ -200,7 +204,7 @@ func TestReconcileAttributesWritesAndCalls(t *testing.T) {
 	boom := errors.New("boom")
 	r := h.Reconciler(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		obj := pod("other-name", "9")
-		h.StatusWritten(ctx, obj, "state=ready")
+		h.StatusWritten(ctx, obj, chain.F("state", "ready"))
 		h.Transition(ctx, obj, "Initializing", "Running")
 		req2, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/api/jobs/", nil)
 		resp, err := hc.Do(req2)
@@ -210,7 +214,9 @@ func TestReconcileAttributesWritesAndCalls(t *testing.T) {
 		resp.Body.Close()
 		return reconcile.Result{RequeueAfter: time.Second}, boom
 	}))
-	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "x"}})
+	key := types.NamespacedName{Namespace: "ns", Name: "x"}
+	h.dequeued(key, 0) // a worker took the key: the pass the writes and calls belong to
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
 	if res.RequeueAfter != time.Second || err != boom {
 		t.Fatalf("result changed: %v %v", res, err)
 	}
@@ -221,10 +227,11 @@ func TestReconcileAttributesWritesAndCalls(t *testing.T) {
 	}
 	resp.Body.Close()
 	expect(t, l.got(),
+		"c dequeue ns/x",
 		"c start ns/x",
-		"c status other-name by ns/x: state=ready",
+		"c status other-name by ns/x: [{state ready}]",
 		"c transition other-name Initializing->Running",
-		"c call POST / 418 by ns/x",
-		"c end ns/x after=1s err=boom",
+		"c call POST /api/jobs/ 418 by ns/x",
+		"c end ns/x after=1s err=boom ignored=true",
 	)
 }

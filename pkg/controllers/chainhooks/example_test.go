@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
 
@@ -26,13 +27,14 @@ func everyReplicaSet(context.Context, client.Object) []reconcile.Request { retur
 
 // This example sets a controller up as the package documentation shows: For its own kind with a named
 // predicate, Owns what it creates, Watches another kind through a map function, with the hooks of one
-// observer inside every hop. (It needs a cluster, so it is compiled, not run.)
+// recorder inside every hop. (It needs a cluster, so it is compiled, not run.)
 func ExampleHooks_NewControllerManagedBy() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
 		panic(err)
 	}
-	h := chainhooks.New("replicaset", chainhooks.Nop{})
+	recorder := chain.New(chain.DefaultSize)
+	h := chainhooks.New("replicaset", recorder)
 	err = h.NewControllerManagedBy(mgr).
 		For(&appsv1.ReplicaSet{}, chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Pod{}).

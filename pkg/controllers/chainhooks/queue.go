@@ -9,16 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-)
 
-// QueueStats is a snapshot of a controller's work queue.
-type QueueStats struct {
-	// Depth is the number of keys waiting (ready or delayed).
-	Depth int `json:"depth"`
-	// Busy is the number of keys a worker holds now; Concurrency is how many workers there are.
-	Busy        int `json:"busy"`
-	Concurrency int `json:"concurrency"`
-}
+	"github.com/rayctl/rayctl/pkg/chain"
+)
 
 // queueState is what Hooks knows about its controller's queue.
 type queueState struct {
@@ -27,7 +20,7 @@ type queueState struct {
 	hooks       *Hooks
 	pending     map[types.NamespacedName]time.Time // when each waiting key is (or was) ready
 	busy        map[types.NamespacedName]bool
-	limited     map[types.NamespacedName][]*Ref // rate-limited adds waiting for the limiter's answer
+	limited     map[types.NamespacedName][]*chain.Ref // rate-limited adds waiting for the limiter's answer
 	concurrency int
 }
 
@@ -35,16 +28,16 @@ func newQueueState() *queueState {
 	return &queueState{
 		pending: map[types.NamespacedName]time.Time{},
 		busy:    map[types.NamespacedName]bool{},
-		limited: map[types.NamespacedName][]*Ref{},
+		limited: map[types.NamespacedName][]*chain.Ref{},
 	}
 }
 
 // Stats returns the queue's depth and the workers' load; zero before the controller starts.
-func (h *Hooks) Stats() QueueStats {
+func (h *Hooks) Stats() chain.QueueStats {
 	s := h.queue
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := QueueStats{Busy: len(s.busy), Concurrency: s.concurrency}
+	st := chain.QueueStats{Busy: len(s.busy), Concurrency: s.concurrency}
 	if s.q != nil {
 		st.Depth = s.q.PriorityQueue.Len()
 	}
@@ -53,7 +46,7 @@ func (h *Hooks) Stats() QueueStats {
 
 // ControllerOptions returns opts with a work queue (controller-runtime's priority queue, as by default)
 // and rate limiter (controller-runtime's default for it unless opts has one) that report every add,
-// every take and every back-off to the observer.
+// every take and every back-off to the sink.
 func (h *Hooks) ControllerOptions(opts controller.Options) controller.Options {
 	limiter := opts.RateLimiter
 	if limiter == nil {
@@ -88,7 +81,7 @@ func (l *observedLimiter) When(item reconcile.Request) time.Duration {
 	d := l.TypedRateLimiter.When(item)
 	s, key := l.s, keyOf(item)
 	s.mu.Lock()
-	var from *Ref
+	var from *chain.Ref
 	waiting := s.limited[key]
 	if len(waiting) > 0 {
 		from = waiting[0]
@@ -103,11 +96,11 @@ func (l *observedLimiter) When(item reconcile.Request) time.Duration {
 	h := s.hooks
 	s.mu.Unlock()
 	if h != nil {
-		kind := EnqueueRateLimited
+		kind := chain.EnqueueRateLimited
 		if from != nil {
-			kind = EnqueueDelayed
+			kind = chain.EnqueueDelayed
 		}
-		h.obs.OnEnqueue(h.controller, Enqueue{Key: key, From: from, Kind: kind, After: d})
+		h.enqueued(enqueue{key: key, from: from, kind: kind, after: d})
 	}
 	return d
 }
@@ -136,22 +129,22 @@ func (q *hookedQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...reconcile
 
 // add classifies one add (from is the mapped object for a handler's add, nil for the controller's own
 // requeue), makes it, and reports it.
-func (q *hookedQueue) add(from *Ref, opts priorityqueue.AddOpts, item reconcile.Request) {
+func (q *hookedQueue) add(from *chain.Ref, opts priorityqueue.AddOpts, item reconcile.Request) {
 	s, key, now := q.h.queue, keyOf(item), time.Now()
 	s.mu.Lock()
 	ready, waiting := s.pending[key]
-	var kind EnqueueKind
+	var kind chain.EnqueueKind
 	switch {
 	case from == nil && opts.After > 0:
-		kind = EnqueueRequeueAfter
+		kind = chain.EnqueueRequeueAfter
 	case opts.After > 0:
-		kind = EnqueueDelayed
+		kind = chain.EnqueueDelayed
 	case waiting && !ready.After(now):
-		kind = EnqueueCoalesced
+		kind = chain.EnqueueCoalesced
 	case waiting:
-		kind = EnqueueAdvanced
+		kind = chain.EnqueueAdvanced
 	default:
-		kind = EnqueueNew
+		kind = chain.EnqueueNew
 	}
 	if opts.RateLimited {
 		// Reported by the limiter, which alone knows the back-off.
@@ -165,7 +158,7 @@ func (q *hookedQueue) add(from *Ref, opts priorityqueue.AddOpts, item reconcile.
 	}
 	s.mu.Unlock()
 	// Reported before the add, so a worker's take is never reported ahead of it.
-	q.h.obs.OnEnqueue(q.h.controller, Enqueue{Key: key, From: from, Kind: kind, After: opts.After})
+	q.h.enqueued(enqueue{key: key, from: from, kind: kind, after: opts.After})
 	q.PriorityQueue.AddWithOpts(opts, item)
 }
 
@@ -188,7 +181,7 @@ func (q *hookedQueue) GetWithPriority() (reconcile.Request, int, bool) {
 	delete(s.pending, key)
 	s.busy[key] = true
 	s.mu.Unlock()
-	q.h.obs.OnDequeue(q.h.controller, key, wait)
+	q.h.dequeued(key, wait)
 	return item, prio, shutdown
 }
 

@@ -19,15 +19,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// NamedPredicate is a predicate with the name the observer reports it under.
+// NamedPredicate is a predicate with the name the sink sees it under.
 type NamedPredicate struct {
 	Name string
 	predicate.Predicate
 }
 
-// Named names p for the observer.
+// Named names p for the sink.
 func Named(name string, p predicate.Predicate) NamedPredicate {
 	return NamedPredicate{Name: name, Predicate: p}
 }
@@ -52,7 +54,7 @@ func (h *Hooks) Predicates(preds ...NamedPredicate) []predicate.Predicate {
 type eventReporter struct{ h *Hooks }
 
 func (r eventReporter) report(obj client.Object, oldRV string, t EventType) bool {
-	r.h.obs.OnEvent(r.h.controller, RefOf(obj), oldRV, t)
+	r.h.event(RefOf(obj), oldRV, t)
 	return true
 }
 
@@ -76,7 +78,7 @@ type observedPredicate struct {
 }
 
 func (o observedPredicate) report(obj client.Object, passed bool) bool {
-	o.h.obs.OnPredicate(o.h.controller, RefOf(obj), o.p.Name, passed)
+	o.h.predicate(RefOf(obj), o.p.Name, passed)
 	return passed
 }
 
@@ -183,7 +185,7 @@ func (o *observedHandler) checkMiss(v queue, objs ...client.Object) {
 	if o.miss != nil {
 		reason = o.miss(objs...)
 	}
-	o.h.obs.OnMapMiss(o.h.controller, RefOf(objs[0]), reason)
+	o.h.missed(RefOf(objs[0]), reason)
 }
 
 // wrap returns a queue that reports what the inner handler adds. A priority queue stays a priority
@@ -200,7 +202,7 @@ func (o *observedHandler) wrap(from client.Object, q queue) queue {
 type observedQueue struct {
 	workqueue.TypedRateLimitingInterface[reconcile.Request]
 	o    *observedHandler
-	from Ref
+	from chain.Ref
 	adds *atomic.Int64
 }
 
@@ -208,18 +210,18 @@ type observedQueue struct {
 // itself (it knows whether the key was waiting); any other queue gets it reported here.
 func (q observedQueue) add(opts priorityqueue.AddOpts, item reconcile.Request, plain func()) {
 	q.adds.Add(1)
-	q.o.h.obs.OnMap(q.o.h.controller, q.from, item.NamespacedName, q.o.reason)
+	q.o.h.mapped(q.from, item.NamespacedName, q.o.reason)
 	if hq, ok := q.TypedRateLimitingInterface.(*hookedQueue); ok {
 		from := q.from
 		hq.add(&from, opts, item)
 		return
 	}
-	kind := EnqueueNew
+	kind := chain.EnqueueNew
 	if opts.After > 0 {
-		kind = EnqueueDelayed
+		kind = chain.EnqueueDelayed
 	}
 	from := q.from
-	q.o.h.obs.OnEnqueue(q.o.h.controller, Enqueue{Key: item.NamespacedName, From: &from, Kind: kind, After: opts.After})
+	q.o.h.enqueued(enqueue{key: item.NamespacedName, from: &from, kind: kind, after: opts.After})
 	plain()
 }
 
@@ -261,17 +263,6 @@ func (q observedPriorityQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...
 // keyOf names a request.
 func keyOf(r reconcile.Request) types.NamespacedName { return r.NamespacedName }
 
-// Watch describes one watch of a controller, for tools that explain why an event was or was not
-// enqueued.
-type Watch struct {
-	// Kind is the watched kind.
-	Kind string `json:"kind"`
-	// Handler is "object" (the builder's For) or "controller owner" (Owns).
-	Handler string `json:"handler"`
-	// Predicates name the predicates an event must pass, in order.
-	Predicates []string `json:"predicates,omitempty"`
-}
-
 // WatchFor returns the arguments of the builder's Watches for the controller's own kind (what For
 // does): obj's events enqueue obj, after preds.
 //
@@ -289,7 +280,7 @@ func (h *Hooks) WatchOwned(mgr manager.Manager, obj, owner client.Object, preds 
 }
 
 func (h *Hooks) describe(obj client.Object, handler string, preds []NamedPredicate, own bool) {
-	w := Watch{Kind: RefOf(obj).Kind, Handler: handler}
+	w := chain.WatchInfo{Kind: RefOf(obj).Kind, Handler: handler}
 	for _, p := range preds {
 		w.Predicates = append(w.Predicates, p.Name)
 	}
@@ -309,8 +300,8 @@ func (h *Hooks) Kind() string {
 }
 
 // Watches are the controller's watches, in the order they were set up.
-func (h *Hooks) Watches() []Watch {
+func (h *Hooks) Watches() []chain.WatchInfo {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]Watch(nil), h.watches...)
+	return append([]chain.WatchInfo(nil), h.watches...)
 }

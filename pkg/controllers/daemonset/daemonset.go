@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
@@ -198,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Status().Update(ctx, updated); err != nil {
 			errs = append(errs, fmt.Errorf("writing the status of daemonset %s/%s: %w", ds.Namespace, ds.Name, err))
 		} else {
-			r.hooks.StatusWritten(ctx, updated, fmt.Sprintf("desired=%d ready=%d updated=%d", st.DesiredNumberScheduled, st.NumberReady, st.UpdatedNumberScheduled))
+			r.hooks.StatusWritten(ctx, updated, chain.F("desired", st.DesiredNumberScheduled), chain.F("ready", st.NumberReady), chain.F("updated", st.UpdatedNumberScheduled))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
@@ -593,6 +594,6 @@ func (p *pass) writeStatus(ctx context.Context) (time.Duration, error) {
 	if err := p.r.Client.Status().Update(ctx, updated); err != nil {
 		return 0, fmt.Errorf("writing the status of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	p.r.hooks.StatusWritten(ctx, updated, fmt.Sprintf("replicas=%d updated=%d available=%d", st.Replicas, st.UpdatedReplicas, st.AvailableReplicas))
+	p.r.hooks.StatusWritten(ctx, updated, chain.F("replicas", st.Replicas), chain.F("updated", st.UpdatedReplicas), chain.F("available", st.AvailableReplicas))
 	return wait, nil
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
@@ -181,7 +182,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job *batchv1.Job, status *
 		return fmt.Errorf("writing the status of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	if r.hooks != nil {
-		r.hooks.StatusWritten(ctx, updated, fmt.Sprintf("active=%d succeeded=%d failed=%d", updated.Status.Active, updated.Status.Succeeded, updated.Status.Failed))
+		r.hooks.StatusWritten(ctx, updated, chain.F("active", updated.Status.Active), chain.F("succeeded", updated.Status.Succeeded), chain.F("failed", updated.Status.Failed))
 	}
 	*job = *updated
 	return nil

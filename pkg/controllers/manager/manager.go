@@ -35,6 +35,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
 
@@ -95,8 +96,8 @@ type Options struct {
 	JobSelector string
 	// CacheByObject adds per-kind cache settings (selectors, field selectors) for other kinds.
 	CacheByObject map[client.Object]cache.ByObject
-	// Observer sees every controller's trigger chain; nil means chainhooks.Nop.
-	Observer chainhooks.Observer
+	// Sink receives every controller's trigger chain (the chain recorder); nil for none.
+	Sink chain.Sink
 	// HostRayVersion is passed to the controllers as Env.HostRayVersion (nil: no node runs a host Ray).
 	HostRayVersion func(image string) string
 	// RootCA is passed to the controllers as Env.RootCA.
@@ -228,7 +229,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			ResyncPeriod:         opts.ResyncPeriod,
 			// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
 			Recorder:       mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
-			Hooks:          chainhooks.New(name, opts.Observer),
+			Hooks:          chainhooks.New(name, opts.Sink),
 			HostRayVersion: opts.HostRayVersion,
 			RootCA:         opts.RootCA,
 			VolumesDir:     opts.VolumesDir,

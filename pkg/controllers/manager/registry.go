@@ -27,7 +27,7 @@ type Env struct {
 	ResyncPeriod time.Duration
 	// Recorder records core/v1 Events as this controller (the source component is Name + "-controller").
 	Recorder record.EventRecorder
-	// Hooks reports the controller's trigger chain to the manager's Observer.
+	// Hooks reports the controller's trigger chain to the manager's Sink.
 	Hooks *chainhooks.Hooks
 	// HostRayVersion, when set, says which version of the host's Ray runs a pod of image on this
 	// node's runtime ("" when the image runs as itself, or raysim runs it): rayctl runs Ray's images

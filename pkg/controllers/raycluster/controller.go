@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster/expectations"
@@ -181,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		changed = true
 		c.Status = status
 		if err = r.client.Status().Update(ctx, &c); err == nil {
-			r.hooks.StatusWritten(ctx, &c, fmt.Sprintf("state=%s readyWorkers=%d/%d", c.Status.State, c.Status.ReadyWorkerReplicas, c.Status.DesiredWorkerReplicas)) //nolint:staticcheck // State is what KubeRay users read
+			r.hooks.StatusWritten(ctx, &c, chain.F("state", c.Status.State), chain.F("readyWorkers", fmt.Sprintf("%d/%d", c.Status.ReadyWorkerReplicas, c.Status.DesiredWorkerReplicas))) //nolint:staticcheck // State is what KubeRay users read
 		}
 	}
 	if reconcileErr != nil {

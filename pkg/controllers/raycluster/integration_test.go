@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/test/e2e/framework"
@@ -77,7 +77,7 @@ func runWithServer(m *testing.M) int {
 	reg.Register(raycluster.Name, raycluster.Setup)
 	opts := manager.DefaultOptions()
 	opts.Registry = reg
-	opts.Observer = obs
+	opts.Sink = obs
 	opts.Logger = logr.Discard()
 	if os.Getenv("RAYCTL_TEST_LOG") != "" {
 		opts.Logger = funcr.New(func(p, a string) { fmt.Fprintln(os.Stderr, p, a) }, funcr.Options{Verbosity: 1})
@@ -98,24 +98,22 @@ func runWithServer(m *testing.M) int {
 	return m.Run()
 }
 
-// recorder is a chainhooks.Observer that keeps what it is told.
+// recorder is a chain.Sink that keeps the predicate drops and counts the status writes.
 type recorder struct {
-	chainhooks.Nop
 	mu          sync.Mutex
-	dropped     []chainhooks.Ref // RayCluster events the predicate dropped
+	dropped     []chain.Ref // RayCluster events the predicate dropped
 	statusWrite atomic.Int64
 }
 
-func (r *recorder) OnPredicate(_ string, obj chainhooks.Ref, _ string, passed bool) {
-	if !passed {
+func (r *recorder) Record(e chain.Event) {
+	switch {
+	case e.Hop == chain.PredicateHop && e.Outcome == chain.Dropped:
 		r.mu.Lock()
-		r.dropped = append(r.dropped, obj)
+		r.dropped = append(r.dropped, e.Object)
 		r.mu.Unlock()
+	case e.Hop == chain.StatusWrite:
+		r.statusWrite.Add(1)
 	}
-}
-
-func (r *recorder) OnStatusWrite(string, types.NamespacedName, chainhooks.Ref, string) {
-	r.statusWrite.Add(1)
 }
 
 func (r *recorder) droppedAt(name, rv string) bool {
@@ -129,7 +127,7 @@ func (r *recorder) droppedAt(name, rv string) bool {
 	return false
 }
 
-var _ chainhooks.Observer = (*recorder)(nil)
+var _ chain.Sink = (*recorder)(nil)
 
 func setup(t *testing.T) (context.Context, string) {
 	t.Helper()

@@ -36,6 +36,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
@@ -179,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Status().Patch(ctx, cj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return ctrl.Result{RequeueAfter: errorRequeue}, fmt.Errorf("recording lastScheduleTime: %w", err)
 	}
-	r.hooks.StatusWritten(ctx, cj, "lastScheduleTime="+stamp)
+	r.hooks.StatusWritten(ctx, cj, chain.F("lastScheduleTime", stamp))
 	return ctrl.Result{RequeueAfter: max(next.Sub(now), 0)}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
@@ -464,7 +465,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	if err := p.r.client.Status().Update(ctx, p.job); err != nil {
 		return err
 	}
-	p.r.opts.Hooks.StatusWritten(ctx, p.job, fmt.Sprintf("jobDeploymentStatus=%s jobStatus=%s", st.JobDeploymentStatus, st.JobStatus))
+	p.r.opts.Hooks.StatusWritten(ctx, p.job, chain.F("jobDeploymentStatus", st.JobDeploymentStatus), chain.F("jobStatus", st.JobStatus))
 	if entered {
 		p.r.opts.Hooks.Transition(ctx, p.job, string(old.JobDeploymentStatus), string(st.JobDeploymentStatus))
 		p.log.Info("RayJob moved", "from", old.JobDeploymentStatus, "to", st.JobDeploymentStatus, "jobStatus", st.JobStatus)

@@ -24,6 +24,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
@@ -498,9 +499,10 @@ func (p *pass) writeStatus(ctx context.Context) error {
 		return err
 	}
 	st := p.rs.Status
-	p.r.opts.Hooks.StatusWritten(ctx, p.rs, fmt.Sprintf("serviceStatus=%q active=%s (%s) pending=%s (%s) numServeEndpoints=%d",
-		st.ServiceStatus, st.ActiveServiceStatus.RayClusterName, appsSummary(st.ActiveServiceStatus.Applications),
-		st.PendingServiceStatus.RayClusterName, appsSummary(st.PendingServiceStatus.Applications), st.NumServeEndpoints))
+	p.r.opts.Hooks.StatusWritten(ctx, p.rs, chain.F("serviceStatus", strconv.Quote(string(st.ServiceStatus))),
+		chain.F("active", st.ActiveServiceStatus.RayClusterName+" ("+appsSummary(st.ActiveServiceStatus.Applications)+")"),
+		chain.F("pending", st.PendingServiceStatus.RayClusterName+" ("+appsSummary(st.PendingServiceStatus.Applications)+")"),
+		chain.F("numServeEndpoints", st.NumServeEndpoints))
 	if p.promoted[1] != "" {
 		p.r.opts.Hooks.Transition(ctx, p.rs, "active="+p.promoted[0], "active="+p.promoted[1])
 	}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
@@ -209,6 +210,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, act
 	if err := r.Client.Status().Update(ctx, updated); err != nil {
 		return 0, fmt.Errorf("writing the status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
-	r.hooks.StatusWritten(ctx, updated, fmt.Sprintf("replicas=%d ready=%d available=%d", st.Replicas, st.ReadyReplicas, st.AvailableReplicas))
+	r.hooks.StatusWritten(ctx, updated, chain.F("replicas", st.Replicas), chain.F("ready", st.ReadyReplicas), chain.F("available", st.AvailableReplicas))
 	return wait, nil
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
@@ -390,6 +391,6 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	if err := p.r.Client.Status().Update(ctx, updated); err != nil {
 		return fmt.Errorf("writing the status of statefulset %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	p.r.hooks.StatusWritten(ctx, updated, fmt.Sprintf("replicas=%d ready=%d updated=%d", st.Replicas, st.ReadyReplicas, st.UpdatedReplicas))
+	p.r.hooks.StatusWritten(ctx, updated, chain.F("replicas", st.Replicas), chain.F("ready", st.ReadyReplicas), chain.F("updated", st.UpdatedReplicas))
 	return nil
 }

@@ -1,13 +1,17 @@
-package chain
+// Package chainaudit is the API server's seam of the trigger chain: an audit policy that follows the
+// writes controllers and the kubelet make, and an audit backend that turns each completed write into a
+// chain.APIWrite event for a chain.Sink.
+package chainaudit
 
 import (
 	"encoding/json"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
 	auditpolicy "k8s.io/apiserver/pkg/audit/policy"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
 // auditedResources are the writes the chain follows: the objects controllers watch and the status
@@ -18,10 +22,10 @@ var auditedResources = []auditinternal.GroupResources{
 	{Group: "ray.io", Resources: []string{"rayclusters", "rayclusters/status", "rayjobs", "rayjobs/status"}},
 }
 
-// AuditPolicy is the API server's audit policy for the chain: writes to the followed resources at
+// Policy is the API server's audit policy for the chain: writes to the followed resources at
 // RequestResponse (the response carries the new resourceVersion), everything else not at all, and
 // only at the stage the response is complete.
-func AuditPolicy() audit.PolicyRuleEvaluator {
+func Policy() audit.PolicyRuleEvaluator {
 	return auditpolicy.NewPolicyRuleEvaluator(&auditinternal.Policy{
 		OmitStages:        []auditinternal.Stage{auditinternal.StageRequestReceived, auditinternal.StageResponseStarted},
 		OmitManagedFields: true,
@@ -32,16 +36,16 @@ func AuditPolicy() audit.PolicyRuleEvaluator {
 	})
 }
 
-// AuditBackend returns the recorder as the API server's audit backend: each completed write becomes an
+// Backend returns the API server's audit backend that sends each completed write to sink as an
 // APIWrite event. It never refuses an event (a refusal would fail the request).
-func (r *Recorder) AuditBackend() audit.Backend { return auditBackend{r} }
+func Backend(sink chain.Sink) audit.Backend { return auditBackend{sink} }
 
-type auditBackend struct{ r *Recorder }
+type auditBackend struct{ sink chain.Sink }
 
 func (b auditBackend) ProcessEvents(events ...*auditinternal.Event) bool {
 	for _, ev := range events {
-		if ev.Stage == auditinternal.StageResponseComplete || ev.Stage == auditinternal.StagePanic {
-			b.r.apiWrite(ev)
+		if ev.ObjectRef != nil && (ev.Stage == auditinternal.StageResponseComplete || ev.Stage == auditinternal.StagePanic) {
+			b.sink.Record(apiWrite(ev))
 		}
 	}
 	return true
@@ -62,26 +66,25 @@ type objectMeta struct {
 	} `json:"metadata"`
 }
 
-func (r *Recorder) apiWrite(ev *auditinternal.Event) {
-	if ev.ObjectRef == nil {
-		return
-	}
+// apiWrite is the APIWrite event of a completed write.
+func apiWrite(ev *auditinternal.Event) chain.Event {
 	o := ev.ObjectRef
-	ref := Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace, Name: o.Name, UID: o.UID}
-	e := Event{Component: "apiserver", Hop: APIWrite, Outcome: ev.Verb, Detail: ev.User.Username}
+	ref := chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace, Name: o.Name, UID: string(o.UID)}
+	call := &chain.Call{Verb: ev.Verb, Subresource: o.Subresource, User: ev.User.Username}
+	e := chain.Event{Component: "apiserver", Hop: chain.APIWrite, Outcome: ev.Verb, Call: call}
 	if o.Subresource != "" {
 		e.Outcome += " " + o.Subresource
 	}
 	if ev.ResponseStatus != nil {
-		e.Code = int(ev.ResponseStatus.Code)
-		if e.Code >= 300 {
-			e.Error = ev.ResponseStatus.Message
+		call.Code = int(ev.ResponseStatus.Code)
+		if call.Code >= 300 {
+			e.Error, e.ErrorReason = ev.ResponseStatus.Message, string(ev.ResponseStatus.Reason)
 		}
 	}
-	if e.Code == 0 {
-		e.Code = 200
+	if call.Code == 0 {
+		call.Code = 200
 	}
-	if ev.ResponseObject != nil && e.Code < 300 {
+	if ev.ResponseObject != nil && call.Code < 300 {
 		var m objectMeta
 		if json.Unmarshal(ev.ResponseObject.Raw, &m) == nil && m.Kind != "Status" {
 			ref.ResourceVersion = m.Metadata.ResourceVersion
@@ -89,7 +92,7 @@ func (r *Recorder) apiWrite(ev *auditinternal.Event) {
 				ref.Name = m.Metadata.Name
 			}
 			if m.Metadata.UID != "" {
-				ref.UID = types.UID(m.Metadata.UID)
+				ref.UID = m.Metadata.UID
 			}
 			if m.Kind != "" {
 				ref.Kind = m.Kind
@@ -100,7 +103,7 @@ func (r *Recorder) apiWrite(ev *auditinternal.Event) {
 		e.Duration = ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp.Time)
 	}
 	e.Object = ref
-	r.record(e)
+	return e
 }
 
 // kindOf names a followed resource's kind.

@@ -1,4 +1,4 @@
-package chain
+package chainhttp
 
 import (
 	"bufio"
@@ -12,9 +12,11 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// Client reads a recorder through the API server.
+// Client reads a recorder through the API server; it is a chain.Source.
 type Client struct {
 	base string
 	http *http.Client
@@ -29,7 +31,10 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	return &Client{base: strings.TrimRight(cfg.Host, "/") + PathPrefix, http: hc}, nil
 }
 
-func (f Filter) values() url.Values {
+var _ chain.Source = (*Client)(nil)
+
+// values is f as query parameters.
+func values(f chain.Filter) url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"kind": f.Kind, "namespace": f.Namespace, "name": f.Name, "component": f.Component, "hop": string(f.Hop)} {
 		if s != "" {
@@ -72,28 +77,28 @@ func (c *Client) do(ctx context.Context, path string, q url.Values) (*http.Respo
 }
 
 // Events lists the kept events that pass f.
-func (c *Client) Events(ctx context.Context, f Filter) (*EventList, error) {
-	var l EventList
-	return &l, c.get(ctx, "events", f.values(), &l)
+func (c *Client) Events(ctx context.Context, f chain.Filter) (*chain.EventList, error) {
+	var l chain.EventList
+	return &l, c.get(ctx, "events", values(f), &l)
 }
 
 // Trace returns the causal timeline of one object.
-func (c *Client) Trace(ctx context.Context, kind, namespace, name string) ([]Step, error) {
+func (c *Client) Trace(ctx context.Context, kind, namespace, name string) ([]chain.Step, error) {
 	var t TraceResult
 	q := url.Values{"kind": {kind}, "namespace": {namespace}, "name": {name}}
 	return t.Steps, c.get(ctx, "trace", q, &t)
 }
 
 // Controllers returns the controllers the recorder knows, with their queues.
-func (c *Client) Controllers(ctx context.Context) ([]ControllerInfo, error) {
-	var out []ControllerInfo
+func (c *Client) Controllers(ctx context.Context) ([]chain.ControllerInfo, error) {
+	var out []chain.ControllerInfo
 	return out, c.get(ctx, "controllers", nil, &out)
 }
 
 // Watch calls fn with each kept event that passes f and then with each new one, until ctx ends or fn
 // returns an error.
-func (c *Client) Watch(ctx context.Context, f Filter, fn func(Event) error) error {
-	q := f.values()
+func (c *Client) Watch(ctx context.Context, f chain.Filter, fn func(chain.Event) error) error {
+	q := values(f)
 	q.Set("watch", "true")
 	resp, err := c.do(ctx, "events", q)
 	if err != nil {
@@ -103,7 +108,7 @@ func (c *Client) Watch(ctx context.Context, f Filter, fn func(Event) error) erro
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		var e Event
+		var e chain.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return err
 		}

@@ -1,0 +1,457 @@
+// Package demo is `rayctl demo`: it applies a sample RayJob, shows its trigger chain live (read through
+// a chain.Source and printed by chain/render), and ends with the latencies along the causal line from the
+// head Pod's Ready write to the job's submission, and the job's result. cmd/rayctl turns flags into a
+// Config; starting and stopping a control plane for the demo is the caller's, injected as a Starter.
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rayctl/rayctl/configs"
+	"github.com/rayctl/rayctl/pkg/ansi"
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
+	"github.com/rayctl/rayctl/pkg/chain/render"
+	"github.com/rayctl/rayctl/pkg/raysim/jobs"
+)
+
+// Sample is the embedded RayJob the demo applies unless Config.File names another.
+const Sample = "samples/rayjob-http.yaml"
+
+// Config is what one run of the demo needs.
+type Config struct {
+	// File is a RayJob manifest to run instead of the sample ("" for the sample).
+	File string
+	// Keep leaves the RayJob (and its cluster) at the end instead of deleting it.
+	Keep bool
+	// Timeout is how long to wait for the RayJob to finish.
+	Timeout time.Duration
+	// Color paints headings, the table and the hops (for a terminal).
+	Color bool
+	// Start, when set, starts a control plane for the demo first and stops it at the end.
+	Start *Starter
+	// Connect returns the client configuration of the cluster to run on and the namespace to run in;
+	// it is called after Start.
+	Connect func() (*rest.Config, string, error)
+	// Source reads the chain recorder (nil: chainhttp's client on the Connect configuration).
+	Source func(*rest.Config) (chain.Source, error)
+}
+
+// Starter starts and stops the control plane the demo runs on (`rayctl up --detach` and `rayctl down`).
+type Starter struct {
+	// Where names it in what the demo prints (the data dir).
+	Where string
+	// Start starts it and returns how long it took to be ready, as it reported.
+	Start func(ctx context.Context) (time.Duration, error)
+	// Stop stops it, reporting on out.
+	Stop func(out io.Writer) error
+}
+
+// demoStyle colours the demo's own lines (headings, the table) on a terminal.
+type demoStyle struct{ color bool }
+
+func (s demoStyle) bold(t string) string  { return ansi.Paint(s.color, ansi.Bold, t) }
+func (s demoStyle) dim(t string) string   { return ansi.Paint(s.color, ansi.Dim, t) }
+func (s demoStyle) green(t string) string { return ansi.Paint(s.color, ansi.Bold+ansi.Green, t) }
+func (s demoStyle) red(t string) string   { return ansi.Paint(s.color, ansi.Bold+ansi.Red, t) }
+
+// Run runs the demo, printing to out.
+func Run(ctx context.Context, out io.Writer, o Config) (err error) {
+	st := demoStyle{color: o.Color}
+
+	// The control plane: the running one, or one started for the demo.
+	started := false
+	if o.Start != nil {
+		fmt.Fprintf(out, "starting rayctl up in the background on %s …\n", o.Start.Where)
+		took, serr := o.Start.Start(ctx)
+		if serr != nil {
+			return fmt.Errorf("rayctl up --detach: %w", serr)
+		}
+		fmt.Fprintf(out, "rayctl up ready in %d ms\n\n", took.Milliseconds())
+		started = true
+		defer func() {
+			fmt.Fprintln(out)
+			if derr := o.Start.Stop(out); derr != nil && err == nil {
+				err = derr
+			}
+		}()
+	}
+	cfg, ns, err := o.Connect()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ray, err := rayclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	newSource := o.Source
+	if newSource == nil {
+		newSource = func(cfg *rest.Config) (chain.Source, error) { return chainhttp.NewClient(cfg) }
+	}
+	cc, err := newSource(cfg)
+	if err != nil {
+		return err
+	}
+	// Where the recorder stands now (the filter matches nothing; the answer carries the next Seq).
+	mark, err := cc.Events(ctx, chain.Filter{Hop: "none"})
+	if err != nil {
+		fmt.Fprintf(out, "%s the chain recorder is not available (%v); running the job without the chain\n\n", st.red("!"), err)
+		cc, mark = nil, nil
+	}
+
+	job, source, err := demoJob(o.File)
+	if err != nil {
+		return err
+	}
+	job.Namespace = ns
+	if err := ensureNamespace(ctx, kube, ns); err != nil {
+		return err
+	}
+
+	// Watch the RayJob and the chain before the create, so nothing is missed.
+	jw, err := ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name})
+	if err != nil {
+		return err
+	}
+	defer func() { jw.Stop() }()
+	var incoming <-chan chain.Event
+	var streamErr <-chan error
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	if cc != nil {
+		incoming, streamErr = chain.Stream(sctx, cc, chain.Filter{Namespace: ns, After: mark.Next - 1}, 4096)
+	}
+
+	mode := string(job.Spec.SubmissionMode)
+	if mode == "" {
+		mode = string(rayv1.K8sJobMode)
+	}
+	fmt.Fprintf(out, "%s  RayJob %s/%s\n", st.bold("rayctl demo"), ns, job.Name)
+	fmt.Fprintf(out, "  manifest    %s (%s)\n", source, mode)
+	if job.Spec.Entrypoint != "" {
+		fmt.Fprintf(out, "  entrypoint  %s\n", clip(job.Spec.Entrypoint, 66))
+	}
+	fmt.Fprintln(out)
+	if cc != nil {
+		fmt.Fprintln(out, st.bold("The trigger chain, live")+st.dim(" (offset from the apply; latency since the hop before)"))
+		fmt.Fprintln(out, st.dim(fmt.Sprintf("%10s %9s  %-11s %s", "offset", "latency", "component", "what happened")))
+	}
+
+	// Clean up however the demo ends (Ctrl-C included), on a context of its own.
+	defer func() {
+		if o.Keep {
+			fmt.Fprintf(out, "\nkept RayJob %s/%s (delete it with `rayctl kubectl delete rayjob %s -n %s`)\n", ns, job.Name, job.Name, ns)
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		bg := metav1.DeletePropagationBackground
+		derr := ray.RayV1().RayJobs(ns).Delete(cctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		switch {
+		case apierrors.IsNotFound(derr):
+		case derr != nil:
+			fmt.Fprintf(out, "\ndeleting RayJob %s/%s: %v\n", ns, job.Name, derr)
+		default:
+			fmt.Fprintf(out, "\ndeleted RayJob %s/%s (its RayCluster and pods follow)\n", ns, job.Name)
+			if started {
+				// Let the pods go the normal way before the control plane stops.
+				waitPodsGone(cctx, kube, ns, job.Name)
+			}
+		}
+	}()
+
+	stream := newDemoStream(out, render.Options{Color: st.color}, job.Name)
+	applied := time.Now()
+	if _, err := ray.RayV1().RayJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating RayJob %s/%s: %w", ns, job.Name, err)
+	}
+
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(o.Timeout)
+	defer deadline.Stop()
+	var (
+		final    *rayv1.RayJob
+		last     *rayv1.RayJob
+		finished time.Time
+	)
+	for final == nil {
+		select {
+		case e := <-incoming:
+			stream.add(e, time.Now())
+		case <-tick.C:
+			stream.flush(time.Now(), false)
+		case ev, ok := <-jw.ResultChan():
+			if !ok {
+				if ctx.Err() != nil {
+					stream.flush(time.Now(), true)
+					return fmt.Errorf("interrupted")
+				}
+				rv := ""
+				if last != nil {
+					rv = last.ResourceVersion
+				}
+				if jw, err = ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name, ResourceVersion: rv}); err != nil {
+					return fmt.Errorf("watching RayJob %s/%s: %w", ns, job.Name, err)
+				}
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				return fmt.Errorf("RayJob %s/%s was deleted before it finished", ns, job.Name)
+			}
+			if j, isJob := ev.Object.(*rayv1.RayJob); isJob {
+				last = j
+				if rayv1.IsJobDeploymentTerminal(j.Status.JobDeploymentStatus) {
+					final, finished = j, time.Now()
+				}
+			}
+		case serr := <-streamErr:
+			streamErr = nil
+			if serr != nil && ctx.Err() == nil {
+				fmt.Fprintf(out, "%s the chain stream ended: %v\n", st.red("!"), serr)
+			}
+		case <-deadline.C:
+			stream.flush(time.Now(), true)
+			return fmt.Errorf("RayJob %s/%s did not finish within %s (last: %s)", ns, job.Name, o.Timeout, jobSummary(last))
+		case <-ctx.Done():
+			stream.flush(time.Now(), true)
+			return fmt.Errorf("interrupted")
+		}
+	}
+
+	// The last hops (the final status write and transition) arrive just after the watch shows them.
+	settle := time.After(500 * time.Millisecond)
+drain:
+	for {
+		select {
+		case e := <-incoming:
+			stream.add(e, time.Now())
+		case <-settle:
+			break drain
+		case <-ctx.Done():
+			break drain
+		}
+	}
+	stream.flush(time.Now(), true)
+	scancel()
+
+	if cc != nil {
+		events := stream.events
+		// The stream may have lost events to a slow reader; the recorder's list has them all.
+		if l, lerr := cc.Events(ctx, chain.Filter{Namespace: ns, After: mark.Next - 1}); lerr == nil {
+			events = events[:0:0]
+			for _, e := range l.Events {
+				if stream.owns(&e) {
+					events = append(events, e)
+				}
+			}
+		}
+		fmt.Fprintln(out)
+		printHopTable(out, st, events, ns, job.Name)
+	}
+	printResult(ctx, out, st, final, finished.Sub(applied))
+	return nil
+}
+
+// demoJob reads the RayJob to run (the embedded sample, or file) and gives it a name of its own.
+func demoJob(file string) (*rayv1.RayJob, string, error) {
+	var data []byte
+	var err error
+	source := "configs/" + Sample
+	if file == "" {
+		data, err = configs.Samples.ReadFile(Sample)
+	} else {
+		source = file
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var job *rayv1.RayJob
+	for _, doc := range splitYAML(data) {
+		var meta metav1.TypeMeta
+		if yaml.Unmarshal(doc, &meta) != nil || meta.Kind != "RayJob" {
+			continue
+		}
+		job = &rayv1.RayJob{}
+		if err := yaml.Unmarshal(doc, job); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", source, err)
+		}
+		break
+	}
+	if job == nil {
+		return nil, "", fmt.Errorf("%s holds no RayJob", source)
+	}
+	if job.APIVersion != "" && job.APIVersion != rayv1.GroupVersion.String() {
+		return nil, "", fmt.Errorf("%s: the RayJob is %s; rayctl serves %s", source, job.APIVersion, rayv1.GroupVersion)
+	}
+	base := job.Name
+	if base == "" {
+		base = "demo"
+	}
+	// A unique name per run; short enough for the names KubeRay derives from it.
+	if len(base) > 30 {
+		base = strings.TrimRight(base[:30], "-.")
+	}
+	job.ObjectMeta = metav1.ObjectMeta{Name: base + "-" + utilrand.String(5), Labels: job.Labels, Annotations: job.Annotations}
+	job.Status = rayv1.RayJobStatus{}
+	return job, filepath.ToSlash(source), nil
+}
+
+// splitYAML cuts a multi-document YAML file into its documents.
+func splitYAML(data []byte) [][]byte {
+	var docs [][]byte
+	for _, d := range bytes.Split(append([]byte("\n"), data...), []byte("\n---")) {
+		if len(bytes.TrimSpace(d)) > 0 {
+			docs = append(docs, d)
+		}
+	}
+	return docs
+}
+
+// ensureNamespace creates ns if it is missing and waits for its default service account (pods need it).
+func ensureNamespace(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		_, err := kube.CoreV1().ServiceAccounts(ns).Get(wctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("namespace %s has no default service account after 1m: %v", ns, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitPodsGone waits until no pod in ns has a name starting with prefix.
+func waitPodsGone(ctx context.Context, kube kubernetes.Interface, ns, prefix string) {
+	for ctx.Err() == nil {
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			left := 0
+			for _, p := range list.Items {
+				if strings.HasPrefix(p.Name, prefix) {
+					left++
+				}
+			}
+			if left == 0 {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func jobSummary(j *rayv1.RayJob) string {
+	if j == nil {
+		return "no status yet"
+	}
+	s := fmt.Sprintf("jobDeploymentStatus %q, jobStatus %q", j.Status.JobDeploymentStatus, j.Status.JobStatus)
+	if j.Status.Message != "" {
+		s += ", " + j.Status.Message
+	}
+	return s
+}
+
+// clip shortens s to n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// printResult prints the job's outcome, its logs where the head's dashboard answers, and the time
+// from apply to the end.
+func printResult(ctx context.Context, out io.Writer, st demoStyle, j *rayv1.RayJob, took time.Duration) {
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, st.bold("Result"))
+	status := string(j.Status.JobStatus)
+	if status == "" {
+		status = "(none)"
+	}
+	if j.Status.JobStatus == rayv1.JobStatusSucceeded {
+		status = st.green(status)
+	} else {
+		status = st.red(status)
+	}
+	fmt.Fprintf(out, "  RayJob      %s/%s: %s, jobStatus %s\n", j.Namespace, j.Name, j.Status.JobDeploymentStatus, status)
+	if msg := strings.TrimSpace(j.Status.Message); msg != "" {
+		fmt.Fprintf(out, "  message     %s\n", clip(msg, 66))
+	}
+	if j.Status.Reason != "" {
+		fmt.Fprintf(out, "  reason      %s\n", j.Status.Reason)
+	}
+	if logs := jobLogs(ctx, j); len(logs) > 0 {
+		for i, l := range logs {
+			label := "logs"
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(out, "  %-11s %s\n", label, clip(l, 66))
+		}
+	}
+	fmt.Fprintf(out, "  total       apply → %s in %s\n", j.Status.JobDeploymentStatus, st.bold(fmt.Sprintf("%.2f s", took.Seconds())))
+}
+
+// jobLogs reads the last lines of the job's logs from the head's dashboard, straight on the head Pod's
+// IP (which this machine reaches over the pod bridge); nil when it does not answer quickly.
+func jobLogs(ctx context.Context, j *rayv1.RayJob) []string {
+	ip := j.Status.RayClusterStatus.Head.PodIP
+	if ip == "" || j.Status.JobId == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c := jobs.NewClient("http://" + net.JoinHostPort(ip, "8265"))
+	c.HTTP = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 3 * time.Second}
+	text, err := c.Logs(ctx, j.Status.JobId)
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		if l = strings.TrimRight(l, "\r "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return lines
+}
