@@ -23,10 +23,10 @@ import (
 
 	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver"
+	"github.com/rayctl/rayctl/pkg/apiserver/chainaudit"
 	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
-	"github.com/rayctl/rayctl/pkg/apiserver/chainaudit"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/datadir"
