@@ -18,7 +18,7 @@ package main
 // the Pod's watch event showing it Ready → the RayCluster's watch event showing HeadPodReady with that Pod
 // (the controller's informer, queue, Reconcile, status write and the watch fan-out), and a whole cycle,
 // delete → replacement Ready in the RayCluster's status. On a busy machine that difference drowns in noise,
-// so the recorder's own work is also timed in this process: its observer hooks, and its audit backend on
+// so the recorder's own work is also timed in this process: the Events its controller hooks record, and its audit backend on
 // a Pod status write's event, per call.
 
 import (
@@ -532,7 +532,7 @@ func writeChain(out string, insts []*chainInstance, samples []chainSample, missi
 	fmt.Fprintf(&b, "- **Recorder on and off, from the outside**: the bench's own watches on the Pods and the RayCluster timestamp the first event showing "+
 		"the replacement Pod Ready and the first showing the RayCluster's `HeadPodReady` condition True with `status.head.podName` that Pod. "+
 		"Between them: the RayCluster controller's informer, queue and Reconcile, its status write (an API write, with etcd's fsync) and the watch fan-out; "+
-		"both events reach the bench through the same API server, so the fan-out mostly cancels. The recorder's audit backend, observer hooks and ring "+
+		"both events reach the bench through the same API server, so the fan-out mostly cancels. The recorder's audit backend, controller hooks and ring "+
 		"sit on this path, so on − off is their cost. The whole cycle (delete → replacement ready in the status) adds the Pod's deletion, creation, "+
 		"binding and the kubelet's writes (each an audited write when the recorder is on).\n")
 	fmt.Fprintf(&b, "- A write that arrives while a Reconcile of its RayCluster is running (typically the one the write before it started, "+

@@ -61,7 +61,7 @@ func (b *Builder) MaxConcurrentReconciles(n int) *Builder {
 }
 
 // WithOptions sets the controller's options (the work queue and rate limiter are wrapped for the
-// observer on Complete; a RateLimiter given here is kept).
+// sink on Complete; a RateLimiter given here is kept).
 func (b *Builder) WithOptions(opts controller.Options) *Builder {
 	opts.MaxConcurrentReconciles = max(opts.MaxConcurrentReconciles, 1)
 	b.opts = opts

@@ -105,7 +105,7 @@ func from(ctx context.Context) (inReconcile, bool) {
 	return r, ok
 }
 
-// Reconciler wraps r so the observer sees each reconcile's start and end, and so the writes and calls
+// Reconciler wraps r so the sink sees each reconcile's start and end, and so the writes and calls
 // made with the reconcile's context are attributed to it.
 func (h *Hooks) Reconciler(r reconcile.Reconciler) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -129,7 +129,7 @@ type Client struct {
 
 // New returns a client for the dashboard at baseURL (e.g.
 // http://10.244.0.5:8265) with ConnectTimeout and RequestTimeout. Requests made within a reconcile
-// wrapped by chainhooks are reported to its observer (method, URL, status code, latency).
+// wrapped by chainhooks are reported to its chain sink as dashboard calls (method, URL, status code, latency).
 func New(baseURL string) *Client {
 	transport := &http.Transport{
 		Proxy:                 nil, // the dashboard is always reached directly

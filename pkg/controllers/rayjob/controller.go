@@ -73,7 +73,7 @@ type Options struct {
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
 	DeleteRayJobAfterJobFinishes bool
 	// Hooks reports the controller's trigger chain (events, maps, enqueues,
-	// reconciles, status writes) to the chain recorder; nil means a Nop observer.
+	// reconciles, status writes) to the chain recorder; nil means hooks that record nothing.
 	Hooks *chainhooks.Hooks
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

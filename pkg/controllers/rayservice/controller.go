@@ -65,7 +65,7 @@ type Options struct {
 	RequeueAfter time.Duration
 	// MaxConcurrentReconciles is the number of workers; 0 means 1.
 	MaxConcurrentReconciles int
-	// Hooks reports the controller's trigger chain to the chain recorder; nil means a Nop observer.
+	// Hooks reports the controller's trigger chain to the chain recorder; nil means hooks that record nothing.
 	Hooks *chainhooks.Hooks
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
