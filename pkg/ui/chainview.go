@@ -133,8 +133,9 @@ func (f *chainFeed) namespaceEvents(ns string) ([]chain.Event, error) {
 	return out, f.err
 }
 
-// view is the chain of kind ns/name as the page draws it: the trace (chain.Trace), plus the hops about
-// the same objects that went nowhere (a predicate's drop, a handler's miss, a failed Reconcile).
+// view is the chain of kind ns/name as the page draws it: the trace (chain.Trace), plus the hops of the
+// same components about the same objects that went nowhere (a predicate's drop, a handler's miss, a
+// failed Reconcile).
 func (f *chainFeed) view(kind, ns, name string) *ChainView {
 	events, err := f.namespaceEvents(ns)
 	v := &ChainView{Kind: kind, Namespace: ns, Name: name}
@@ -144,14 +145,17 @@ func (f *chainFeed) view(kind, ns, name string) *ChainView {
 	steps := chain.Trace(events, kind, ns, name)
 	inTrace := map[uint64]bool{}
 	objects := map[string]bool{refKey(kind, ns, name): true}
+	components := map[string]bool{}
 	for i := range steps {
 		inTrace[steps[i].Seq] = true
 		objects[refKey(steps[i].Object.Kind, steps[i].Object.Namespace, steps[i].Object.Name)] = true
+		components[steps[i].Component] = true
 	}
+	// Only the components of the chain: every other controller that watches Pods misses a Ray Pod.
 	var extra []chain.Step
 	for i := range events {
 		e := &events[i]
-		if !inTrace[e.Seq] && objects[refKey(e.Object.Kind, e.Object.Namespace, e.Object.Name)] && wentNowhere(e) {
+		if !inTrace[e.Seq] && components[e.Component] && objects[refKey(e.Object.Kind, e.Object.Namespace, e.Object.Name)] && wentNowhere(e) {
 			extra = append(extra, chain.Step{Event: *e, At: e.Mono})
 		}
 	}
@@ -223,7 +227,7 @@ func hopView(s *chain.Step) HopView {
 		h.Lane, h.To = LaneAPIServer, e.Component
 		h.Label = "watch " + e.Outcome + " " + obj
 	case chain.PredicateHop:
-		h.Label = "predicate " + e.Outcome
+		h.Label = "predicate " + e.Outcome + " " + obj
 		h.Dropped = e.Outcome == "dropped"
 	case chain.MapHop:
 		h.Label = "map " + obj + " → " + h.Target

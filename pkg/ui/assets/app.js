@@ -118,7 +118,7 @@ function select(o) {
 
 function geometry() {
   const big = document.body.classList.contains("workshop");
-  return { left: big ? 130 : 100, laneW: big ? 300 : 230, rowH: big ? 44 : 30, top: big ? 70 : 50, loop: 26 };
+  return { left: big ? 150 : 110, laneW: big ? 300 : 230, rowH: big ? 44 : 30, top: big ? 70 : 50, loop: 26 };
 }
 
 // drawView draws the first n hops of view.
@@ -138,7 +138,7 @@ function drawView(view, n) {
   lanes.forEach((l, i) => (x[l.id] = g.left + g.laneW / 2 + i * g.laneW));
   const hops = (view.hops || []).slice(0, n);
   const height = g.top + (hops.length + 1) * g.rowH;
-  const width = g.left + lanes.length * g.laneW + 40;
+  const width = g.left + lanes.length * g.laneW + 320;
   root.setAttribute("width", width);
   root.setAttribute("height", height);
   for (const l of lanes) {
@@ -264,6 +264,7 @@ function replay() {
 function drawDiagnosis(r) {
   const wrap = $("#diagnosis-wrap");
   wrap.hidden = false;
+  $("#diag-time").textContent = new Date().toLocaleTimeString();
   const list = $("#checks");
   list.replaceChildren();
   const verdict = $("#verdict");
@@ -318,6 +319,12 @@ async function applyDemo() {
   }
 }
 
+// selectFromHash selects the object the address names (#RayJob/NAMESPACE/NAME), as links to the page do.
+function selectFromHash() {
+  const m = /^#(RayJob|RayCluster)\/([^/]+)\/([^/]+)$/.exec(decodeURIComponent(location.hash));
+  if (m) select({ kind: m[1], namespace: m[2], name: m[3] });
+}
+
 function start() {
   const params = new URLSearchParams(location.search);
   setWorkshop(params.get("workshop") === "1");
@@ -325,8 +332,8 @@ function start() {
   $("#demo").addEventListener("click", applyDemo);
   $("#replay").addEventListener("click", replay);
   connectObjects();
-  const m = /^#(RayJob|RayCluster)\/([^/]+)\/([^/]+)$/.exec(decodeURIComponent(location.hash));
-  if (m) select({ kind: m[1], namespace: m[2], name: m[3] });
+  selectFromHash();
+  window.addEventListener("hashchange", selectFromHash);
   setInterval(() => {
     for (const tr of document.querySelectorAll("#objects tbody tr")) {
       const o = state.objects.get(`${tr.dataset.kind}/${tr.dataset.namespace}/${tr.dataset.name}`);
