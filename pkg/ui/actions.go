@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
@@ -27,47 +28,14 @@ const diagnoseEvery = time.Second
 // serveDiagnose streams `rayctl diagnose`'s report on one object: one now, and a new one after the
 // namespace's chain moves (at most one a second), when it differs.
 func (s *Server) serveDiagnose(w http.ResponseWriter, r *http.Request) {
-	kind, ns, name, ok := objectParams(w, r)
-	if !ok {
-		return
-	}
-	out := startSSE(w)
-	if out == nil {
-		return
-	}
-	ctx := r.Context()
 	clients := diagnose.Clients{Kube: s.kube, Ray: s.ray, Chain: s.chain.diagnoseReader()}
-	var last []byte
-	for {
-		changed := s.chain.wait()
-		var payload any
-		in, err := diagnose.Gather(ctx, clients, kind, ns, name)
+	s.stream(w, r, "diagnosis", diagnoseEvery, func(kind, ns, name string) any {
+		in, err := diagnose.Gather(r.Context(), clients, kind, ns, name)
 		if err != nil {
-			payload = map[string]string{"error": err.Error()}
-		} else {
-			payload = diagnose.Run(in)
+			return map[string]string{"error": err.Error()}
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		b, _ := json.Marshal(payload)
-		if string(b) != string(last) {
-			if out.send("diagnosis", payload) != nil {
-				return
-			}
-			last = b
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(diagnoseEvery):
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		}
-	}
+		return diagnose.Run(in)
+	})
 }
 
 // serveDemo applies the demo RayJob under a new name in the demo namespace and answers its name.
@@ -110,7 +78,7 @@ func demoJob() (*rayv1.RayJob, error) {
 }
 
 // ensureNamespace creates ns if it is missing and waits (a minute at most) for the default service
-// account its Pods need.
+// account its Pods need: a watch without a resourceVersion begins with what exists.
 func (s *Server) ensureNamespace(ctx context.Context, ns string) error {
 	_, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -118,15 +86,15 @@ func (s *Server) ensureNamespace(ctx context.Context, ns string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for {
-		_, err := s.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
+	w, err := s.kube.CoreV1().ServiceAccounts(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=default"})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Added {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("namespace %s has no default service account: %v", ns, err)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
+	return fmt.Errorf("namespace %s got no default service account within a minute", ns)
 }

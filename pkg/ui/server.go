@@ -177,6 +177,13 @@ func objectParams(w http.ResponseWriter, r *http.Request) (kind, ns, name string
 
 // serveChain streams the chain of one object: a view now, and a new one whenever the chain grows.
 func (s *Server) serveChain(w http.ResponseWriter, r *http.Request) {
+	s.stream(w, r, "chain", 100*time.Millisecond, func(kind, ns, name string) any { return s.chain.view(kind, ns, name) })
+}
+
+// stream answers a request about one object (kind, namespace and name in its query) with events named
+// event: compute's answer now, and again after each change of the chain (settle after it, so a burst
+// of hops is drawn once), sent when it differs from the last.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, event string, settle time.Duration, compute func(kind, ns, name string) any) {
 	kind, ns, name, ok := objectParams(w, r)
 	if !ok {
 		return
@@ -185,27 +192,29 @@ func (s *Server) serveChain(w http.ResponseWriter, r *http.Request) {
 	if out == nil {
 		return
 	}
+	ctx := r.Context()
 	var last []byte
 	for {
 		changed := s.chain.wait()
-		v := s.chain.view(kind, ns, name)
-		b, _ := json.Marshal(v)
-		if string(b) != string(last) {
-			if out.send("chain", v) != nil {
+		v := compute(kind, ns, name)
+		if ctx.Err() != nil {
+			return
+		}
+		if b, _ := json.Marshal(v); string(b) != string(last) {
+			if out.send(event, v) != nil {
 				return
 			}
 			last = b
 		}
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-changed:
 		}
-		// Hops come in bursts: let one settle before drawing.
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(settle):
 		}
 	}
 }

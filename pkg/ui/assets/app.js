@@ -45,17 +45,29 @@ const fmtMS = (v) => (v >= 10000 ? `${(v / 1000).toFixed(1)} s` : `${v.toFixed(1
 
 // ---- the list ----
 
+// renderList brings the table in line with state.objects, row by row: a row keeps its element while its
+// object lives (it is updated in place, never rebuilt), so a row stays where a pointer is about to click.
 function renderList() {
   const body = $("#objects tbody");
-  body.replaceChildren();
+  const rows = new Map([...body.children].map((tr) => [tr.dataset.key, tr]));
   const items = [...state.objects.values()].sort((a, b) =>
     a.kind !== b.kind ? (a.kind < b.kind ? 1 : -1) : a.namespace !== b.namespace ? a.namespace.localeCompare(b.namespace) : a.name.localeCompare(b.name));
+  for (const [k, tr] of rows) if (!state.objects.has(k)) tr.remove();
+  let next = body.firstElementChild;
   for (const o of items) {
-    const tr = el("tr", { class: "object", "data-kind": o.kind, "data-namespace": o.namespace, "data-name": o.name, "data-state": o.state });
-    if (state.selected && key(state.selected) === key(o)) tr.classList.add("selected");
-    tr.append(el("td", {}, o.kind), el("td", {}, o.namespace), el("td", {}, o.name), el("td", { class: "state" }, o.state || "–"), el("td", { class: "age" }, age(o.created)));
-    tr.addEventListener("click", () => select(o));
-    body.append(tr);
+    let tr = rows.get(key(o));
+    if (!tr || !tr.isConnected) {
+      tr = el("tr", { class: "object", "data-key": key(o), "data-kind": o.kind, "data-namespace": o.namespace, "data-name": o.name });
+      tr.append(el("td", {}, o.kind), el("td", {}, o.namespace), el("td", {}, o.name), el("td", { class: "state" }), el("td", { class: "age" }));
+      tr.addEventListener("click", () => select(o));
+      body.insertBefore(tr, next);
+    } else {
+      next = tr.nextElementSibling;
+    }
+    tr.dataset.state = o.state;
+    tr.querySelector(".state").textContent = o.state || "–";
+    tr.querySelector(".age").textContent = age(o.created);
+    tr.classList.toggle("selected", !!state.selected && key(state.selected) === key(o));
   }
   $("#empty").hidden = items.length > 0;
   updateReplay();
