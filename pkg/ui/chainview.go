@@ -136,13 +136,27 @@ func (f *chainFeed) namespaceEvents(ns string) ([]chain.Event, error) {
 // view is the chain of kind ns/name as the page draws it: the trace (chain.Trace), plus the hops of the
 // same components about the same objects that went nowhere (a predicate's drop, a handler's miss, a
 // failed Reconcile).
-func (f *chainFeed) view(kind, ns, name string) *ChainView {
+//
+// also names objects of the same namespace whose traces join the view: a RayJob's RayCluster, whose
+// chain (its Pods created, started, made ready) runs while the RayJob waits for it.
+func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
 	events, err := f.namespaceEvents(ns)
 	v := &ChainView{Kind: kind, Namespace: ns, Name: name}
 	if err != nil {
 		v.Error = err.Error()
 	}
 	steps := chain.Trace(events, kind, ns, name)
+	for _, o := range also {
+		have := map[uint64]bool{}
+		for i := range steps {
+			have[steps[i].Seq] = true
+		}
+		for _, s := range chain.Trace(events, o.kind, ns, o.name) {
+			if !have[s.Seq] {
+				steps = append(steps, s)
+			}
+		}
+	}
 	inTrace := map[uint64]bool{}
 	objects := map[string]bool{refKey(kind, ns, name): true}
 	components := map[string]bool{}

@@ -104,6 +104,21 @@ func (o *objectFeed) publish(obj any, deleted bool) {
 	}
 }
 
+// related are the objects whose chains belong with kind ns/name's: a RayJob's RayCluster.
+func (o *objectFeed) related(kind, ns, name string) []objectRef {
+	if kind != "RayJob" {
+		return nil
+	}
+	obj, ok, err := o.jobs.GetStore().GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	if c := obj.(*rayv1.RayJob).Status.RayClusterName; c != "" {
+		return []objectRef{{kind: "RayCluster", name: c}}
+	}
+	return nil
+}
+
 // list is every object now, sorted.
 func (o *objectFeed) list() []ObjectView {
 	var out []ObjectView

@@ -175,9 +175,12 @@ func objectParams(w http.ResponseWriter, r *http.Request) (kind, ns, name string
 	return kind, ns, name, true
 }
 
-// serveChain streams the chain of one object: a view now, and a new one whenever the chain grows.
+// serveChain streams the chain of one object (a RayJob's with its RayCluster's): a view now, and a new
+// one whenever the chain grows.
 func (s *Server) serveChain(w http.ResponseWriter, r *http.Request) {
-	s.stream(w, r, "chain", 100*time.Millisecond, func(kind, ns, name string) any { return s.chain.view(kind, ns, name) })
+	s.stream(w, r, "chain", 100*time.Millisecond, func(kind, ns, name string) any {
+		return s.chain.view(kind, ns, name, s.objects.related(kind, ns, name)...)
+	})
 }
 
 // stream answers a request about one object (kind, namespace and name in its query) with events named

@@ -25,6 +25,9 @@ var laneTitles = []Lane{
 	{ID: LaneDashboard, Title: "Ray dashboard"},
 }
 
+// objectRef names an object in the namespace of a view.
+type objectRef struct{ kind, name string }
+
 // Lane is one column of the sequence diagram: a component.
 type Lane struct {
 	ID    string `json:"id"`

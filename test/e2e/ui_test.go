@@ -246,11 +246,15 @@ func TestUI(t *testing.T) {
 	}
 	var hops []domHop
 	seen := 0
+	var before []domHop // a drawing with hops but not yet the submission: the chain came in live
 	deadline := time.Now().Add(uiTimeout)
 	for {
 		hops, err = pageHops(b)
 		must(t, "reading the diagram", err)
 		seen = matchedInOrder(hops, want)
+		if len(hops) > 0 && seen < len(want) && before == nil {
+			before = hops
+		}
 		if seen == len(want) {
 			break
 		}
@@ -264,6 +268,11 @@ func TestUI(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("the diagram showed the chain to the submission %.1f s after rayctl ui started (%d hops drawn)", time.Since(start).Seconds(), len(hops))
+	if before == nil {
+		t.Error("the diagram showed no hop before the whole chain to the submission: hops must arrive as the RayJob starts")
+	} else {
+		t.Logf("before the submission the diagram showed %d hops, the first %s %s: %s", len(before), before[0].Hop, before[0].Lane, before[0].Label)
+	}
 	cur, err := ray.RayV1().RayJobs(ns).Get(ctx, "ui-job", metav1.GetOptions{})
 	must(t, "reading RayJob ui-job", err)
 	if cur.Status.JobDeploymentStatus != rayv1.JobDeploymentStatusRunning {
