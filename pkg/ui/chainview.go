@@ -13,12 +13,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/diagnose"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
+	"github.com/rayctl/rayctl/pkg/chain/render"
 )
 
 // chainFeed follows the recorder's event stream and keeps the newest events.
 type chainFeed struct {
-	client *chain.Client
+	client *chainhttp.Client
 
 	mu      sync.Mutex
 	events  []chain.Event
@@ -29,7 +30,7 @@ type chainFeed struct {
 
 // newChainFeed connects to the recorder as cfg does.
 func newChainFeed(cfg *rest.Config) (*chainFeed, error) {
-	c, err := chain.NewClient(cfg)
+	c, err := chainhttp.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +38,7 @@ func newChainFeed(cfg *rest.Config) (*chainFeed, error) {
 }
 
 // diagnoseReader is what diagnose reads the recorder with.
-func (f *chainFeed) diagnoseReader() diagnose.ChainReader { return f.client }
+func (f *chainFeed) diagnoseReader() chain.Source { return f.client }
 
 // run lists the kept events, then follows new ones until ctx ends, reconnecting after an error.
 func (f *chainFeed) run(ctx context.Context) {
@@ -187,7 +188,7 @@ func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
 	anchor := uint64(0)
 	for i := range steps {
 		s := &steps[i]
-		if s.Hop == chain.DashboardCall && strings.HasPrefix(s.Detail, "POST ") && s.Error == "" && s.Code > 0 && s.Code < 300 {
+		if s.IsCall("POST") && s.Error == "" && s.Call.Code > 0 && s.Call.Code < 300 {
 			anchor = s.Seq
 		}
 	}
@@ -221,7 +222,7 @@ func hopView(s *chain.Step) HopView {
 		Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name,
 		RV: e.Object.ResourceVersion, OldRV: e.OldResourceVersion,
 		Duration: ms(e.Duration), Cause: s.Cause, Error: e.Error,
-		Detail: chain.Describe(e),
+		Detail: render.Describe(e),
 	}
 	if e.To != nil {
 		h.Target = e.To.Kind + " " + e.To.Name
@@ -230,11 +231,11 @@ func hopView(s *chain.Step) HopView {
 	switch e.Hop {
 	case chain.KubeletWrite:
 		h.To = LaneAPIServer
-		h.Label = "PATCH " + obj + " status " + e.Detail
-		h.Ready = strings.Contains(e.Detail, "Ready=True")
+		h.Label = "PATCH " + obj + " status " + render.PodSummary(e.Pod)
+		h.Ready = e.Pod.IsReady()
 	case chain.APIWrite:
 		h.Label = "accepted " + e.Outcome + " " + obj
-		if e.Code >= 300 {
+		if e.Call != nil && e.Call.Code >= 300 {
 			h.Label, h.Failed = "refused "+e.Outcome+" "+obj, true
 		}
 	case chain.InformerEvent:
@@ -258,25 +259,32 @@ func hopView(s *chain.Step) HopView {
 		if e.Outcome == "error" {
 			h.Failed = true
 			// An error with a RequeueAfter: controller-runtime ignores the delay and backs off.
-			h.Dropped = e.Detail != ""
+			h.Dropped = e.Result != nil && e.Result.RequeueAfterIgnored
 		}
 	case chain.StatusWrite:
 		h.To = LaneAPIServer
-		h.Label = "status write " + obj + " " + e.Detail
+		h.Label = "status write " + obj + " " + render.StatusSummary(e.Status)
 	case chain.ObjectWrite:
 		h.To = LaneAPIServer
 		h.Label = e.Outcome + " " + obj
 	case chain.Transition:
-		h.Label = obj + " " + e.Detail
+		h.Label = obj + " " + e.Outcome
+		if e.Change != nil {
+			h.Label = obj + " " + e.Change.From + " → " + e.Change.To
+		}
 	case chain.DashboardCall:
 		h.To = LaneDashboard
-		method, url, _ := strings.Cut(e.Detail, " ")
-		h.Method, h.Path, h.Code = method, urlPath(url), e.Code
-		h.Label = method + " " + h.Path
-		if e.Code > 0 {
-			h.Label += " → " + itoa(e.Code)
+		if e.Call != nil {
+			h.Method, h.Path, h.Code = e.Call.Method, e.Call.Path, e.Call.Code
+			if h.Path == "" {
+				h.Path = urlPath(e.Call.URL)
+			}
 		}
-		h.Failed = e.Error != "" || e.Code >= 400
+		h.Label = h.Method + " " + h.Path
+		if h.Code > 0 {
+			h.Label += " → " + itoa(h.Code)
+		}
+		h.Failed = e.Error != "" || h.Code >= 400
 	default:
 		h.Label = string(e.Hop) + " " + obj
 	}
