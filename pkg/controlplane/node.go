@@ -1,10 +1,9 @@
-package main
+package controlplane
 
 import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"regexp"
@@ -14,19 +13,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rayctl/rayctl/pkg/apiserver"
-	"github.com/rayctl/rayctl/pkg/apiserver/pki"
-	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
-	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
-// kubeletClientUser is the identity the API server uses towards kubelets (logs, exec).
-const kubeletClientUser = "kube-apiserver-kubelet-client"
-
-// defaultNodeName is the host's name made into a valid node name.
-func defaultNodeName() string {
+// DefaultNodeName is the host's name made into a valid node name.
+func DefaultNodeName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		return "rayctl-node"
@@ -52,60 +45,64 @@ func insufficientHint(capacity map[string]string) string {
 	return "(the node advertises " + strings.Join(given, ",") + " from rayctl up --node-capacity; raise it to fit)"
 }
 
-// startNode starts this machine's kubelet (identity system:node:<name>) and the binder that places pods
-// on it (identity system:kube-scheduler). It returns once the node is registered.
-func startNode(ctx context.Context, run func(func()), ca *pki.Authority, serverURL string, dir *datadir.Dir, o *upOptions,
-	rt runtime.Runtime, clusterDNS []string, podAPI podAPIAddress, out io.Writer, logger *zap.Logger) (*kubelet.Kubelet, error) {
-	nodeCfg, err := identityConfig(ca, serverURL, "kubelet", "system:node:"+o.nodeName, []string{"system:nodes"})
-	if err != nil {
-		return nil, err
+// startNode is the "kubelet" step: this machine's kubelet (identity system:node:<name>), run until
+// Stop; it returns once the node is registered. With Config.Kubelet off there is none.
+func (cp *ControlPlane) startNode() (string, error) {
+	cfg := cp.cfg
+	if !cfg.Kubelet {
+		return "off (--kubelet=false): pods stay unscheduled", nil
 	}
-	serving, err := ca.Serving("kubelet", []string{"localhost", o.nodeName}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	nodeCfg, err := cp.identityConfig("kubelet", "system:node:"+cfg.NodeName, []string{"system:nodes"})
 	if err != nil {
-		return nil, err
+		return "", err
+	}
+	serving, err := cp.certs.ca.Serving("kubelet", []string{"localhost", cfg.NodeName}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return "", err
 	}
 	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	capacity, err := node.ParseCapacity(o.nodeCapacity)
+	capacity, err := node.ParseCapacity(cfg.NodeCapacity)
 	if err != nil {
-		return nil, fmt.Errorf("--node-capacity %w", err)
+		return "", fmt.Errorf("--node-capacity %w", err)
 	}
 	if over := node.Overcommits(node.HostCapacity("/"), capacity); len(over) > 0 {
-		fmt.Fprintf(out, "warning: --node-capacity advertises more than this machine has: %s; pods may overcommit it\n", strings.Join(over, ", "))
+		fmt.Fprintf(cp.out, "warning: --node-capacity advertises more than this machine has: %s; pods may overcommit it\n", strings.Join(over, ", "))
 	}
 	kl, err := kubelet.New(kubelet.Config{
-		NodeName:          o.nodeName,
+		NodeName:          cfg.NodeName,
 		Capacity:          capacity,
 		RESTConfig:        nodeCfg,
-		Runtime:           rt,
-		PodsDir:           dir.Join("pods"),
-		ClusterDNS:        clusterDNS,
+		Runtime:           cp.images,
+		PodsDir:           cp.dir.Join("pods"),
+		ClusterDNS:        cp.clusterDNS,
 		ClusterDomain:     "cluster.local",
-		APIServer:         &podenv.APIServer{Host: podAPI.host.String(), Port: podAPI.port},
+		APIServer:         &podenv.APIServer{Host: cp.podAPI.host.String(), Port: cp.podAPI.port},
 		KubernetesVersion: apiserver.KubernetesVersion(),
 		NodeIP:            "127.0.0.1",
-		OnStatusWrite:     o.recorder.KubeletWrote,
+		OnStatusWrite:     cp.recorder.KubeletWrote,
 		API: kubelet.APIConfig{
 			Addr:         "127.0.0.1:0",
 			ServingCert:  &cert,
-			ClientCAs:    ca.Pool(),
+			ClientCAs:    cp.certs.ca.Pool(),
 			AllowedUsers: []string{kubeletClientUser},
 		},
 	})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	run(func() {
+	logger := cp.logger.Named("kubelet")
+	cp.run(func(ctx context.Context) {
 		if err := kl.Run(ctx); err != nil && ctx.Err() == nil {
 			logger.Error("kubelet stopped", zap.Error(err))
 		}
 	})
 	select {
 	case <-kl.Ready():
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-cp.compCtx.Done():
+		return "", cp.compCtx.Err()
 	}
-	return kl, nil
+	return "node " + cfg.NodeName + ", API " + kl.APIAddr(), nil
 }
