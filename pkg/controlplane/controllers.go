@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/go-logr/zapr"
 	corev1 "k8s.io/api/core/v1"
@@ -136,52 +137,16 @@ func (cp *ControlPlane) startControllers() (string, error) {
 	for _, m := range managers {
 		cp.run(m.Run)
 	}
-	return names(all), nil
+	return controllerLine(all), nil
 }
 
 // controllerManager builds the manager s names, under its own identity, and says how to build it anew.
 func (cp *ControlPlane) controllerManager(s managerSpec) (*manager.Restarting, error) {
-	f, dir := cp.cfg.Controllers, cp.dir
 	cfg, err := cp.identityConfig(s.cert, s.user, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts := manager.DefaultOptions()
-	opts.Controllers = s.controllers
-	opts.LeaderElection = f.LeaderElect && !s.scheduler
-	opts.LeaderElectionID = s.leaseID
-	opts.LeaderElectionIdentity = leaderIdentity(dir)
-	opts.Logger = zapr.NewLogger(cp.logger.Named(s.name))
-	opts.Observer = cp.recorder.Observer()
-	opts.RootCA = cp.certs.ca.CertPEM()
-	if s.ray {
-		// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
-		// watched namespaces.
-		opts.PodSelector = manager.RayPodSelector
-		opts.JobSelector = manager.KubeRayJobSelector
-		opts.WatchNamespaces = f.WatchNamespaces
-		opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
-		if hostRay := cp.rt.HostRay; hostRay != nil {
-			opts.HostRayVersion = func(image string) string {
-				if hostray.RunsImage(image) {
-					return hostRay.Version
-				}
-				return ""
-			}
-		}
-		if f.ReconcileConcurrency > 0 {
-			opts.ReconcileConcurrency = f.ReconcileConcurrency
-		}
-	} else {
-		opts.VolumesDir = dir.Join("volumes")
-		if cp.cfg.Kubelet {
-			opts.InsufficientHint = insufficientHint(cp.cfg.NodeCapacity)
-		}
-		// The root CA publisher's ConfigMaps are the only ones kube-controller-manager's share reads.
-		opts.CacheByObject = map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", rootca.ConfigMapName)},
-		}
-	}
+	opts := cp.managerOptions(s)
 	build := func() (*manager.Manager, error) {
 		m, err := manager.New(cfg, opts)
 		if err != nil {
@@ -190,7 +155,7 @@ func (cp *ControlPlane) controllerManager(s managerSpec) (*manager.Restarting, e
 		for name, h := range m.Hooks {
 			info := chain.ControllerInfo{Name: name, Kind: h.Kind(), Manager: s.name, Identity: s.user, Watches: h.Watches()}
 			if s.ray {
-				info.WatchNamespaces = f.WatchNamespaces
+				info.WatchNamespaces = opts.WatchNamespaces
 				info.LabelSelectors = map[string]string{"Pod": opts.PodSelector, "Job": opts.JobSelector}
 			}
 			cp.recorder.Register(info, h.Stats)
@@ -202,6 +167,56 @@ func (cp *ControlPlane) controllerManager(s managerSpec) (*manager.Restarting, e
 		return nil, err
 	}
 	return &manager.Restarting{Name: s.name, First: first, Build: build, Logger: zapr.NewLogger(cp.logger)}, nil
+}
+
+// managerOptions are the options of the manager s names.
+func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
+	f := cp.cfg.Controllers
+	opts := manager.DefaultOptions()
+	opts.Controllers = s.controllers
+	opts.LeaderElection = f.LeaderElect && !s.scheduler
+	opts.LeaderElectionID = s.leaseID
+	opts.LeaderElectionIdentity = leaderIdentity(cp.dir)
+	opts.Logger = zapr.NewLogger(cp.logger.Named(s.name))
+	opts.Observer = cp.recorder.Observer()
+	opts.RootCA = cp.certs.ca.CertPEM()
+	if !s.ray {
+		opts.VolumesDir = cp.dir.Join("volumes")
+		if cp.cfg.Kubelet {
+			opts.InsufficientHint = insufficientHint(cp.cfg.NodeCapacity)
+		}
+		// The root CA publisher's ConfigMaps are the only ones kube-controller-manager's share reads.
+		opts.CacheByObject = map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", rootca.ConfigMapName)},
+		}
+		return opts
+	}
+	// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
+	// watched namespaces.
+	opts.PodSelector = manager.RayPodSelector
+	opts.JobSelector = manager.KubeRayJobSelector
+	opts.WatchNamespaces = f.WatchNamespaces
+	opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
+	if hostRay := cp.rt.HostRay; hostRay != nil {
+		opts.HostRayVersion = func(image string) string {
+			if hostray.RunsImage(image) {
+				return hostRay.Version
+			}
+			return ""
+		}
+	}
+	if f.ReconcileConcurrency > 0 {
+		opts.ReconcileConcurrency = f.ReconcileConcurrency
+	}
+	return opts
+}
+
+// controllerLine is the "controllers" line's detail: the controllers started, or none.
+func controllerLine(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
 }
 
 // leaderIdentity is stable per host and data dir, so a restarted rayctl reclaims its own lease at once.

@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -361,10 +360,12 @@ func (cp *ControlPlane) run(f func(ctx context.Context)) {
 	cp.components.Go(func() { f(cp.compCtx) })
 }
 
-// names is the controllers line's detail.
-func names(list []string) string {
-	if len(list) == 0 {
-		return "none"
-	}
-	return strings.Join(list, ", ")
+// runLogged runs a component as run does; an error it stops with before Stop is logged under name.
+func (cp *ControlPlane) runLogged(name string, f func(ctx context.Context) error) {
+	logger := cp.logger.Named(name)
+	cp.run(func(ctx context.Context) {
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(name+" stopped", zap.Error(err))
+		}
+	})
 }

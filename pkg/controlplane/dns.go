@@ -1,11 +1,8 @@
 package controlplane
 
 import (
-	"context"
 	"net"
 	"strings"
-
-	"go.uber.org/zap"
 
 	"github.com/rayctl/rayctl/pkg/dns"
 )
@@ -32,12 +29,7 @@ func (cp *ControlPlane) startDNS() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	logger := cp.logger.Named("dns")
-	cp.run(func(ctx context.Context) {
-		if err := srv.Run(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("dns stopped", zap.Error(err))
-		}
-	})
+	cp.runLogged("dns", srv.Run)
 	cp.clusterDNS = []string{gw.String()}
 	return strings.Join(srv.Addrs(), ", "), nil
 }

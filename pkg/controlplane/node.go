@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -9,8 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"go.uber.org/zap"
 
 	"github.com/rayctl/rayctl/pkg/apiserver"
 	"github.com/rayctl/rayctl/pkg/kubelet"
@@ -93,12 +90,7 @@ func (cp *ControlPlane) startNode() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	logger := cp.logger.Named("kubelet")
-	cp.run(func(ctx context.Context) {
-		if err := kl.Run(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("kubelet stopped", zap.Error(err))
-		}
-	})
+	cp.runLogged("kubelet", kl.Run)
 	select {
 	case <-kl.Ready():
 	case <-cp.compCtx.Done():

@@ -45,9 +45,10 @@ type Env struct {
 
 // SetupFunc adds one controller to mgr: the one shape every controller's Setup has. A controller
 // package exports `func Setup(mgr ctrl.Manager, env manager.Env) error` (a Setup method on its Options
-// type where tests set more than Env carries), and cmd/rayctl registers it by name:
+// type where tests set more than Env carries), and pkg/controlplane registers it by name, in the group
+// of the manager it runs in:
 //
-//	manager.Register(raycluster.Name, raycluster.Setup)
+//	manager.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
 type SetupFunc func(mgr ctrl.Manager, env Env) error
 
 // Registry maps controller names to their setup functions. Each controller belongs to a group (the
