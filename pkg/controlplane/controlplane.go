@@ -95,13 +95,12 @@ type Startup struct {
 
 // ControlPlane is one control plane on one data dir: New, then Start (or Run), then Stop.
 type ControlPlane struct {
-	cfg      Config
-	capacity map[string]string
-	out      io.Writer
-	started  time.Time
-	times    map[string]int64
-	ready    chan struct{}
-	startup  Startup
+	cfg     Config
+	out     io.Writer
+	started time.Time
+	times   map[string]int64
+	ready   chan struct{}
+	startup Startup
 
 	dir       *datadir.Dir
 	locked    bool
@@ -296,8 +295,14 @@ func (cp *ControlPlane) Wait(ctx context.Context) error {
 }
 
 // Stop stops a ready control plane cleanly: the data dir no longer says it runs, the components stop,
-// then the API server, etcd and the runtime; it prints "stopped".
+// then the API server, etcd and the runtime; it prints "stopped". It does nothing before Start has
+// succeeded (a failed Start has stopped what it started).
 func (cp *ControlPlane) Stop() {
+	select {
+	case <-cp.ready:
+	default:
+		return
+	}
 	os.Remove(cp.dir.Join("rayctl.state"))
 	cp.stopAll()
 	fmt.Fprintln(cp.out, "stopped")
