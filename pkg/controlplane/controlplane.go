@@ -101,6 +101,7 @@ type ControlPlane struct {
 	times   map[string]int64
 	ready   chan struct{}
 	startup Startup
+	stopped bool
 
 	dir       *datadir.Dir
 	locked    bool
@@ -296,13 +297,17 @@ func (cp *ControlPlane) Wait(ctx context.Context) error {
 
 // Stop stops a ready control plane cleanly: the data dir no longer says it runs, the components stop,
 // then the API server, etcd and the runtime; it prints "stopped". It does nothing before Start has
-// succeeded (a failed Start has stopped what it started).
+// succeeded (a failed Start has stopped what it started), and nothing the second time.
 func (cp *ControlPlane) Stop() {
 	select {
 	case <-cp.ready:
 	default:
 		return
 	}
+	if cp.stopped {
+		return
+	}
+	cp.stopped = true
 	os.Remove(cp.dir.Join("rayctl.state"))
 	cp.stopAll()
 	fmt.Fprintln(cp.out, "stopped")
