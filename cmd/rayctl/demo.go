@@ -14,6 +14,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/demo"
+	"github.com/rayctl/rayctl/pkg/instance"
 )
 
 type demoOptions struct {
@@ -78,7 +79,7 @@ func (o *demoOptions) config(dataDir string, color bool) (demo.Config, error) {
 		cfg.Start = &demo.Starter{
 			Where: dir.Path,
 			Start: func(ctx context.Context) (time.Duration, error) {
-				up, err := startDetached(ctx, dir.Path, []string{"--port", "0"})
+				up, err := instance.StartDetached(ctx, instance.Options{DataDir: dir.Path, Args: []string{"--port", "0"}})
 				if err != nil {
 					return 0, err
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rayctl/rayctl/pkg/controlplane"
 	"github.com/rayctl/rayctl/pkg/datadir"
 )
 
@@ -32,7 +33,7 @@ namespaces, IPs and the pod bridge. Stored objects stay unless --delete-data rem
 				return err
 			}
 			if purge || deleteData {
-				summary, err := purgeRuntime(cmd.Context(), dir)
+				summary, err := controlplane.Purge(cmd.Context(), dir)
 				if err != nil {
 					return fmt.Errorf("purging the runtime: %w", err)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rayctl/rayctl/pkg/controlplane"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
@@ -88,7 +89,7 @@ func openImageRuntime(ctx context.Context, g *globalFlags) (*selector.Choice, er
 	if err != nil {
 		return nil, err
 	}
-	return openRuntime(ctx, dir)
+	return controlplane.OpenRuntime(ctx, dir)
 }
 
 func humanBytes(n int64) string {

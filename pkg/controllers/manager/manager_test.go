@@ -24,11 +24,11 @@ func registry(names ...string) *Registry {
 func TestSelect(t *testing.T) {
 	r := registry("raycluster", "rayjob", "job", "gc")
 	for spec, want := range map[string]string{
-		"":                      "gc,job,raycluster,rayjob",
-		"all":                   "gc,job,raycluster,rayjob",
-		"*,-job":                "gc,raycluster,rayjob",
+		"":                      "raycluster,rayjob,job,gc",
+		"all":                   "raycluster,rayjob,job,gc",
+		"*,-job":                "raycluster,rayjob,gc",
 		"none":                  "",
-		"raycluster,rayjob":     "raycluster,rayjob",
+		"rayjob,raycluster":     "raycluster,rayjob",
 		"none,raycluster":       "raycluster",
 		"all,-gc,-job,-rayjob":  "raycluster",
 		" raycluster , rayjob ": "raycluster,rayjob",
@@ -50,6 +50,28 @@ func TestSelect(t *testing.T) {
 		if _, err := r.Select(strings.Split(bad, ",")); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestSelectGroup checks that a group's --controllers value sees only that group's controllers.
+func TestSelectGroup(t *testing.T) {
+	r := &Registry{}
+	nop := func(ctrl.Manager, Env) error { return nil }
+	r.RegisterIn("ray", "raycluster", nop)
+	r.RegisterIn("kube", "job", nop)
+	r.RegisterIn("ray", "rayjob", nop)
+	r.RegisterIn("kube", "gc", nop)
+	if got := strings.Join(r.Group("kube"), ","); got != "job,gc" {
+		t.Errorf("Group(kube) = %s", got)
+	}
+	if got, err := r.Select([]string{"all", "-rayjob"}, "ray"); err != nil || strings.Join(got, ",") != "raycluster" {
+		t.Errorf("Select(all,-rayjob; ray) = %v, %v", got, err)
+	}
+	if _, err := r.Select([]string{"job"}, "ray"); err == nil || !strings.Contains(err.Error(), "known: raycluster, rayjob") {
+		t.Errorf("Select(job; ray) = %v, want unknown controller, known: raycluster, rayjob", err)
+	}
+	if got := strings.Join(r.Names(), ","); got != "gc,job,raycluster,rayjob" {
+		t.Errorf("Names() = %s", got)
 	}
 }
 

@@ -45,26 +45,36 @@ type Env struct {
 
 // SetupFunc adds one controller to mgr: the one shape every controller's Setup has. A controller
 // package exports `func Setup(mgr ctrl.Manager, env manager.Env) error` (a Setup method on its Options
-// type where tests set more than Env carries), and cmd/rayctl registers it by name:
+// type where tests set more than Env carries), and pkg/controlplane registers it by name, in the group
+// of the manager it runs in:
 //
-//	manager.Register(raycluster.Name, raycluster.Setup)
+//	manager.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
 type SetupFunc func(mgr ctrl.Manager, env Env) error
 
-// Registry maps controller names to their setup functions.
+// Registry maps controller names to their setup functions. Each controller belongs to a group (the
+// manager it runs in: rayctl's Ray controllers, kube-controller-manager's, the scheduler's), and the
+// registry keeps the order controllers were registered in.
 type Registry struct {
 	mu     sync.Mutex
 	setups map[string]SetupFunc
+	// order holds every name in registration order; group maps each name to its group.
+	order []string
+	group map[string]string
 }
 
 // Default is the registry Register adds to and New reads unless Options.Registry is set.
 var Default = &Registry{}
 
-// Register adds a controller to the Default registry. It panics if name is taken or reserved.
+// Register adds a controller to the Default registry, in no group. It panics if name is taken or reserved.
 func Register(name string, setup SetupFunc) { Default.Register(name, setup) }
 
-// Register adds a controller under name. It panics if name is empty, reserved ("all", "none", "*"),
-// starts with "-", or is already registered: registration is a programming step, not user input.
-func (r *Registry) Register(name string, setup SetupFunc) {
+// Register adds a controller under name, in no group. It panics if name is empty, reserved ("all",
+// "none", "*"), starts with "-", or is already registered: registration is a programming step, not
+// user input.
+func (r *Registry) Register(name string, setup SetupFunc) { r.RegisterIn("", name, setup) }
+
+// RegisterIn adds a controller under name to group (see Group and Select). It panics as Register does.
+func (r *Registry) RegisterIn(group, name string, setup SetupFunc) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if name == "" || name == "all" || name == "none" || name == "*" || strings.HasPrefix(name, "-") {
@@ -74,23 +84,33 @@ func (r *Registry) Register(name string, setup SetupFunc) {
 		panic(fmt.Sprintf("controllers: nil setup for %q", name))
 	}
 	if r.setups == nil {
-		r.setups = map[string]SetupFunc{}
+		r.setups, r.group = map[string]SetupFunc{}, map[string]string{}
 	}
 	if _, ok := r.setups[name]; ok {
 		panic(fmt.Sprintf("controllers: %q registered twice", name))
 	}
-	r.setups[name] = setup
+	r.setups[name], r.group[name] = setup, group
+	r.order = append(r.order, name)
 }
 
 // Names returns the registered names, sorted.
 func (r *Registry) Names() []string {
+	names := r.Group()
+	sort.Strings(names)
+	return names
+}
+
+// Group returns the names registered in the groups named (every registered name when none is), in
+// registration order.
+func (r *Registry) Group(groups ...string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names := make([]string, 0, len(r.setups))
-	for n := range r.setups {
-		names = append(names, n)
+	var names []string
+	for _, n := range r.order {
+		if len(groups) == 0 || slices.Contains(groups, r.group[n]) {
+			names = append(names, n)
+		}
 	}
-	sort.Strings(names)
 	return names
 }
 
@@ -100,11 +120,12 @@ func (r *Registry) setup(name string) SetupFunc {
 	return r.setups[name]
 }
 
-// Select resolves a --controllers value against the registry, the way kube-controller-manager reads
-// its flag: "all" (or "*") is every registered controller, "none" is none, "name" adds one, "-name"
-// removes one ("all,-job"). An empty spec means "all". Unknown names are an error. The result is sorted.
-func (r *Registry) Select(spec []string) ([]string, error) {
-	known := r.Names()
+// Select resolves a --controllers value against the controllers of the groups named (every registered
+// controller when none is), the way kube-controller-manager reads its flag: "all" (or "*") is every
+// one of them, "none" is none, "name" adds one, "-name" removes one ("all,-job"). An empty spec means
+// "all". A name outside those groups is an error. The result is in registration order.
+func (r *Registry) Select(spec []string, groups ...string) ([]string, error) {
+	known := r.Group(groups...)
 	if len(spec) == 0 {
 		return known, nil
 	}
@@ -131,10 +152,5 @@ func (r *Registry) Select(spec []string) ([]string, error) {
 			on[s] = true
 		}
 	}
-	out := make([]string, 0, len(on))
-	for n := range on {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.DeleteFunc(known, func(n string) bool { return !on[n] }), nil
 }

@@ -490,7 +490,8 @@ func (w *Worker) teardown(ctx context.Context, grace time.Duration) error {
 }
 
 // Cleanup removes the runtime's containers and sandbox of a pod the kubelet has no worker for (its pod
-// is gone from the API), and the pod's directory.
+// is gone from the API), and the pod's directory. With podUID "" (containers that name no pod) it
+// removes only the containers.
 func Cleanup(ctx context.Context, rt runtime.Runtime, podsDir, podUID string, containers []*runtime.ContainerStatus) error {
 	for _, c := range containers {
 		if err := rt.StopContainer(ctx, c.ID, 0); err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -499,6 +500,9 @@ func Cleanup(ctx context.Context, rt runtime.Runtime, podsDir, podUID string, co
 		if err := rt.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			return err
 		}
+	}
+	if podUID == "" {
+		return nil
 	}
 	if err := rt.RemoveSandbox(ctx, podUID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return err

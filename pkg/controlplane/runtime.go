@@ -1,4 +1,4 @@
-package main
+package controlplane
 
 import (
 	"context"
@@ -7,12 +7,9 @@ import (
 	"os"
 	"slices"
 
-	"go.uber.org/zap"
-
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
-	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
@@ -22,35 +19,48 @@ import (
 // SimImageRef is the raysim image every `rayctl up` loads into its runtime; the samples use it.
 const SimImageRef = "rayctl.local/raysim:latest"
 
-// startRuntime picks the container runtime and starts loading the raysim image into it. What happens to
-// a private containerd later (it died, it was restarted) is printed to out and logged.
-func startRuntime(ctx context.Context, dir *datadir.Dir, o *upOptions, ray *hostray.Ray, out io.Writer, logger *zap.Logger) (*selector.Choice, *preload.Runtime, error) {
-	choice, err := selector.Select(ctx, o.runtime, selector.Options{
+// startRuntime is the "runtime" step: it picks the container runtime (recording the one chosen in the
+// data dir) and starts loading the raysim image into it. What happens to a private containerd later
+// (it died, it was restarted) is printed to Config.Out and logged.
+func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
+	cfg, dir := cp.cfg, cp.dir
+	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: cfg.Runtime, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {
+		return "", err
+	}
+	logger := cp.logger.Named("runtime")
+	choice, err := selector.Select(ctx, cfg.Runtime, selector.Options{
 		DataDir: dir.Path,
-		Ray:     o.ray,
-		HostRay: ray,
-		Network: network.Config{Bridge: o.bridge, CIDR: o.podCIDR},
+		Ray:     cfg.Ray,
+		HostRay: cp.ray,
+		Network: network.Config{Bridge: cfg.Bridge, CIDR: cfg.PodCIDR},
 		NewFake: func() (runtime.Runtime, error) {
 			return fake.New(fake.Options{Images: []string{SimImageRef}}), nil
 		},
 		Logf: func(format string, args ...any) {
 			msg := fmt.Sprintf(format, args...)
-			fmt.Fprintf(out, "runtime: %s\n", msg)
+			fmt.Fprintf(cp.out, "runtime: %s\n", msg)
 			logger.Warn(msg)
 		},
 	})
 	if err != nil {
-		return nil, nil, err
+		return "", err
 	}
+	cp.rt = choice
 	if choice.Name == selector.Fake {
-		return choice, preload.Start(ctx, choice.Runtime), nil
+		cp.images = preload.Start(ctx, choice.Runtime)
+	} else {
+		cp.images = preload.Start(ctx, choice.Runtime, simImage(dir, cfg.Version))
 	}
-	return choice, preload.Start(ctx, choice.Runtime, simImage(dir)), nil
+	// The runtime chosen, not "auto": `down --purge` must find it whatever auto would take then.
+	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: choice.Name, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {
+		return "", err
+	}
+	return choice.Reason, nil
 }
 
 // simImage builds the raysim image from this very binary, unless the runtime already holds the image
 // made from it (recorded by the binary's size and modification time).
-func simImage(dir *datadir.Dir) preload.Image {
+func simImage(dir *datadir.Dir, version string) preload.Image {
 	self, _ := os.Executable()
 	marker := dir.Join("raysim-image")
 	key := ""
@@ -67,7 +77,7 @@ func simImage(dir *datadir.Dir) preload.Image {
 			return err == nil && slices.ContainsFunc(images, func(i *runtime.Image) bool { return i.Ref == SimImageRef })
 		},
 		Write: func(w io.Writer) error {
-			_, err := image.BuildSimImage(w, image.SimImageOptions{RayBinary: self, Version: Version, Ref: SimImageRef})
+			_, err := image.BuildSimImage(w, image.SimImageOptions{RayBinary: self, Version: version, Ref: SimImageRef})
 			return err
 		},
 		Loaded: func() { _ = os.WriteFile(marker, []byte(key), 0o600) },

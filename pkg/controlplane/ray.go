@@ -1,4 +1,4 @@
-package main
+package controlplane
 
 import (
 	"context"
@@ -10,24 +10,24 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
 
-// findRay starts looking for the host's Ray as o says and returns a function that waits for the answer:
+// findRay starts looking for the host's Ray as cfg says and returns a function that waits for the answer:
 // the Ray found, or nil; an error only when --ray=host or --ray-path finds none. --ray=image and
 // --ray=sim do not look.
-func findRay(ctx context.Context, o *upOptions, dir *datadir.Dir) func() (*hostray.Ray, error) {
+func findRay(ctx context.Context, o Config, dir *datadir.Dir) func() (*hostray.Ray, error) {
 	type answer struct {
 		ray *hostray.Ray
 		err error
 	}
 	done := make(chan answer, 1)
-	switch o.ray {
+	switch o.Ray {
 	case selector.RayAuto, selector.RayHost:
 		go func() {
-			r, err := hostray.Find(ctx, hostray.Candidates(o.rayPath), o.rayPath != "", dir.Join("hostray.json"))
+			r, err := hostray.Find(ctx, hostray.Candidates(o.RayPath), o.RayPath != "", dir.Join("hostray.json"))
 			switch {
 			case err == nil:
 				done <- answer{ray: r}
-			case o.ray == selector.RayHost || o.rayPath != "":
-				done <- answer{err: fmt.Errorf("--ray=%s: %w", o.ray, err)}
+			case o.Ray == selector.RayHost || o.RayPath != "":
+				done <- answer{err: fmt.Errorf("--ray=%s: %w", o.Ray, err)}
 			case errors.Is(err, hostray.ErrNotFound):
 				done <- answer{} // raysim, as without Ray
 			default:

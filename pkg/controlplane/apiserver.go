@@ -1,0 +1,70 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
+
+	"github.com/rayctl/rayctl/pkg/apiserver"
+	"github.com/rayctl/rayctl/pkg/apiserver/chainaudit"
+	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
+)
+
+// startEtcd is the "etcd" step: the embedded etcd on the data dir, which it marks initialized.
+func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
+	store, err := etcd.Start(ctx, cp.certs.etcd.ServerConfig(etcd.Config{
+		Dir: cp.dir.Join("etcd"), Logger: cp.logger.Named("etcd"), RequireData: cp.dir.Initialized(), Fatal: etcdFatal(cp.dir, cp.cfg.Err),
+		QuotaBackendBytes: cp.cfg.EtcdQuota,
+	}))
+	if err != nil {
+		return "", damaged(cp.dir, err)
+	}
+	cp.store = store
+	return store.Endpoint, cp.dir.MarkInitialized()
+}
+
+// startAPIServer is the "apiserver" step: the API server on etcd, with crds installed and the chain
+// recorder (when on) as its audit backend, run until Stop; it returns once the server is ready.
+func (cp *ControlPlane) startAPIServer(ctx context.Context, crds [][]byte) (string, error) {
+	c := cp.certs
+	cfg := apiserver.Config{
+		Port: cp.cfg.Port, CA: c.ca, Serving: c.serving, Loopback: c.loopback, KubeletClient: c.kubeletClient, ServiceAccountKey: c.saKey,
+		EtcdEndpoint: cp.store.Endpoint, EtcdClient: c.etcd.APIServerClient, EtcdCAFile: c.etcd.CA.CertFile(), CRDs: crds,
+		// etcd-readiness (the API server's own) reads through etcd at most every second and waits up to
+		// 2 s; this one says at once when raft has no leader.
+		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("etcd-leader", func(*http.Request) error { return cp.store.HasLeader() })},
+	}
+	if cp.cfg.ChainBuffer > 0 {
+		cp.recorder = chain.New(cp.cfg.ChainBuffer)
+		cfg.Audit, cfg.AuditPolicy = chainaudit.Backend(cp.recorder), chainaudit.Policy()
+		cfg.Debug = map[string]http.Handler{chainhttp.PathPrefix: chainhttp.Handler(cp.recorder)}
+		cfg.LongRunning = chainhttp.IsLongRunning
+	}
+	server, err := apiserver.New(cfg)
+	if err != nil {
+		return "", err
+	}
+	var serverCtx context.Context
+	serverCtx, cp.stopServer = context.WithCancel(context.Background())
+	cp.server, cp.serverDone = server, make(chan error, 1)
+	go func() { cp.serverDone <- server.Run(serverCtx) }()
+	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- apiserver.WaitReady(readyCtx, server.LoopbackConfig) }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return "", fmt.Errorf("not ready: %w (see %s)", err, cp.dir.Join("rayctl.log"))
+		}
+	case err := <-cp.serverDone:
+		cp.server = nil
+		return "", fmt.Errorf("stopped: %v (see %s)", err, cp.dir.Join("rayctl.log"))
+	}
+	return cp.serverURL() + fmt.Sprintf(" (%d CRDs established)", len(crds)), nil
+}

@@ -1,0 +1,381 @@
+// Package controlplane is `rayctl up` as a library: it starts, in one place and in order, the
+// components of one rayctl control plane on a data dir (certificates, etcd, the API server, the
+// container runtime, the pods' way to the API server, cluster DNS, the kubelet and the controller
+// managers), prints a line per component with the time it took, says when it is ready, and stops them
+// in reverse order. It is the one place that wires them together: the API server and the kubelet know
+// nothing of Ray, the controllers nothing of the runtime, and each reaches the others only through the
+// API server, under an identity of its own. cmd/rayctl turns flags into a Config.
+//
+//	cp, err := controlplane.New(cfg)
+//	err = cp.Run(ctx) // ready once "ready in N ms" is printed; returns after ctx ends and all stopped
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/rayctl/rayctl/configs"
+	"github.com/rayctl/rayctl/pkg/apiserver"
+	"github.com/rayctl/rayctl/pkg/apiserver/etcd"
+	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/kubelet/node"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
+	"github.com/rayctl/rayctl/pkg/runtime/preload"
+	"github.com/rayctl/rayctl/pkg/runtime/selector"
+)
+
+// Config is everything a control plane needs; `rayctl up`'s flags fill it.
+type Config struct {
+	// DataDir holds the control plane's state (see pkg/datadir).
+	DataDir string
+	// Port is the API server's port on 127.0.0.1 (0 picks a free one).
+	Port int
+	// Runtime names the container runtime: auto, containerd, process or fake.
+	Runtime string
+	// Ray says what runs Ray's images (selector.RayAuto, RayHost, RayImage, RaySim); RayPath is an
+	// explicit host `ray` ("" looks for one).
+	Ray, RayPath string
+	// PodCIDR is the range pod IPs come from; Bridge the Linux bridge pods attach to.
+	PodCIDR, Bridge string
+	// NodeName names this machine's Node.
+	NodeName string
+	// NodeCapacity overrides what the Node advertises (cpu=8, memory=16Gi).
+	NodeCapacity map[string]string
+	// Kubelet runs this machine's kubelet and the binder that schedules pods onto it; off, pods stay
+	// unscheduled.
+	Kubelet bool
+	// GatewayAPI installs the Gateway API's CRDs beside the Ray ones.
+	GatewayAPI bool
+	// EtcdQuota bounds etcd's database in bytes (0: etcd's default).
+	EtcdQuota int64
+	// ChainBuffer is the number of trigger-chain events kept (0 turns the recorder off).
+	ChainBuffer int
+	// Controllers says which controllers run and how.
+	Controllers Controllers
+	// Version is rayctl's version, written into the raysim image.
+	Version string
+	// Out receives the start-up lines and what happens to the runtime later; Err what makes the
+	// process exit (etcd failing for good). Nil: discarded, and os.Stderr.
+	Out, Err io.Writer
+}
+
+// Controllers are the controller managers' settings, named like KubeRay's operator flags.
+type Controllers struct {
+	// Ray and Kube select the Ray controllers and kube-controller-manager's (see RayControllers,
+	// KubeControllers and manager.Registry.Select): all, none, names, -name.
+	Ray, Kube []string
+	// WatchNamespaces limits the Ray controllers to these namespaces (empty: all).
+	WatchNamespaces []string
+	// ReconcileConcurrency is the number of concurrent reconciles per Ray controller.
+	ReconcileConcurrency int
+	// LeaderElect makes each manager hold a Lease before running controllers.
+	LeaderElect bool
+	// MetricsAddr and HealthAddr are where the Ray controllers serve metrics and health probes ("0": off).
+	MetricsAddr, HealthAddr string
+}
+
+// Startup is the start-up's breakdown, known once the control plane is ready.
+type Startup struct {
+	// Ready is the time from Start to ready.
+	Ready time.Duration
+	// Components holds each component's start-up time in milliseconds, by the name its line shows.
+	Components map[string]int64
+	// Server is the API server's URL; Kubeconfig the path of the admin kubeconfig.
+	Server, Kubeconfig string
+}
+
+// ControlPlane is one control plane on one data dir: New, then Start (or Run), then Stop.
+type ControlPlane struct {
+	cfg     Config
+	out     io.Writer
+	started time.Time
+	times   map[string]int64
+	ready   chan struct{}
+	startup Startup
+	stopped bool
+
+	dir       *datadir.Dir
+	locked    bool
+	logFile   *os.File
+	logger    *zap.Logger
+	restoreGC func()
+	recorder  *chain.Recorder
+
+	certs      *certificates
+	store      *etcd.Server
+	server     *apiserver.Server
+	serverDone chan error
+	stopServer context.CancelFunc
+	ray        *hostray.Ray
+	rt         *selector.Choice
+	images     *preload.Runtime
+	podAPI     podAPIAddress
+	clusterDNS []string
+
+	// Components talk to the API server only; they stop before it does.
+	compCtx        context.Context
+	stopComponents context.CancelFunc
+	components     sync.WaitGroup
+}
+
+// New checks cfg; nothing starts until Start.
+func New(cfg Config) (*ControlPlane, error) {
+	if _, err := node.ParseCapacity(cfg.NodeCapacity); err != nil {
+		return nil, fmt.Errorf("--node-capacity %w", err)
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Err == nil {
+		cfg.Err = os.Stderr
+	}
+	return &ControlPlane{cfg: cfg, out: cfg.Out, times: map[string]int64{}, ready: make(chan struct{}), restoreGC: func() {}}, nil
+}
+
+// Until ready the garbage collector runs at startupGCPercent (GOGC), but no later than when the heap
+// reaches startupMemoryLimit (a soft limit, as GOMEMLIMIT): less collecting, a bounded peak.
+const (
+	startupGCPercent   = 400
+	startupMemoryLimit = 384 << 20
+)
+
+// Start starts every component in order, printing a line for each, and returns once the control plane
+// is ready (having printed "ready in N ms"), or with the first error, everything started so far
+// stopped again. ctx is the control plane's life: the runtime and etcd watch it.
+func (cp *ControlPlane) Start(ctx context.Context) (err error) {
+	cp.started = time.Now()
+	// Start-up allocates much and keeps little (CRD schemas decoded, converted and compiled, OpenAPI
+	// specs built): collecting less often until ready saves a large share of its CPU on small machines.
+	gcPercent, memLimit := debug.SetGCPercent(startupGCPercent), debug.SetMemoryLimit(startupMemoryLimit)
+	cp.restoreGC = func() { debug.SetGCPercent(gcPercent); debug.SetMemoryLimit(memLimit) }
+	defer func() {
+		if err != nil {
+			cp.shutdown()
+		}
+	}()
+	if err := cp.openDataDir(); err != nil {
+		return err
+	}
+	fmt.Fprintf(cp.out, "rayctl up (data dir %s)\n", cp.dir.Path)
+	// Finding the host's Ray starts Python (a second or two the first time): it runs beside the
+	// control plane's start and is awaited only by the runtime.
+	foundRay := findRay(ctx, cp.cfg, cp.dir)
+	if err := cp.step("pki", cp.issueCertificates); err != nil {
+		return err
+	}
+	if err := cp.step("etcd", func() (string, error) { return cp.startEtcd(ctx) }); err != nil {
+		return err
+	}
+	crds, err := configs.CRDManifests(cp.crdGroups()...)
+	if err != nil {
+		return err
+	}
+	if err := cp.step("apiserver", func() (string, error) { return cp.startAPIServer(ctx, crds) }); err != nil {
+		return err
+	}
+	if cp.ray, err = foundRay(); err != nil {
+		return err
+	}
+	if err := cp.step("runtime", func() (string, error) { return cp.startRuntime(ctx) }); err != nil {
+		return err
+	}
+	cp.compCtx, cp.stopComponents = context.WithCancel(context.Background())
+	for _, s := range []struct {
+		name string
+		run  func() (string, error)
+	}{
+		{"ray", func() (string, error) { return rayLine(cp.rt, cp.ray, cp.cfg.Ray), nil }},
+		{"pod-api", cp.servePods},
+		{"dns", cp.startDNS},
+		{"kubelet", cp.startNode},
+		{"controllers", cp.startControllers},
+	} {
+		if err := cp.step(s.name, s.run); err != nil {
+			return err
+		}
+	}
+	return cp.markReady()
+}
+
+// step times one start-up step and prints its line.
+func (cp *ControlPlane) step(name string, f func() (string, error)) error {
+	t := time.Now()
+	detail, err := f()
+	ms := time.Since(t).Milliseconds()
+	if err != nil {
+		fmt.Fprintf(cp.out, "  %-10s failed after %d ms\n", name, ms)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	cp.times[name] = ms
+	fmt.Fprintf(cp.out, "  %-10s %5d ms  %s\n", name, ms, detail)
+	return nil
+}
+
+// openDataDir opens and locks the data dir and sends the logs to its rayctl.log.
+func (cp *ControlPlane) openDataDir() error {
+	dir, err := datadir.Open(cp.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := dir.Lock(); err != nil {
+		return err
+	}
+	cp.dir, cp.locked = dir, true
+	if cp.logFile, err = os.OpenFile(dir.Join("rayctl.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		return err
+	}
+	cp.logger = redirectLogs(cp.logFile)
+	return nil
+}
+
+// crdGroups are the groups whose CRDs the control plane installs at start.
+func (cp *ControlPlane) crdGroups() []string {
+	if cp.cfg.GatewayAPI {
+		return []string{configs.RayGroup, configs.GatewayGroup}
+	}
+	return []string{configs.RayGroup}
+}
+
+// markReady writes the admin kubeconfig and the data dir's state, says so, and hands start-up's
+// memory back.
+func (cp *ControlPlane) markReady() error {
+	serverURL := "https://" + cp.server.Addr
+	if err := kubeconfig.Write(cp.dir.Kubeconfig(), kubeconfig.Build(serverURL, cp.certs.ca.CertPEM(), cp.certs.admin)); err != nil {
+		return err
+	}
+	readyMs := time.Since(cp.started).Milliseconds()
+	if err := cp.dir.WriteState(datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: cp.times,
+		Runtime: cp.rt.Name, ContainerdSocket: cp.rt.Address}); err != nil {
+		return err
+	}
+	cp.startup = Startup{Ready: time.Duration(readyMs) * time.Millisecond, Components: cp.times, Server: serverURL, Kubeconfig: cp.dir.Kubeconfig()}
+	fmt.Fprintf(cp.out, "ready in %d ms\n", readyMs)
+	fmt.Fprintf(cp.out, "kubeconfig: %s\n", cp.dir.Kubeconfig())
+	fmt.Fprintf(cp.out, "next: rayctl kubectl apply -f configs/samples/raycluster.yaml   (then: rayctl kubectl get rayclusters,pods)\n")
+	cp.logger.Info("ready", zap.Int64("ms", readyMs), zap.String("server", serverURL))
+	// Start-up builds large transient structures (CRD schemas, OpenAPI specs); hand their memory back
+	// to the system now rather than whenever the scavenger gets to it.
+	cp.restoreGC()
+	go func() {
+		time.Sleep(time.Second)
+		debug.FreeOSMemory()
+	}()
+	close(cp.ready)
+	return nil
+}
+
+// Ready is closed once Start has succeeded.
+func (cp *ControlPlane) Ready() <-chan struct{} { return cp.ready }
+
+// Startup is the start-up's breakdown; valid once Ready is closed.
+func (cp *ControlPlane) Startup() Startup { return cp.startup }
+
+// Wait blocks until ctx ends (nil) or a component fails for good (its error): the API server or etcd
+// stopped, or a private containerd that is no longer restarted. Call it once, after Start.
+func (cp *ControlPlane) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-cp.serverDone:
+		cp.server = nil
+		return fmt.Errorf("the API server stopped: %v", err)
+	case err := <-cp.store.Err():
+		return fmt.Errorf("etcd failed: %v", err)
+	case err := <-cp.rt.Failed:
+		return fmt.Errorf("%v; stopping (once containerd runs again, `rayctl up` re-adopts the pods' containers)", err)
+	}
+}
+
+// Stop stops a ready control plane cleanly: the data dir no longer says it runs, the components stop,
+// then the API server, etcd and the runtime; it prints "stopped". It does nothing before Start has
+// succeeded (a failed Start has stopped what it started), and nothing the second time.
+func (cp *ControlPlane) Stop() {
+	select {
+	case <-cp.ready:
+	default:
+		return
+	}
+	if cp.stopped {
+		return
+	}
+	cp.stopped = true
+	os.Remove(cp.dir.Join("rayctl.state"))
+	cp.stopAll()
+	fmt.Fprintln(cp.out, "stopped")
+	cp.shutdown()
+}
+
+// Run starts the control plane and runs it until ctx ends ("stopping", then Stop) or a component fails
+// (everything stopped, its error returned).
+func (cp *ControlPlane) Run(ctx context.Context) error {
+	if err := cp.Start(ctx); err != nil {
+		return err
+	}
+	if err := cp.Wait(ctx); err != nil {
+		cp.shutdown()
+		return err
+	}
+	fmt.Fprintln(cp.out, "stopping")
+	cp.Stop()
+	return nil
+}
+
+// stopAll stops the components, then the API server, then etcd: what the "stopped" line waits for.
+func (cp *ControlPlane) stopAll() {
+	if cp.stopComponents != nil {
+		cp.stopComponents()
+		cp.components.Wait()
+	}
+	if cp.stopServer != nil {
+		cp.stopServer()
+		if cp.server != nil {
+			<-cp.serverDone
+			cp.server = nil
+		}
+	}
+	if cp.store != nil {
+		cp.store.Close()
+	}
+}
+
+// shutdown stops whatever started, in reverse order, and lets go of the data dir. It may run twice.
+func (cp *ControlPlane) shutdown() {
+	cp.stopAll()
+	if cp.rt != nil {
+		cp.rt.Close()
+		cp.rt = nil
+	}
+	if cp.logFile != nil {
+		cp.logFile.Close()
+		cp.logFile = nil
+	}
+	if cp.locked {
+		cp.dir.Unlock()
+		cp.locked = false
+	}
+	cp.restoreGC()
+}
+
+// run runs f as one of the components, which stop (their context ends) before the API server does.
+func (cp *ControlPlane) run(f func(ctx context.Context)) {
+	cp.components.Go(func() { f(cp.compCtx) })
+}
+
+// runLogged runs a component as run does; an error it stops with before Stop is logged under name.
+func (cp *ControlPlane) runLogged(name string, f func(ctx context.Context) error) {
+	logger := cp.logger.Named(name)
+	cp.run(func(ctx context.Context) {
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(name+" stopped", zap.Error(err))
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package controlplane
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/rayctl/rayctl/pkg/apiserver"
+	"github.com/rayctl/rayctl/pkg/kubelet"
+	"github.com/rayctl/rayctl/pkg/kubelet/node"
+	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
+	podstatus "github.com/rayctl/rayctl/pkg/kubelet/status"
+)
+
+// DefaultNodeName is the host's name made into a valid node name.
+func DefaultNodeName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "rayctl-node"
+	}
+	name := strings.Trim(regexp.MustCompile(`[^a-z0-9.-]+`).ReplaceAllString(strings.ToLower(host), "-"), "-.")
+	if name == "" {
+		return "rayctl-node"
+	}
+	return name
+}
+
+// insufficientHint ends the FailedScheduling event of a pod that asks for more than the Node has: the
+// flag that makes the Node advertise more.
+func insufficientHint(capacity map[string]string) string {
+	if len(capacity) == 0 {
+		return "(the node advertises what this machine has; rayctl up --node-capacity cpu=8,memory=16Gi advertises more, overcommitting it)"
+	}
+	var given []string
+	for k, v := range capacity {
+		given = append(given, k+"="+v)
+	}
+	sort.Strings(given)
+	return "(the node advertises " + strings.Join(given, ",") + " from rayctl up --node-capacity; raise it to fit)"
+}
+
+// startNode is the "kubelet" step: this machine's kubelet (identity system:node:<name>), run until
+// Stop; it returns once the node is registered. With Config.Kubelet off there is none.
+func (cp *ControlPlane) startNode() (string, error) {
+	cfg := cp.cfg
+	if !cfg.Kubelet {
+		return "off (--kubelet=false): pods stay unscheduled", nil
+	}
+	nodeCfg, err := cp.identityConfig("kubelet", "system:node:"+cfg.NodeName, []string{"system:nodes"})
+	if err != nil {
+		return "", err
+	}
+	serving, err := cp.certs.ca.Serving("kubelet", []string{"localhost", cfg.NodeName}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return "", err
+	}
+	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		return "", err
+	}
+	capacity, err := node.ParseCapacity(cfg.NodeCapacity)
+	if err != nil {
+		return "", fmt.Errorf("--node-capacity %w", err)
+	}
+	if over := node.Overcommits(node.HostCapacity("/"), capacity); len(over) > 0 {
+		fmt.Fprintf(cp.out, "warning: --node-capacity advertises more than this machine has: %s; pods may overcommit it\n", strings.Join(over, ", "))
+	}
+	var onStatusWrite podstatus.WriteHook
+	if cp.recorder != nil {
+		onStatusWrite = podstatus.ChainHook(cp.recorder)
+	}
+	kl, err := kubelet.New(kubelet.Config{
+		NodeName:          cfg.NodeName,
+		Capacity:          capacity,
+		RESTConfig:        nodeCfg,
+		Runtime:           cp.images,
+		PodsDir:           cp.dir.Join("pods"),
+		ClusterDNS:        cp.clusterDNS,
+		ClusterDomain:     "cluster.local",
+		APIServer:         &podenv.APIServer{Host: cp.podAPI.host.String(), Port: cp.podAPI.port},
+		KubernetesVersion: apiserver.KubernetesVersion(),
+		NodeIP:            "127.0.0.1",
+		OnStatusWrite:     onStatusWrite,
+		API: kubelet.APIConfig{
+			Addr:         "127.0.0.1:0",
+			ServingCert:  &cert,
+			ClientCAs:    cp.certs.ca.Pool(),
+			AllowedUsers: []string{kubeletClientUser},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	cp.runLogged("kubelet", kl.Run)
+	select {
+	case <-kl.Ready():
+	case <-cp.compCtx.Done():
+		return "", cp.compCtx.Err()
+	}
+	return "node " + cfg.NodeName + ", API " + kl.APIAddr(), nil
+}
