@@ -1,6 +1,6 @@
 // Command bench measures rayctl and writes readable tables to bench/results/.
 //
-//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|all]
+//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|scale|all]
 //
 // Suite startup measures start-up and memory (startup.md); suite pods measures pod create -> Ready
 // (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
@@ -8,7 +8,8 @@
 // from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); suite chain
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
-// peers.go); all (the default) runs them all.
+// peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime (scale.md, see
+// scale.go); all (the default) runs them all.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -34,15 +35,21 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
+	sizes := flag.String("scale-sizes", "10,30,100", "RayClusters (1 head + 9 workers each) per run of suite scale, comma-separated")
+	profileDir := flag.String("scale-cpuprofile", "", "a directory for a CPU profile of the largest run of suite scale (30 s, from 20 s after the first create; scale-<pods>.pprof)")
 	peers := peerPaths{}
 	flag.StringVar(&peers.etcd, "etcd", "etcd", "the peer's etcd (suite peers; Debian: apt-get install etcd-server)")
 	flag.StringVar(&peers.kubeAPIServer, "kube-apiserver", "_output/tools/kube-apiserver-v1.37.2", "the peer's kube-apiserver (suite peers; make peer-apiserver)")
 	flag.Parse()
-	var err error
+	scaleSizes, err := parseSizes(*sizes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -scale-sizes:", err)
+		os.Exit(2)
+	}
 	switch *suite {
 	case "startup":
 		err = run(*rayctl, *out, *runs)
@@ -56,11 +63,13 @@ func main() {
 		err = runChain(*rayctl, *out)
 	case "peers":
 		err = runPeers(*rayctl, *out, *runs, peers)
+	case "scale":
+		err = runScale(*rayctl, *out, scaleSizes, *profileDir)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers))
+			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scaleSizes, *profileDir))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -57,9 +57,6 @@ func runPods(rayctl, out string) error {
 		}
 		results = append(results, r)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Pod create → Running and Ready (`make bench`, suite pods)\n\n")
 	fmt.Fprintf(&b, "Measured %s, %d pods per runtime after one warm-up pod. Machine: %s; load average %s when the suite started.\n\n",
@@ -68,28 +65,27 @@ func runPods(rayctl, out string) error {
 	fmt.Fprintf(&b, "each once the one before is Ready, the earlier ones left running. A pod's time runs from just before the create call to the watch event that first shows it Ready ")
 	fmt.Fprintf(&b, "(API write, binder, kubelet: sandbox with netns and IP, container create and start, status write, watch fan-out).\n\n")
 	fmt.Fprintf(&b, "| runtime | pods | p50 | p90 | p99 | min | max | warm-up pod | goal |\n|---|---|---|---|---|---|---|---|---|\n")
+	res := suiteResult{Suite: "pods", Title: "Pod create → Running and Ready", Machine: machine() + "; load average " + load}
+	dist := plotSpec{File: "pods-start.png", Title: "Pod create → Running and Ready, one pod at a time", Kind: "cdf", XLabel: "ms"}
 	for _, r := range results {
 		goal := "–"
+		p50 := percentile(r.samples, 0.50)
+		name := fmt.Sprintf("pod create → Ready p50, %s", r.runtime)
 		if r.runtime == "containerd" {
-			goal = podsGoal
-			if p := percentile(r.samples, 0.50); p <= 300*time.Millisecond {
-				goal += " ✔"
-			} else {
-				goal += " ✘"
-			}
+			met := p50 <= 300*time.Millisecond
+			goal = podsGoal + " " + mark(met)
+			res.Figures = append(res.Figures, goalFigure(name, podsMS(p50), "≤ 300 ms", met))
+		} else {
+			res.Figures = append(res.Figures, figure{Name: name, Value: podsMS(p50)})
 		}
+		dist.Series = append(dist.Series, series{Name: r.runtime, Values: msValues(r.samples)})
 		fmt.Fprintf(&b, "| %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, r.chosen, len(r.samples),
 			podsMS(percentile(r.samples, 0.50)), podsMS(percentile(r.samples, 0.90)), podsMS(percentile(r.samples, 0.99)),
 			podsMS(percentile(r.samples, 0)), podsMS(percentile(r.samples, 1)), podsMS(r.warmup), goal)
 	}
 	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. Other engineers' test runs shared the machine, hence the load average.\n", podsCount, podsCount)
-	path := filepath.Join(out, "pods.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	return nil
+	res.Plots = []plotSpec{dist}
+	return writeSuite(out, res, b.String())
 }
 
 // podsRuntime measures one runtime on a fresh `rayctl up`.
