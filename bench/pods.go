@@ -122,15 +122,8 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const ns = "bench-pods"
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := podNamespace(ctx, client, ns); err != nil {
 		return res, err
-	}
-	// The namespace's service account appears shortly after the namespace; pods wait for it.
-	if err := poll(ctx, time.Minute, func() bool {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		return res, fmt.Errorf("no default service account: %w", err)
 	}
 	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {

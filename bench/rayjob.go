@@ -197,15 +197,7 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 	defer up.Stop(time.Minute)
 	res.chosen = runtimeLine(up)
 
-	cfg, err := up.RESTConfig(100, 200)
-	if err != nil {
-		return res, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return res, err
-	}
-	ray, err := rayclient.NewForConfig(cfg)
+	kube, ray, err := clients(up, 100, 200)
 	if err != nil {
 		return res, err
 	}
@@ -235,15 +227,8 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 
 	ctx := context.Background()
 	const ns = "bench"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := podNamespace(ctx, kube, ns); err != nil {
 		return res, err
-	}
-	// The namespace's default service account comes from a controller; pods need it.
-	if err := poll(ctx, time.Minute, func() bool {
-		_, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		return res, fmt.Errorf("no default service account in %s: %w", ns, err)
 	}
 	for _, cm := range configMaps {
 		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {

@@ -235,29 +235,15 @@ func scaleOnce(rayctl string, n int, profileDir string) (scaleResult, error) {
 		return res, err
 	}
 	defer up.Stop(time.Minute)
-	cfg, err := up.RESTConfig(1000, 2000)
-	if err != nil {
-		return res, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return res, err
-	}
-	ray, err := rayclient.NewForConfig(cfg)
+	kube, ray, err := clients(up, 1000, 2000)
 	if err != nil {
 		return res, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const ns = "bench-scale"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := podNamespace(ctx, kube, ns); err != nil {
 		return res, err
-	}
-	if err := poll(ctx, time.Minute, func() bool {
-		_, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		return res, fmt.Errorf("no default service account: %w", err)
 	}
 	before, err := apiLatency(ctx, kube)
 	if err != nil {
@@ -268,11 +254,10 @@ func scaleOnce(rayctl string, n int, profileDir string) (scaleResult, error) {
 		return res, err
 	}
 
-	w, err := ray.RayV1().RayClusters(ns).Watch(ctx, metav1.ListOptions{})
+	list, err := ray.RayV1().RayClusters(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return res, err
 	}
-	defer w.Stop()
 	var peak float64
 	stopSampling := make(chan struct{})
 	var sampling sync.WaitGroup
@@ -317,19 +302,8 @@ func scaleOnce(rayctl string, n int, profileDir string) (scaleResult, error) {
 	if err := <-errs; err != nil {
 		return res, err
 	}
-	ready := map[string]bool{}
-	for len(ready) < n {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return res, fmt.Errorf("the RayCluster watch ended with %d of %d ready", len(ready), n)
-			}
-			if c, ok := ev.Object.(*rayv1.RayCluster); ok && ev.Type != watch.Deleted && c.Status.State == rayv1.Ready {
-				ready[c.Name] = true
-			}
-		case <-ctx.Done():
-			return res, fmt.Errorf("%d of %d RayClusters ready after %s (see %s)", len(ready), n, time.Since(t0).Round(time.Second), filepath.Join(dir, "rayctl.log"))
-		}
+	if err := waitAllReady(ctx, ray, ns, n, list.ResourceVersion); err != nil {
+		return res, fmt.Errorf("%w after %s (see %s)", err, time.Since(t0).Round(time.Second), filepath.Join(dir, "rayctl.log"))
 	}
 	res.wall = time.Since(t0)
 	stop()
@@ -352,6 +326,63 @@ func scaleOnce(rayctl string, n int, profileDir string) (scaleResult, error) {
 		res.etcdMB = float64(st.Size()) / (1 << 20)
 	}
 	return res, nil
+}
+
+// waitAllReady follows the RayClusters of ns from resourceVersion rv until n of them have been ready. A
+// watch the server ends is resumed from the last resourceVersion seen; one too old to resume from (410
+// Gone) starts again from a list.
+func waitAllReady(ctx context.Context, ray rayclient.Interface, ns string, n int, rv string) error {
+	ready := map[string]bool{}
+	note := func(c *rayv1.RayCluster) {
+		if c.Status.State == rayv1.Ready {
+			ready[c.Name] = true
+		}
+	}
+	for len(ready) < n {
+		if rv == "" {
+			list, err := ray.RayV1().RayClusters(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				note(&list.Items[i])
+			}
+			rv = list.ResourceVersion
+			continue
+		}
+		w, err := ray.RayV1().RayClusters(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%d of %d RayClusters ready", len(ready), n)
+			}
+			rv = ""
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				rv = "" // most likely 410 Gone: list again
+				break
+			}
+			if c, ok := ev.Object.(*rayv1.RayCluster); ok {
+				rv = c.ResourceVersion
+				if ev.Type != watch.Deleted && ev.Type != watch.Bookmark {
+					note(c)
+				}
+			}
+			if len(ready) == n {
+				break
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d of %d RayClusters ready", len(ready), n)
+		}
+		if len(ready) < n {
+			fmt.Fprintf(os.Stderr, "scale: the RayCluster watch ended with %d of %d ready; resuming\n", len(ready), n)
+		}
+	}
+	return nil
 }
 
 // scaleProfileSeconds is how long the CPU profile of a run lasts, from scaleProfileAfter after the first

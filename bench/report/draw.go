@@ -6,13 +6,15 @@ import (
 	"sort"
 
 	"gonum.org/v1/plot"
+
+	"github.com/rayctl/rayctl/bench/benchjson"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
 // draw renders p as a PNG at path.
-func draw(p plotSpec, path string) error {
+func draw(p benchjson.Plot, path string) error {
 	plt := plot.New()
 	plt.Title.Text = p.Title
 	plt.X.Label.Text = p.XLabel

@@ -1,6 +1,6 @@
 module github.com/rayctl/rayctl/bench/report
 
-go 1.26.0
+go 1.26.6
 
 require gonum.org/v1/plot v0.17.0
 
@@ -11,6 +11,9 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/rayctl/rayctl v0.0.0
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )
+
+replace github.com/rayctl/rayctl => ../..

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayctl/rayctl/bench/benchjson"
 )
 
 // A results directory with one suite that has JSON and one that has only its table: the plots the JSON
@@ -57,7 +59,7 @@ func TestReportDrawsPlotsAndIndexesSuites(t *testing.T) {
 
 // An unknown plot kind is an error naming the file, not a blank picture.
 func TestUnknownPlotKind(t *testing.T) {
-	err := draw(plotSpec{File: "x.png", Kind: "pie", Series: []series{{Name: "a", Values: []float64{1}}}}, filepath.Join(t.TempDir(), "x.png"))
+	err := draw(benchjson.Plot{File: "x.png", Kind: "pie", Series: []benchjson.Series{{Name: "a", Values: []float64{1}}}}, filepath.Join(t.TempDir(), "x.png"))
 	if err == nil || !strings.Contains(err.Error(), "pie") {
 		t.Errorf("draw of kind pie: %v", err)
 	}
