@@ -9,7 +9,8 @@
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
 // peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime (scale.md, see
-// scale.go); all (the default) runs them all.
+// scale.go); all (the default) runs them all. Suites pods, rayjob and scale also write <suite>.json
+// (bench/benchjson), from which bench/report draws their plots and writes bench/results/README.md.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from

@@ -66,6 +66,8 @@ type verbLatency struct {
 	p50, p99 time.Duration
 }
 
+// runScale runs suite scale for each size (RayClusters) and writes out/scale.md and scale.json; with
+// profileDir, the largest run's CPU profile goes there.
 func runScale(rayctl, out string, sizes []int, profileDir string) error {
 	load := loadAverage()
 	var results []scaleResult
@@ -83,12 +85,12 @@ func runScale(rayctl, out string, sizes []int, profileDir string) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Many RayClusters at once (`make bench`, suite scale)\n\n")
-	fmt.Fprintf(&b, "Measured %s on the fake runtime (no processes: API server, etcd, controllers, binder and kubelet alone). Machine: %s; load average %s when the suite started. "+
+	fmt.Fprintf(&b, "Measured %s on the fake runtime (no processes: API server, etcd, controllers, binder and kubelet alone). Machine: %s; load average %s when the suite started, %s when it ended. "+
 		"The machine was shared with other engineers' builds and tests while this ran, so the timings are indicative.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), load)
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), load, loadAverage())
 	fmt.Fprintf(&b, "Each size has its own fresh `rayctl up --runtime=fake --node-capacity pods=2000,…`; N RayClusters of 1 head + %d workers (each worker with KubeRay's `wait-gcs-ready` init container, which the fake runtime ends with exit 0 after %s) "+
 		"are created at once and timed from the first create to every RayCluster `ready`. "+
-		"API latency is the API server's own histogram over the run (all clients), interpolated within its buckets. Goal (issue 15 §2): 1,000 pods ready ≤ 15 s with API p99 ≤ 100 ms.\n\n", scaleWorkers, "100 ms")
+		"API latency is the API server's own histogram over the run (all clients), interpolated within its buckets; the etcd db is its file's size (bbolt grows it in steps). Goal (issue 15 §2): 1,000 pods ready ≤ 15 s with API p99 ≤ 100 ms.\n\n", scaleWorkers, "100 ms")
 	fmt.Fprintf(&b, "| RayClusters | pods | all ready | per 100 pods | API p50 / p99 (all verbs) | peak RSS | RSS when ready | etcd db | reconciles per cluster | goal |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	res := suiteResult{Suite: "scale", Title: "Many RayClusters at once (fake runtime)", Machine: machine() + ", shared with other builds; load average " + load}
 	wall := series{Name: "all RayClusters ready (s)"}
@@ -147,6 +149,16 @@ func runScale(rayctl, out string, sizes []int, profileDir string) error {
 				latencyMS(time.Duration(q.workSeconds/q.reconciles*float64(time.Second))), q.workSeconds,
 				latencyMS(time.Duration(q.queueSeconds/q.adds*float64(time.Second))))
 		}
+	}
+	if last := results[len(results)-1]; len(last.queues) > 0 {
+		var parts []string
+		for _, c := range scaleControllers {
+			if q := last.queues[c]; q.workers > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.0f%% (%.0f worker(s))", c, 100*q.workSeconds/q.workers/last.wall.Seconds(), q.workers))
+			}
+		}
+		fmt.Fprintf(&b, "\nHow busy each controller's workers were in the largest run (%.0f s): %s.", last.wall.Seconds(), strings.Join(parts, ", "))
+		b.WriteString(" A worker near 100% is what the pods queue behind.\n")
 	}
 	if len(results) >= 2 {
 		first, last := results[0], results[len(results)-1]
