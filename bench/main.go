@@ -107,9 +107,6 @@ func run(rayctl, out string, runs int) error {
 		os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "run %d: cold %v, warm %v\n", i+1, cold[i].wall.Round(time.Millisecond), warm[i].wall.Round(time.Millisecond))
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# rayctl start-up (`make bench`)\n\n")
 	fmt.Fprintf(&b, "Measured %s on %d runs each; median shown, min–max in brackets. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
@@ -132,13 +129,24 @@ func run(rayctl, out string, runs int) error {
 		sort.Slice(v, func(i, j int) bool { return v[i].wall < v[j].wall })
 		fmt.Fprintf(&b, "- %s, median:%s\n- %s, slowest:%s\n", set.name, v[len(v)/2].steps, set.name, v[len(v)-1].steps)
 	}
-	path := filepath.Join(out, "startup.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
+	coldWall, warmWall, rss := median(cold, func(s sample) float64 { return s.wall.Seconds() }),
+		median(warm, func(s sample) float64 { return s.wall.Seconds() }), median(cold, func(s sample) float64 { return s.rssMB })
+	res := suiteResult{Suite: "startup", Title: "rayctl start-up", Machine: machine() + "; load average " + loadAverage(), Figures: []figure{
+		goalFigure("cold `rayctl up` → ready, median", fmt.Sprintf("%.2f s", coldWall), "≤ 1.0 s", coldWall <= 1.0),
+		goalFigure("warm restart → ready, median", fmt.Sprintf("%.2f s", warmWall), "≤ 0.5 s", warmWall <= 0.5),
+		goalFigure("RSS 3 s after ready, idle, median", fmt.Sprintf("%.0f MB", rss), "≤ 150 MB", rss <= 150),
+	}}
+	return writeSuite(out, res, b.String())
+}
+
+// median is the median of get over s.
+func median(s []sample, get func(sample) float64) float64 {
+	var v []float64
+	for _, x := range s {
+		v = append(v, get(x))
 	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	return nil
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 // startOnce runs `rayctl up args...` on dir, waits for ready, samples RSS when asked, and stops it. With settle

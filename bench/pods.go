@@ -25,8 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubectl/pkg/util/podutils"
 )
 
@@ -110,12 +108,7 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		}
 	}()
 	res.chosen = podsRuntimeName(strings.TrimPrefix(runtimeLine(up), "runtime"))
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		return res, err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	client, err := kubernetes.NewForConfig(cfg)
+	client, _, err := clients(up, 200, 400)
 	if err != nil {
 		return res, err
 	}

@@ -71,8 +71,11 @@ func draw(p benchjson.Plot, path string) error {
 		plt.Y.Max = max(plt.Y.Max, goal*1.1)
 	}
 	if p.Kind == "cdf" {
+		// Room on the right for the legend, which would otherwise sit on the slowest curve.
+		plt.X.Min, plt.X.Max = 0, plt.X.Max*1.4
 		plt.Y.Max = 1
 		plt.Y.Label.Text = "share of samples at or below"
+		plt.Legend.Top, plt.Legend.Left = false, false
 	}
 	plt.BackgroundColor = color.White
 	return plt.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
