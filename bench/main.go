@@ -42,6 +42,7 @@ func main() {
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
 	sizes := flag.String("scale-sizes", "10,30,100", "RayClusters (1 head + 9 workers each) per run of suite scale, comma-separated")
 	profileDir := flag.String("scale-cpuprofile", "", "a directory for a CPU profile of the largest run of suite scale (30 s, from 20 s after the first create; scale-<pods>.pprof)")
+	scaleUpArgs := flag.String("scale-up-args", "", "more `rayctl up` flags for suite scale, space-separated (e.g. --reconcile-concurrency=4)")
 	peers := peerPaths{}
 	flag.StringVar(&peers.etcd, "etcd", "etcd", "the peer's etcd (suite peers; Debian: apt-get install etcd-server)")
 	flag.StringVar(&peers.kubeAPIServer, "kube-apiserver", "_output/tools/kube-apiserver-v1.37.2", "the peer's kube-apiserver (suite peers; make peer-apiserver)")
@@ -51,6 +52,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -scale-sizes:", err)
 		os.Exit(2)
 	}
+	scale := scaleOptions{sizes: scaleSizes, profileDir: *profileDir, upArgs: strings.Fields(*scaleUpArgs)}
 	switch *suite {
 	case "startup":
 		err = run(*rayctl, *out, *runs)
@@ -65,10 +67,10 @@ func main() {
 	case "peers":
 		err = runPeers(*rayctl, *out, *runs, peers)
 	case "scale":
-		err = runScale(*rayctl, *out, scaleSizes, *profileDir)
+		err = runScale(*rayctl, *out, scale)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scaleSizes, *profileDir))
+			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale))
 	default:
 		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale or all", *suite)
 	}

@@ -42,6 +42,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/rayctl/rayctl/pkg/runtime/fake"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
 
@@ -66,17 +67,27 @@ type verbLatency struct {
 	p50, p99 time.Duration
 }
 
-// runScale runs suite scale for each size (RayClusters) and writes out/scale.md and scale.json; with
-// profileDir, the largest run's CPU profile goes there.
-func runScale(rayctl, out string, sizes []int, profileDir string) error {
+// scaleOptions are suite scale's knobs.
+type scaleOptions struct {
+	// sizes are the runs' RayClusters.
+	sizes []int
+	// profileDir, when set, receives the largest run's CPU profile.
+	profileDir string
+	// upArgs are more `rayctl up` flags (e.g. --reconcile-concurrency=4), said in the table.
+	upArgs []string
+}
+
+// runScale runs suite scale for each size and writes out/scale.md and scale.json.
+func runScale(rayctl, out string, o scaleOptions) error {
+	sizes := o.sizes
 	load := loadAverage()
 	var results []scaleResult
 	for _, n := range sizes {
 		profile := ""
 		if n == slices.Max(sizes) {
-			profile = profileDir
+			profile = o.profileDir
 		}
-		r, err := scaleOnce(rayctl, n, profile)
+		r, err := scaleOnce(rayctl, n, profile, o.upArgs)
 		if err != nil {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
@@ -88,9 +99,9 @@ func runScale(rayctl, out string, sizes []int, profileDir string) error {
 	fmt.Fprintf(&b, "Measured %s on the fake runtime (no processes: API server, etcd, controllers, binder and kubelet alone). Machine: %s; load average %s when the suite started, %s when it ended. "+
 		"The machine was shared with other engineers' builds and tests while this ran, so the timings are indicative.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), load, loadAverage())
-	fmt.Fprintf(&b, "Each size has its own fresh `rayctl up --runtime=fake --node-capacity pods=2000,…`; N RayClusters of 1 head + %d workers (each worker with KubeRay's `wait-gcs-ready` init container, which the fake runtime ends with exit 0 after %s) "+
+	fmt.Fprintf(&b, "Each size has its own fresh `rayctl up --runtime=fake --node-capacity pods=2000,…%s`; N RayClusters of 1 head + %d workers (each worker with KubeRay's `wait-gcs-ready` init container, which the fake runtime ends with exit 0 after %s) "+
 		"are created at once and timed from the first create to every RayCluster `ready`. "+
-		"API latency is the API server's own histogram over the run (all clients), interpolated within its buckets; the etcd db is its file's size (bbolt grows it in steps). Goal (issue 15 §2): 1,000 pods ready ≤ 15 s with API p99 ≤ 100 ms.\n\n", scaleWorkers, "100 ms")
+		"API latency is the API server's own histogram over the run (all clients), interpolated within its buckets; the etcd db is its file's size (bbolt grows it in steps). Goal (issue 15 §2): 1,000 pods ready ≤ 15 s with API p99 ≤ 100 ms.\n\n", strings.Join(append([]string{""}, o.upArgs...), " "), scaleWorkers, fake.InitRunFor)
 	fmt.Fprintf(&b, "| RayClusters | pods | all ready | per 100 pods | API p50 / p99 (all verbs) | peak RSS | RSS when ready | etcd db | reconciles per cluster | goal |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	res := suiteResult{Suite: "scale", Title: "Many RayClusters at once (fake runtime)", Machine: machine() + ", shared with other builds; load average " + load}
 	wall := series{Name: "all RayClusters ready (s)"}
@@ -229,7 +240,7 @@ var scaleVerbs = []string{"POST", "GET", "LIST", "PATCH", "PUT", "DELETE", "WATC
 var longRunning = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
 
 // scaleOnce runs one size on a fresh instance.
-func scaleOnce(rayctl string, n int, profileDir string) (scaleResult, error) {
+func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleResult, error) {
 	res := scaleResult{clusters: n, pods: n * (1 + scaleWorkers)}
 	dir, err := os.MkdirTemp("", "rayctl-bench-scale-")
 	if err != nil {
@@ -241,8 +252,8 @@ func scaleOnce(rayctl string, n int, profileDir string) (scaleResult, error) {
 		return res, err
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort[0])
-	up, err := startUp(rayctl, dir, "--runtime", "fake", "--node-capacity", "pods=2000,cpu=4000,memory=8000Gi",
-		"--metrics-bind-address", metricsAddr)
+	up, err := startUp(rayctl, dir, append([]string{"--runtime", "fake", "--node-capacity", "pods=2000,cpu=4000,memory=8000Gi",
+		"--metrics-bind-address", metricsAddr}, upArgs...)...)
 	if err != nil {
 		return res, err
 	}
