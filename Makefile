@@ -67,10 +67,12 @@ $(KUBERAY_OPERATOR): hack/kuberay-version
 ## test: every test — unit, integration and end-to-end (starts rayctl up as a process)
 test: build
 	RAYCTL_BIN=$(CURDIR)/$(RAYCTL) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	cd bench/report && $(GO) test -count=1 ./...
 
 ## test-unit: the fast tests only (no end-to-end suite)
 test-unit:
 	$(GO) test -count=1 $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
+	cd bench/report && $(GO) test -count=1 ./...
 
 ## test-e2e: the end-to-end suite only
 test-e2e: build
@@ -99,9 +101,14 @@ generate:
 	bash hack/generate.sh
 
 ## bench: start-up and memory, pod start, RayJob apply->Complete, API load, trigger chain, beside a kube-apiserver
-## peer; tables in bench/results/ (the peer also needs Debian's etcd-server: apt-get install etcd-server)
-bench: build peer-apiserver
-	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -kube-apiserver $(CURDIR)/$(PEER_APISERVER) -out bench/results
+## peer, many RayClusters at once; tables, JSON, plots and an index (README.md) in bench/results/. SUITE=scale (or
+## startup, pods, rayjob, load, chain, peers) runs one suite (the peer also needs Debian's etcd-server:
+## apt-get install etcd-server). bench/report draws the plots: a module of its own, keeping gonum/plot out of go.mod.
+SUITE ?= all
+
+bench: build $(if $(filter all peers,$(SUITE)),peer-apiserver)
+	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -kube-apiserver $(CURDIR)/$(PEER_APISERVER) -out bench/results -suite $(SUITE)
+	cd bench/report && $(GO) run . -results $(CURDIR)/bench/results
 
 ## peer-apiserver: kube-apiserver of k8s.io/kubernetes $(K8S_VERSION), built from its Go module (bench/peers/go.mod pins
 ## its staging modules to their published versions) into _output/tools, for `make bench`'s suite peers
@@ -117,6 +124,7 @@ $(PEER_APISERVER): bench/peers/go.mod
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd bench/report && $(GO) vet ./...
 
 ## cross: check that rayctl builds for macOS (arm64, amd64) and Linux arm64 (the process runtime is the laptops'
 ## path), and that go vet passes for macOS (tests included). CGO is off; no -trimpath, so the vet and the

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -52,9 +51,6 @@ func runLoad(rayctl, out string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
 	cores := 0
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		cores = strings.Count(string(b), "processor\t:")
@@ -76,12 +72,14 @@ func runLoad(rayctl, out string) error {
 	if r.FirstErr != nil {
 		fmt.Fprintf(&b, "\nFirst error: `%v`\n", r.FirstErr)
 	}
-	path := filepath.Join(out, "load.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	res := suiteResult{Suite: "load", Title: "API server under load", Machine: machine(), Figures: []figure{
+		goalFigure("peak RSS, 50 clients", fmt.Sprintf("%.0f MB", r.RSSPeak), "≤ 400 MB", r.RSSPeak <= 400),
+		goalFigure("mutating latency p99", fmt.Sprintf("%d ms", r.P99.Milliseconds()), "≤ 1 s", r.P99 <= time.Second),
+		goalFigure("failed requests", fmt.Sprint(r.Errors), "0", r.Errors == 0),
+	}}
+	if err := writeSuite(out, res, b.String()); err != nil {
 		return err
 	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
 	if r.Errors > 0 || r.EventsGot != r.EventsWant {
 		return fmt.Errorf("load: %d failed requests, %d of %d watch events", r.Errors, r.EventsGot, r.EventsWant)
 	}

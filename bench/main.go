@@ -1,6 +1,6 @@
 // Command bench measures rayctl and writes readable tables to bench/results/.
 //
-//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|all]
+//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|scale|all]
 //
 // Suite startup measures start-up and memory (startup.md); suite pods measures pod create -> Ready
 // (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
@@ -8,7 +8,9 @@
 // from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); suite chain
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
-// peers.go); all (the default) runs them all.
+// peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime (scale.md, see
+// scale.go); all (the default) runs them all. Suites pods, rayjob and scale also write <suite>.json
+// (bench/benchjson), from which bench/report draws their plots and writes bench/results/README.md.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -34,15 +36,23 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
+	sizes := flag.String("scale-sizes", "10,30,100", "RayClusters (1 head + 9 workers each) per run of suite scale, comma-separated")
+	profileDir := flag.String("scale-cpuprofile", "", "a directory for a CPU profile of the largest run of suite scale (30 s, from 20 s after the first create; scale-<pods>.pprof)")
+	scaleUpArgs := flag.String("scale-up-args", "", "more `rayctl up` flags for suite scale, space-separated (e.g. --reconcile-concurrency=4)")
 	peers := peerPaths{}
 	flag.StringVar(&peers.etcd, "etcd", "etcd", "the peer's etcd (suite peers; Debian: apt-get install etcd-server)")
 	flag.StringVar(&peers.kubeAPIServer, "kube-apiserver", "_output/tools/kube-apiserver-v1.37.2", "the peer's kube-apiserver (suite peers; make peer-apiserver)")
 	flag.Parse()
-	var err error
+	scaleSizes, err := parseSizes(*sizes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -scale-sizes:", err)
+		os.Exit(2)
+	}
+	scale := scaleOptions{sizes: scaleSizes, profileDir: *profileDir, upArgs: strings.Fields(*scaleUpArgs)}
 	switch *suite {
 	case "startup":
 		err = run(*rayctl, *out, *runs)
@@ -56,11 +66,13 @@ func main() {
 		err = runChain(*rayctl, *out)
 	case "peers":
 		err = runPeers(*rayctl, *out, *runs, peers)
+	case "scale":
+		err = runScale(*rayctl, *out, scale)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers))
+			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -97,9 +109,6 @@ func run(rayctl, out string, runs int) error {
 		os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "run %d: cold %v, warm %v\n", i+1, cold[i].wall.Round(time.Millisecond), warm[i].wall.Round(time.Millisecond))
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# rayctl start-up (`make bench`)\n\n")
 	fmt.Fprintf(&b, "Measured %s on %d runs each; median shown, min–max in brackets. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
@@ -122,13 +131,24 @@ func run(rayctl, out string, runs int) error {
 		sort.Slice(v, func(i, j int) bool { return v[i].wall < v[j].wall })
 		fmt.Fprintf(&b, "- %s, median:%s\n- %s, slowest:%s\n", set.name, v[len(v)/2].steps, set.name, v[len(v)-1].steps)
 	}
-	path := filepath.Join(out, "startup.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
+	coldWall, warmWall, rss := median(cold, func(s sample) float64 { return s.wall.Seconds() }),
+		median(warm, func(s sample) float64 { return s.wall.Seconds() }), median(cold, func(s sample) float64 { return s.rssMB })
+	res := suiteResult{Suite: "startup", Title: "rayctl start-up", Machine: machine() + "; load average " + loadAverage(), Figures: []figure{
+		goalFigure("cold `rayctl up` → ready, median", fmt.Sprintf("%.2f s", coldWall), "≤ 1.0 s", coldWall <= 1.0),
+		goalFigure("warm restart → ready, median", fmt.Sprintf("%.2f s", warmWall), "≤ 0.5 s", warmWall <= 0.5),
+		goalFigure("RSS 3 s after ready, idle, median", fmt.Sprintf("%.0f MB", rss), "≤ 150 MB", rss <= 150),
+	}}
+	return writeSuite(out, res, b.String())
+}
+
+// median is the median of get over s.
+func median(s []sample, get func(sample) float64) float64 {
+	var v []float64
+	for _, x := range s {
+		v = append(v, get(x))
 	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	return nil
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 // startOnce runs `rayctl up args...` on dir, waits for ready, samples RSS when asked, and stops it. With settle

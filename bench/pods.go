@@ -25,8 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubectl/pkg/util/podutils"
 )
 
@@ -57,9 +55,6 @@ func runPods(rayctl, out string) error {
 		}
 		results = append(results, r)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Pod create → Running and Ready (`make bench`, suite pods)\n\n")
 	fmt.Fprintf(&b, "Measured %s, %d pods per runtime after one warm-up pod. Machine: %s; load average %s when the suite started.\n\n",
@@ -68,28 +63,27 @@ func runPods(rayctl, out string) error {
 	fmt.Fprintf(&b, "each once the one before is Ready, the earlier ones left running. A pod's time runs from just before the create call to the watch event that first shows it Ready ")
 	fmt.Fprintf(&b, "(API write, binder, kubelet: sandbox with netns and IP, container create and start, status write, watch fan-out).\n\n")
 	fmt.Fprintf(&b, "| runtime | pods | p50 | p90 | p99 | min | max | warm-up pod | goal |\n|---|---|---|---|---|---|---|---|---|\n")
+	res := suiteResult{Suite: "pods", Title: "Pod create → Running and Ready", Machine: machine() + "; load average " + load}
+	dist := plotSpec{File: "pods-start.png", Title: "Pod create → Running and Ready, one pod at a time", Kind: "cdf", XLabel: "ms"}
 	for _, r := range results {
 		goal := "–"
+		p50 := percentile(r.samples, 0.50)
+		name := fmt.Sprintf("pod create → Ready p50, %s", r.runtime)
 		if r.runtime == "containerd" {
-			goal = podsGoal
-			if p := percentile(r.samples, 0.50); p <= 300*time.Millisecond {
-				goal += " ✔"
-			} else {
-				goal += " ✘"
-			}
+			met := p50 <= 300*time.Millisecond
+			goal = podsGoal + " " + mark(met)
+			res.Figures = append(res.Figures, goalFigure(name, podsMS(p50), "≤ 300 ms", met))
+		} else {
+			res.Figures = append(res.Figures, figure{Name: name, Value: podsMS(p50)})
 		}
+		dist.Series = append(dist.Series, series{Name: r.runtime, Values: msValues(r.samples)})
 		fmt.Fprintf(&b, "| %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, r.chosen, len(r.samples),
 			podsMS(percentile(r.samples, 0.50)), podsMS(percentile(r.samples, 0.90)), podsMS(percentile(r.samples, 0.99)),
 			podsMS(percentile(r.samples, 0)), podsMS(percentile(r.samples, 1)), podsMS(r.warmup), goal)
 	}
 	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. Other engineers' test runs shared the machine, hence the load average.\n", podsCount, podsCount)
-	path := filepath.Join(out, "pods.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	return nil
+	res.Plots = []plotSpec{dist}
+	return writeSuite(out, res, b.String())
 }
 
 // podsRuntime measures one runtime on a fresh `rayctl up`.
@@ -114,27 +108,15 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		}
 	}()
 	res.chosen = podsRuntimeName(strings.TrimPrefix(runtimeLine(up), "runtime"))
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		return res, err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	client, err := kubernetes.NewForConfig(cfg)
+	client, _, err := clients(up, 200, 400)
 	if err != nil {
 		return res, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const ns = "bench-pods"
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := podNamespace(ctx, client, ns); err != nil {
 		return res, err
-	}
-	// The namespace's service account appears shortly after the namespace; pods wait for it.
-	if err := poll(ctx, time.Minute, func() bool {
-		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
-	}); err != nil {
-		return res, fmt.Errorf("no default service account: %w", err)
 	}
 	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {

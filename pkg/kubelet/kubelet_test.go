@@ -289,6 +289,28 @@ func TestInitContainersRunInOrderBeforeContainers(t *testing.T) {
 	}
 }
 
+// The fake runtime's own behaviour (no script): the kubelet tells it which containers are init
+// containers, an init container completes, and the pod goes on to Running and Ready.
+func TestInitContainerCompletesOnTheFakeRuntime(t *testing.T) {
+	rt := fake.New(fake.Options{})
+	e := newEnv(t, rt)
+	e.create(e.pod("initialized", func(p *corev1.Pod) {
+		p.Spec.InitContainers = []corev1.Container{{Name: "wait", Image: "busybox:1.36", Command: []string{"sh", "-c", "until nslookup head; do sleep 1; done"}}}
+	}))
+	p, _ := e.waitPod("initialized", 30*time.Second, "Ready", func(p *corev1.Pod) bool { return conditionIs(p, corev1.PodReady, corev1.ConditionTrue) })
+	if p.Status.Phase != corev1.PodRunning || !conditionIs(p, corev1.PodInitialized, corev1.ConditionTrue) {
+		t.Errorf("phase = %s, conditions = %+v", p.Status.Phase, p.Status.Conditions)
+	}
+	if cs := p.Status.InitContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 0 {
+		t.Errorf("init container statuses = %+v, want wait terminated with exit code 0", cs)
+	}
+	for name, init := range map[string]bool{"wait": true, "main": false} {
+		if c, err := rt.Latest(string(p.UID), name); err != nil || c.Config.Init != init {
+			t.Errorf("%s: runtime was told Init=%v (%v), want %v", name, c.Config.Init, err, init)
+		}
+	}
+}
+
 // probeExec answers exec probes: the command's first word names a flag that decides the exit code.
 type probeExec struct{ healthy, ready atomic.Bool }
 

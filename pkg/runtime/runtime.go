@@ -194,6 +194,9 @@ type ContainerConfig struct {
 	// Name is the container's name in the pod; Attempt counts restarts (0 first).
 	Name    string
 	Attempt int
+	// Init marks one of the pod's init containers: it runs to completion, and the pod's containers
+	// wait until it has exited 0. Runtimes that run processes need not look at it.
+	Init bool
 	// Image is the image reference (as ensured by EnsureImage).
 	Image string
 	// Command and Args are already expanded ($(VAR) resolved); empty means the image's defaults.

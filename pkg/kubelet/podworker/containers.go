@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -343,6 +344,7 @@ func (w *Worker) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 	cfg := runtime.ContainerConfig{
 		Name:       c.Name,
 		Attempt:    attempt,
+		Init:       slices.ContainsFunc(pod.Spec.InitContainers, func(ic corev1.Container) bool { return ic.Name == c.Name }),
 		Image:      c.Image,
 		Command:    podenv.ExpandAll(c.Command, lookup),
 		Args:       podenv.ExpandAll(c.Args, lookup),

@@ -1,6 +1,8 @@
 // Package fake is a runtime.Runtime that runs nothing. Sandboxes get made-up IPs, images "pull"
 // instantly, and containers move through created → running → exited on a script decided when each is
-// created: how long it takes to start, how long it runs, and the exit code it ends with. Tests use it
+// created: how long it takes to start, how long it runs, and the exit code it ends with. Unless told
+// otherwise, init containers exit 0 after InitRunFor and every other container runs until stopped
+// (DefaultScript). Tests use it
 // to drive the kubelet's logic and to inspect exactly what the kubelet asked for; scale benchmarks use
 // it to run thousands of pods without processes.
 //
@@ -45,12 +47,24 @@ type Script struct {
 // ScriptFunc picks the script of a container being created in sandbox.
 type ScriptFunc func(sandbox *runtime.Sandbox, cfg runtime.ContainerConfig) Script
 
+// InitRunFor is how long an init container runs under DefaultScript before it exits 0.
+const InitRunFor = 100 * time.Millisecond
+
+// DefaultScript starts every container at once; an init container (ContainerConfig.Init) exits 0 after
+// InitRunFor, as a pod's set-up step that succeeds, and any other container runs until stopped.
+func DefaultScript(_ *runtime.Sandbox, cfg runtime.ContainerConfig) Script {
+	if cfg.Init {
+		return Script{RunFor: InitRunFor}
+	}
+	return Script{}
+}
+
 // ExecFunc answers an Exec into a container: it may write to stdio and returns the exit code.
 type ExecFunc func(c *Container, cmd []string, stdio runtime.ExecIO) (int, error)
 
 // Options configure a fake runtime.
 type Options struct {
-	// Script decides each container's behaviour; nil runs every container forever, starting at once.
+	// Script decides each container's behaviour; nil is DefaultScript.
 	Script ScriptFunc
 	// Exec answers Exec calls; nil answers 0 to everything.
 	Exec ExecFunc
@@ -274,10 +288,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandbox *runtime.Sandbox,
 	if !ok {
 		return "", fmt.Errorf("sandbox of pod %s: %w", sandbox.PodUID, runtime.ErrNotFound)
 	}
-	var script Script
-	if r.opts.Script != nil {
-		script = r.opts.Script(copySandbox(sb), cfg)
+	scriptOf := r.opts.Script
+	if scriptOf == nil {
+		scriptOf = DefaultScript
 	}
+	script := scriptOf(copySandbox(sb), cfg)
 	if script.CreateError != nil {
 		return "", script.CreateError
 	}

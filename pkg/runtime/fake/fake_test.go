@@ -80,3 +80,34 @@ func TestImagesHonourPullPolicy(t *testing.T) {
 		t.Errorf("Never on an absent image: %v", err)
 	}
 }
+
+func TestByDefaultInitContainersCompleteAndOthersRun(t *testing.T) {
+	ctx := context.Background()
+	r := New(Options{})
+	sb, err := r.RunSandbox(ctx, runtime.SandboxConfig{PodUID: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, _ := r.CreateContainer(ctx, sb, runtime.ContainerConfig{Name: "setup", Init: true})
+	main, _ := r.CreateContainer(ctx, sb, runtime.ContainerConfig{Name: "main"})
+	for _, id := range []string{setup, main} {
+		if err := r.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, _ := r.ContainerStatus(ctx, setup)
+		if st.State == runtime.StateExited {
+			if st.ExitCode != 0 || st.Reason != "Completed" {
+				t.Errorf("init container ended %+v, want exit 0 Completed", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the init container never exited")
+		}
+	}
+	if st, _ := r.ContainerStatus(ctx, main); st.State != runtime.StateRunning {
+		t.Errorf("main container state = %s, want running", st.State)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"sort"
+
+	"gonum.org/v1/plot"
+
+	"github.com/rayctl/rayctl/bench/benchjson"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// draw renders p as a PNG at path.
+func draw(p benchjson.Plot, path string) error {
+	plt := plot.New()
+	plt.Title.Text = p.Title
+	plt.X.Label.Text = p.XLabel
+	plt.Y.Label.Text = p.YLabel
+	plt.Add(plotter.NewGrid())
+	plt.Legend.Top = true
+	plt.Legend.Left = p.Kind == "line"
+	plt.Y.Min = 0
+	for i, s := range p.Series {
+		var xys plotter.XYs
+		switch p.Kind {
+		case "cdf":
+			xys = cdf(s.Values)
+		case "line":
+			for _, pt := range s.Points {
+				xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
+			}
+		default:
+			return fmt.Errorf("unknown plot kind %q", p.Kind)
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(1.5)
+		plt.Add(line)
+		entry := []plot.Thumbnailer{line}
+		if p.Kind == "cdf" {
+			line.StepStyle = plotter.PostStep
+		} else {
+			points, err := plotter.NewScatter(xys)
+			if err != nil {
+				return err
+			}
+			points.Color = line.Color
+			points.Shape = plotutil.Shape(i)
+			plt.Add(points)
+			entry = append(entry, points)
+		}
+		plt.Legend.Add(s.Name, entry...)
+	}
+	if p.Goal != nil {
+		goal := *p.Goal
+		line := plotter.NewFunction(func(float64) float64 { return goal })
+		line.Color = color.Gray{Y: 80}
+		line.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		line.Width = vg.Points(1.5)
+		plt.Add(line)
+		plt.Legend.Add(p.GoalLabel, line)
+		plt.Y.Max = max(plt.Y.Max, goal*1.1)
+	}
+	if p.Kind == "cdf" {
+		// Room on the right for the legend, which would otherwise sit on the slowest curve.
+		plt.X.Min, plt.X.Max = 0, plt.X.Max*1.4
+		plt.Y.Max = 1
+		plt.Y.Label.Text = "share of samples at or below"
+		plt.Legend.Top, plt.Legend.Left = false, false
+	}
+	plt.BackgroundColor = color.White
+	return plt.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+// cdf is the empirical distribution of values: for each sample, the share of samples at or below it.
+func cdf(values []float64) plotter.XYs {
+	v := append([]float64(nil), values...)
+	sort.Float64s(v)
+	xys := make(plotter.XYs, 0, len(v)+1)
+	if len(v) > 0 {
+		xys = append(xys, plotter.XY{X: v[0], Y: 0})
+	}
+	for i, x := range v {
+		xys = append(xys, plotter.XY{X: x, Y: float64(i+1) / float64(len(v))})
+	}
+	return xys
+}
