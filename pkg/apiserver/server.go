@@ -203,11 +203,14 @@ func New(c Config) (*Server, error) {
 		return nil, fmt.Errorf("the API server needs a service-account signing key")
 	}
 	tokens := &satoken.Issuer{Key: c.ServiceAccountKey}
+	// The node authorizer reads a kubelet's pods from a cache (a LIST through the API server on each of a
+	// kubelet's reads made N pods cost N² work), and through the API when the cache has not caught up.
+	nodePods := node.NewCachedPods(loopbackClient)
 	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool(),
 		&satoken.Authenticator{Key: &c.ServiceAccountKey.PublicKey, Objects: apiObjects{loopbackClient}})
 	generic.Authentication.APIAudiences = []string{satoken.DefaultIssuer}
 	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(
-		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: node.New(node.APIPods{Client: loopbackClient})},
+		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: node.New(nodePods, node.APIPods{Client: loopbackClient})},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
 	); err != nil {
 		return nil, err
@@ -308,6 +311,10 @@ func New(c Config) (*Server, error) {
 	}
 
 	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)
+	server.AddPostStartHookOrDie("node-authorizer-pods", func(ctx genericapiserver.PostStartHookContext) error {
+		go nodePods.Run(ctx)
+		return nil
+	})
 	crds := c.CRDs
 	// RBAC answers once its informers have synced; until then only system:masters gets through, and
 	// this hook keeps /readyz failing.

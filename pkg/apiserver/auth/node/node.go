@@ -47,13 +47,15 @@ type Pods interface {
 
 // Authorizer decides a node's reads of the objects its pods reference.
 type Authorizer struct {
-	pods Pods
+	sources []Pods
 }
 
 var _ authorizer.Authorizer = &Authorizer{}
 
-// New returns an authorizer that looks pods up in pods.
-func New(pods Pods) *Authorizer { return &Authorizer{pods: pods} }
+// New returns an authorizer that looks pods up in sources, in order, until one shows a pod that uses
+// the object asked for: a cache first (CachedPods), then a consistent read (APIPods) for a pod the
+// cache has not seen yet.
+func New(sources ...Pods) *Authorizer { return &Authorizer{sources: sources} }
 
 // referenced maps each kind the authorizer decides to what a pod references of it.
 var referenced = map[string]func(*corev1.Pod) []string{
@@ -94,14 +96,21 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 		return authorizer.DecisionDeny, fmt.Sprintf("node authorizer: node %q may read only the %ss its pods reference, one by name, not %s them all", node, kind, attrs.GetVerb()), nil
 	}
 	ns, name := attrs.GetNamespace(), attrs.GetName()
-	pods, err := a.pods.OnNode(ctx, ns, node)
+	var err error
+	for _, src := range a.sources {
+		pods, e := src.OnNode(ctx, ns, node)
+		if e != nil {
+			err = e
+			continue
+		}
+		for i := range pods {
+			if slices.Contains(refs(&pods[i]), name) {
+				return authorizer.DecisionAllow, fmt.Sprintf("node authorizer: pod %s/%s on node %q uses %s %q", ns, pods[i].Name, node, kind, name), nil
+			}
+		}
+	}
 	if err != nil {
 		return authorizer.DecisionDeny, "node authorizer: cannot list the node's pods", err
-	}
-	for i := range pods {
-		if slices.Contains(refs(&pods[i]), name) {
-			return authorizer.DecisionAllow, fmt.Sprintf("node authorizer: pod %s/%s on node %q uses %s %q", ns, pods[i].Name, node, kind, name), nil
-		}
 	}
 	return authorizer.DecisionDeny, fmt.Sprintf("node authorizer: no pod bound to node %q in namespace %q uses %s %q", node, ns, kind, name), nil
 }

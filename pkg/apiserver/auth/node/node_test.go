@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -104,6 +105,42 @@ func TestNodeRequestsTokensOnlyForItsPodsAccounts(t *testing.T) {
 			Namespace: "ns", Name: tc.name, ResourceRequest: true, APIVersion: "v1"}
 		if got, why, err := a.Authorize(context.Background(), attrs); err != nil || got != tc.want {
 			t.Errorf("%s %s serviceaccounts/%s/token: %v (%s, %v), want %v", tc.u.GetName(), tc.verb, tc.name, got, why, err, tc.want)
+		}
+	}
+}
+
+// failing is a source that cannot answer.
+type failing struct{}
+
+func (failing) OnNode(context.Context, string, string) ([]corev1.Pod, error) {
+	return nil, errors.New("no answer")
+}
+
+// A pod the first source (a cache) has not seen yet is found in the next (the API server); a source
+// that fails is passed over; only when no source shows a pod using the object is the read denied.
+func TestSourcesAreAskedInOrder(t *testing.T) {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}, Spec: corev1.PodSpec{NodeName: "a",
+		Volumes: []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}}}}}
+	nodeA := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
+	get := func(name string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{User: nodeA, Verb: "get", Resource: "configmaps", Namespace: "ns", Name: name, ResourceRequest: true}
+	}
+	for _, tc := range []struct {
+		what    string
+		a       *node.Authorizer
+		name    string
+		want    authorizer.Decision
+		wantErr bool
+	}{
+		{"cache behind, API has it", node.New(podsOn{}, podsOn{pod}), "cm", authorizer.DecisionAllow, false},
+		{"cache fails, API has it", node.New(failing{}, podsOn{pod}), "cm", authorizer.DecisionAllow, false},
+		{"no source uses it", node.New(podsOn{pod}, podsOn{pod}), "other", authorizer.DecisionDeny, false},
+		{"every source fails", node.New(failing{}, failing{}), "cm", authorizer.DecisionDeny, true},
+	} {
+		d, _, err := tc.a.Authorize(context.Background(), get(tc.name))
+		if d != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("%s: got %v, %v; want %v (error %v)", tc.what, d, err, tc.want, tc.wantErr)
 		}
 	}
 }

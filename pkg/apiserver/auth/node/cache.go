@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// byNode indexes cached pods by "namespace/node".
+const byNode = "namespace/node"
+
+// CachedPods answers from an informer's cache of every bound Pod, indexed by namespace and node: a
+// lookup costs the node's pods in that namespace, not a LIST through the API server. A cache may lag
+// behind a pod just bound, so the authorizer asks it first and a consistent source (APIPods) after it
+// when the cache shows no pod that uses the object.
+type CachedPods struct {
+	informer cache.SharedIndexInformer
+}
+
+// NewCachedPods returns a cache of the pods client can list; Run fills it.
+func NewCachedPods(client kubernetes.Interface) *CachedPods {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }))
+	inf := factory.Core().V1().Pods().Informer()
+	// Only the spec says what a pod references: the rest is not kept.
+	runtime.Must(inf.SetTransform(func(obj any) (any, error) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			pod.ManagedFields, pod.Annotations, pod.Status = nil, nil, corev1.PodStatus{}
+		}
+		return obj, nil
+	}))
+	runtime.Must(inf.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		return []string{pod.Namespace + "/" + pod.Spec.NodeName}, nil
+	}}))
+	return &CachedPods{informer: inf}
+}
+
+// Run fills the cache and keeps it current until ctx ends.
+func (c *CachedPods) Run(ctx context.Context) { c.informer.RunWithContext(ctx) }
+
+// OnNode implements Pods: the cached pods of namespace bound to node (none until the cache has synced).
+func (c *CachedPods) OnNode(_ context.Context, namespace, node string) ([]corev1.Pod, error) {
+	objs, err := c.informer.GetIndexer().ByIndex(byNode, namespace+"/"+node)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if pod, ok := o.(*corev1.Pod); ok {
+			out = append(out, *pod)
+		}
+	}
+	return out, nil
+}
