@@ -50,12 +50,16 @@ type Config struct {
 	InsufficientHint string
 }
 
-// Binder binds pending pods to nodes, one pod at a time (which keeps the accounting exact). It reads
+// Binder binds pending pods to nodes. It places one pod at a time (which keeps the accounting exact)
+// and binds up to bindWorkers at once (a binding is a round trip to the API server). It reads
 // pods and nodes through the manager's cache, which must hold every Pod and Node.
 type Binder struct {
 	cfg      Config
 	client   client.Client
 	recorder record.EventRecorder
+
+	// placing makes placements one at a time.
+	placing sync.Mutex
 
 	mu sync.Mutex
 	// assumed are pods bound by this binder that the cache has not yet shown bound.
@@ -99,10 +103,13 @@ func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
 		For(&corev1.Pod{}, chainhooks.Named("pending for "+c.SchedulerName, predicate.NewPredicateFuncs(b.pendingOrGone))).
 		Watches(&corev1.Node{}, "unschedulable pods", retry, nodeAddedOrChanged).
 		Watches(&corev1.Pod{}, "unschedulable pods", retry, leftNodeOrFinished).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1,
+		WithOptions(controller.Options{MaxConcurrentReconciles: bindWorkers,
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 10*time.Second)}).
 		Complete(b)
 }
+
+// bindWorkers is how many pods are bound at once.
+const bindWorkers = 4
 
 // Run runs a binder with this configuration alone, with a manager of its own, until ctx ends.
 func (c Config) Run(ctx context.Context, cfg *rest.Config) error {
@@ -209,15 +216,33 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if inFlight {
 		return reconcile.Result{}, nil
 	}
-	nodes := &corev1.NodeList{}
-	if err := b.client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, err
-	}
-	usage, err := b.usage(ctx)
+	node, nodes, reasons, err := b.place(ctx, pod)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	reasons := map[string]int{}
+	if node == "" {
+		return reconcile.Result{RequeueAfter: b.cfg.RetryPeriod}, b.markUnschedulable(ctx, req.NamespacedName, pod, unschedulableMessage(nodes, reasons))
+	}
+	b.forget(req.NamespacedName)
+	return reconcile.Result{}, b.bind(ctx, pod, node)
+}
+
+// place picks the fitting node with the most cpu left and assumes the pod there (its requests count
+// against the node from now on), or says why no node fits: the nodes looked at and, per reason, how
+// many refused. Placements are made one at a time, so two pods never both take the last room; the
+// bindings that follow run in parallel.
+func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, count int, reasons map[string]int, err error) {
+	b.placing.Lock()
+	defer b.placing.Unlock()
+	nodes := &corev1.NodeList{}
+	if err := b.client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return "", 0, nil, err
+	}
+	usage, err := b.usage(ctx)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	reasons = map[string]int{}
 	var best *corev1.Node
 	var bestFree int64
 	for i := range nodes.Items {
@@ -238,10 +263,12 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		}
 	}
 	if best == nil {
-		return reconcile.Result{RequeueAfter: b.cfg.RetryPeriod}, b.markUnschedulable(ctx, req.NamespacedName, pod, unschedulableMessage(len(nodes.Items), reasons))
+		return "", len(nodes.Items), reasons, nil
 	}
-	b.forget(req.NamespacedName)
-	return reconcile.Result{}, b.bind(ctx, pod, best.Name)
+	b.mu.Lock()
+	b.assumed[pod.UID] = assumedPod{node: best.Name, requests: PodRequests(pod)}
+	b.mu.Unlock()
+	return best.Name, len(nodes.Items), nil, nil
 }
 
 // forget drops a pod that no longer waits from the unschedulable ones.
@@ -299,9 +326,6 @@ func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
-	b.mu.Lock()
-	b.assumed[pod.UID] = assumedPod{node: node, requests: PodRequests(pod)}
-	b.mu.Unlock()
 	if err := b.client.SubResource("binding").Create(ctx, pod, binding); err != nil {
 		b.mu.Lock()
 		delete(b.assumed, pod.UID)
