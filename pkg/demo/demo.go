@@ -77,151 +77,237 @@ func (s demoStyle) red(t string) string   { return ansi.Paint(s.color, ansi.Bold
 
 // Run runs the demo, printing to out.
 func Run(ctx context.Context, out io.Writer, o Config) (err error) {
-	st := demoStyle{color: o.Color}
+	r := &run{out: out, o: o, st: demoStyle{color: o.Color}}
 
 	// The control plane: the running one, or one started for the demo.
-	started := false
 	if o.Start != nil {
-		fmt.Fprintf(out, "starting rayctl up in the background on %s …\n", o.Start.Where)
-		took, serr := o.Start.Start(ctx)
-		if serr != nil {
-			return fmt.Errorf("rayctl up --detach: %w", serr)
+		if err := r.startInstance(ctx); err != nil {
+			return err
 		}
-		fmt.Fprintf(out, "rayctl up ready in %d ms\n\n", took.Milliseconds())
-		started = true
 		defer func() {
-			fmt.Fprintln(out)
-			if derr := o.Start.Stop(out); derr != nil && err == nil {
+			if derr := r.stopInstance(); derr != nil && err == nil {
 				err = derr
 			}
 		}()
 	}
-	cfg, ns, err := o.Connect()
-	if err != nil {
+	if err := r.connect(ctx); err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	ray, err := rayclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	newSource := o.Source
-	if newSource == nil {
-		newSource = func(cfg *rest.Config) (chain.Source, error) { return chainhttp.NewClient(cfg) }
-	}
-	cc, err := newSource(cfg)
-	if err != nil {
-		return err
-	}
-	// Where the recorder stands now (the filter matches nothing; the answer carries the next Seq).
-	mark, err := cc.Events(ctx, chain.Filter{Hop: "none"})
-	if err != nil {
-		fmt.Fprintf(out, "%s the chain recorder is not available (%v); running the job without the chain\n\n", st.red("!"), err)
-		cc, mark = nil, nil
-	}
-
-	job, source, err := demoJob(o.File)
-	if err != nil {
-		return err
-	}
-	job.Namespace = ns
-	if err := ensureNamespace(ctx, kube, ns); err != nil {
+	if err := r.prepareJob(ctx); err != nil {
 		return err
 	}
 
 	// Watch the RayJob and the chain before the create, so nothing is missed.
-	jw, err := ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name})
+	if err := r.watchJob(ctx); err != nil {
+		return err
+	}
+	defer func() { r.jw.Stop() }()
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	r.streamChain(sctx)
+
+	r.printHeader()
+	// Clean up however the demo ends (Ctrl-C included), on a context of its own.
+	defer r.cleanUp()
+
+	stream := newDemoStream(out, render.Options{Color: r.st.color}, r.job.Name)
+	applied := time.Now()
+	if _, err := r.ray.RayV1().RayJobs(r.ns).Create(ctx, r.job, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating RayJob %s/%s: %w", r.ns, r.job.Name, err)
+	}
+	final, finished, err := r.follow(ctx, stream)
 	if err != nil {
 		return err
 	}
-	defer func() { jw.Stop() }()
-	var incoming <-chan chain.Event
-	var streamErr <-chan error
-	sctx, scancel := context.WithCancel(ctx)
-	defer scancel()
-	if cc != nil {
-		incoming, streamErr = chain.Stream(sctx, cc, chain.Filter{Namespace: ns, After: mark.Next - 1}, 4096)
-	}
+	r.settle(ctx, stream)
+	scancel()
 
+	r.printHops(ctx, stream)
+	printResult(ctx, out, r.st, final, finished.Sub(applied))
+	return nil
+}
+
+// run is one run of the demo: its configuration, its clients and what it has learnt so far, shared by
+// Run's steps.
+type run struct {
+	out io.Writer
+	o   Config
+	st  demoStyle
+	// started is whether the demo started the control plane (and so stops it at the end).
+	started bool
+
+	kube kubernetes.Interface
+	ray  rayclient.Interface
+	// cc reads the chain recorder; nil when it is not available. mark is where it stood at the start.
+	cc   chain.Source
+	mark *chain.EventList
+
+	ns     string
+	job    *rayv1.RayJob
+	source string
+
+	// jw watches the RayJob; incoming and streamErr carry the chain's events live (nil without cc).
+	jw        watch.Interface
+	incoming  <-chan chain.Event
+	streamErr <-chan error
+}
+
+// startInstance starts the control plane for the demo (o.Start).
+func (r *run) startInstance(ctx context.Context) error {
+	fmt.Fprintf(r.out, "starting rayctl up in the background on %s …\n", r.o.Start.Where)
+	took, err := r.o.Start.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("rayctl up --detach: %w", err)
+	}
+	fmt.Fprintf(r.out, "rayctl up ready in %d ms\n\n", took.Milliseconds())
+	r.started = true
+	return nil
+}
+
+// stopInstance stops the control plane startInstance started.
+func (r *run) stopInstance() error {
+	fmt.Fprintln(r.out)
+	return r.o.Start.Stop(r.out)
+}
+
+// connect makes the clients of the cluster and the chain recorder, and marks where the recorder stands
+// now; without a recorder the demo goes on without the chain.
+func (r *run) connect(ctx context.Context) error {
+	cfg, ns, err := r.o.Connect()
+	if err != nil {
+		return err
+	}
+	r.ns = ns
+	if r.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if r.ray, err = rayclient.NewForConfig(cfg); err != nil {
+		return err
+	}
+	newSource := r.o.Source
+	if newSource == nil {
+		newSource = func(cfg *rest.Config) (chain.Source, error) { return chainhttp.NewClient(cfg) }
+	}
+	if r.cc, err = newSource(cfg); err != nil {
+		return err
+	}
+	// Where the recorder stands now (the filter matches nothing; the answer carries the next Seq).
+	if r.mark, err = r.cc.Events(ctx, chain.Filter{Hop: "none"}); err != nil {
+		fmt.Fprintf(r.out, "%s the chain recorder is not available (%v); running the job without the chain\n\n", r.st.red("!"), err)
+		r.cc, r.mark = nil, nil
+	}
+	return nil
+}
+
+// prepareJob reads the RayJob to apply and makes sure its namespace exists.
+func (r *run) prepareJob(ctx context.Context) error {
+	job, source, err := demoJob(r.o.File)
+	if err != nil {
+		return err
+	}
+	job.Namespace = r.ns
+	r.job, r.source = job, source
+	return ensureNamespace(ctx, r.kube, r.ns)
+}
+
+// watchJob starts watching the RayJob (by name, before it exists).
+func (r *run) watchJob(ctx context.Context) error {
+	return r.rewatchJob(ctx, "")
+}
+
+// rewatchJob (re)starts the watch on the RayJob from resource version rv ("" for now).
+func (r *run) rewatchJob(ctx context.Context, rv string) error {
+	jw, err := r.ray.RayV1().RayJobs(r.ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + r.job.Name, ResourceVersion: rv})
+	if err != nil {
+		return err
+	}
+	r.jw = jw
+	return nil
+}
+
+// streamChain follows the chain of the namespace from the mark on, until ctx ends (nothing without cc).
+func (r *run) streamChain(ctx context.Context) {
+	if r.cc != nil {
+		r.incoming, r.streamErr = chain.Stream(ctx, r.cc, chain.Filter{Namespace: r.ns, After: r.mark.Next - 1}, 4096)
+	}
+}
+
+// printHeader prints the RayJob's name, manifest and entrypoint, and the live table's heading.
+func (r *run) printHeader() {
+	out, st, job := r.out, r.st, r.job
 	mode := string(job.Spec.SubmissionMode)
 	if mode == "" {
 		mode = string(rayv1.K8sJobMode)
 	}
-	fmt.Fprintf(out, "%s  RayJob %s/%s\n", st.bold("rayctl demo"), ns, job.Name)
-	fmt.Fprintf(out, "  manifest    %s (%s)\n", source, mode)
+	fmt.Fprintf(out, "%s  RayJob %s/%s\n", st.bold("rayctl demo"), r.ns, job.Name)
+	fmt.Fprintf(out, "  manifest    %s (%s)\n", r.source, mode)
 	if job.Spec.Entrypoint != "" {
 		fmt.Fprintf(out, "  entrypoint  %s\n", clip(job.Spec.Entrypoint, 66))
 	}
 	fmt.Fprintln(out)
-	if cc != nil {
+	if r.cc != nil {
 		fmt.Fprintln(out, st.bold("The trigger chain, live")+st.dim(" (offset from the apply; latency since the hop before)"))
 		fmt.Fprintln(out, st.dim(fmt.Sprintf("%10s %9s  %-11s %s", "offset", "latency", "component", "what happened")))
 	}
+}
 
-	// Clean up however the demo ends (Ctrl-C included), on a context of its own.
-	defer func() {
-		if o.Keep {
-			fmt.Fprintf(out, "\nkept RayJob %s/%s (delete it with `rayctl kubectl delete rayjob %s -n %s`)\n", ns, job.Name, job.Name, ns)
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		bg := metav1.DeletePropagationBackground
-		derr := ray.RayV1().RayJobs(ns).Delete(cctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
-		switch {
-		case apierrors.IsNotFound(derr):
-		case derr != nil:
-			fmt.Fprintf(out, "\ndeleting RayJob %s/%s: %v\n", ns, job.Name, derr)
-		default:
-			fmt.Fprintf(out, "\ndeleted RayJob %s/%s (its RayCluster and pods follow)\n", ns, job.Name)
-			if started {
-				// Let the pods go the normal way before the control plane stops.
-				waitPodsGone(cctx, kube, ns, job.Name)
-			}
-		}
-	}()
-
-	stream := newDemoStream(out, render.Options{Color: st.color}, job.Name)
-	applied := time.Now()
-	if _, err := ray.RayV1().RayJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating RayJob %s/%s: %w", ns, job.Name, err)
+// cleanUp deletes the RayJob (unless o.Keep), on a context of its own, and when the demo started the
+// control plane waits for the pods to go before it stops.
+func (r *run) cleanUp() {
+	out, ns, name := r.out, r.ns, r.job.Name
+	if r.o.Keep {
+		fmt.Fprintf(out, "\nkept RayJob %s/%s (delete it with `rayctl kubectl delete rayjob %s -n %s`)\n", ns, name, name, ns)
+		return
 	}
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	derr := r.ray.RayV1().RayJobs(ns).Delete(cctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	switch {
+	case apierrors.IsNotFound(derr):
+	case derr != nil:
+		fmt.Fprintf(out, "\ndeleting RayJob %s/%s: %v\n", ns, name, derr)
+	default:
+		fmt.Fprintf(out, "\ndeleted RayJob %s/%s (its RayCluster and pods follow)\n", ns, name)
+		if r.started {
+			// Let the pods go the normal way before the control plane stops.
+			waitPodsGone(cctx, r.kube, ns, name)
+		}
+	}
+}
 
+// follow prints the chain live until the RayJob's deployment is terminal, and returns the RayJob then
+// and when it was seen; it fails on a timeout, an interrupt or the RayJob's deletion.
+func (r *run) follow(ctx context.Context, stream *demoStream) (final *rayv1.RayJob, finished time.Time, err error) {
+	ns, name := r.ns, r.job.Name
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.NewTimer(o.Timeout)
+	deadline := time.NewTimer(r.o.Timeout)
 	defer deadline.Stop()
-	var (
-		final    *rayv1.RayJob
-		last     *rayv1.RayJob
-		finished time.Time
-	)
+	var last *rayv1.RayJob
 	for final == nil {
 		select {
-		case e := <-incoming:
+		case e := <-r.incoming:
 			stream.add(e, time.Now())
 		case <-tick.C:
 			stream.flush(time.Now(), false)
-		case ev, ok := <-jw.ResultChan():
+		case ev, ok := <-r.jw.ResultChan():
 			if !ok {
 				if ctx.Err() != nil {
 					stream.flush(time.Now(), true)
-					return fmt.Errorf("interrupted")
+					return nil, time.Time{}, fmt.Errorf("interrupted")
 				}
 				rv := ""
 				if last != nil {
 					rv = last.ResourceVersion
 				}
-				if jw, err = ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name, ResourceVersion: rv}); err != nil {
-					return fmt.Errorf("watching RayJob %s/%s: %w", ns, job.Name, err)
+				if err := r.rewatchJob(ctx, rv); err != nil {
+					return nil, time.Time{}, fmt.Errorf("watching RayJob %s/%s: %w", ns, name, err)
 				}
 				continue
 			}
 			if ev.Type == watch.Deleted {
-				return fmt.Errorf("RayJob %s/%s was deleted before it finished", ns, job.Name)
+				return nil, time.Time{}, fmt.Errorf("RayJob %s/%s was deleted before it finished", ns, name)
 			}
 			if j, isJob := ev.Object.(*rayv1.RayJob); isJob {
 				last = j
@@ -229,26 +315,30 @@ func Run(ctx context.Context, out io.Writer, o Config) (err error) {
 					final, finished = j, time.Now()
 				}
 			}
-		case serr := <-streamErr:
-			streamErr = nil
+		case serr := <-r.streamErr:
+			r.streamErr = nil
 			if serr != nil && ctx.Err() == nil {
-				fmt.Fprintf(out, "%s the chain stream ended: %v\n", st.red("!"), serr)
+				fmt.Fprintf(r.out, "%s the chain stream ended: %v\n", r.st.red("!"), serr)
 			}
 		case <-deadline.C:
 			stream.flush(time.Now(), true)
-			return fmt.Errorf("RayJob %s/%s did not finish within %s (last: %s)", ns, job.Name, o.Timeout, jobSummary(last))
+			return nil, time.Time{}, fmt.Errorf("RayJob %s/%s did not finish within %s (last: %s)", ns, name, r.o.Timeout, jobSummary(last))
 		case <-ctx.Done():
 			stream.flush(time.Now(), true)
-			return fmt.Errorf("interrupted")
+			return nil, time.Time{}, fmt.Errorf("interrupted")
 		}
 	}
+	return final, finished, nil
+}
 
-	// The last hops (the final status write and transition) arrive just after the watch shows them.
+// settle takes the last hops (the final status write and transition), which arrive just after the
+// watch shows them, for half a second, and flushes the stream.
+func (r *run) settle(ctx context.Context, stream *demoStream) {
 	settle := time.After(500 * time.Millisecond)
 drain:
 	for {
 		select {
-		case e := <-incoming:
+		case e := <-r.incoming:
 			stream.add(e, time.Now())
 		case <-settle:
 			break drain
@@ -257,24 +347,25 @@ drain:
 		}
 	}
 	stream.flush(time.Now(), true)
-	scancel()
+}
 
-	if cc != nil {
-		events := stream.events
-		// The stream may have lost events to a slow reader; the recorder's list has them all.
-		if l, lerr := cc.Events(ctx, chain.Filter{Namespace: ns, After: mark.Next - 1}); lerr == nil {
-			events = events[:0:0]
-			for _, e := range l.Events {
-				if stream.owns(&e) {
-					events = append(events, e)
-				}
+// printHops prints the hop table of the RayJob's events (nothing without the chain recorder).
+func (r *run) printHops(ctx context.Context, stream *demoStream) {
+	if r.cc == nil {
+		return
+	}
+	events := stream.events
+	// The stream may have lost events to a slow reader; the recorder's list has them all.
+	if l, lerr := r.cc.Events(ctx, chain.Filter{Namespace: r.ns, After: r.mark.Next - 1}); lerr == nil {
+		events = events[:0:0]
+		for _, e := range l.Events {
+			if stream.owns(&e) {
+				events = append(events, e)
 			}
 		}
-		fmt.Fprintln(out)
-		printHopTable(out, st, events, ns, job.Name)
 	}
-	printResult(ctx, out, st, final, finished.Sub(applied))
-	return nil
+	fmt.Fprintln(r.out)
+	printHopTable(r.out, r.st, events, r.ns, r.job.Name)
 }
 
 // demoJob reads the RayJob to run (the embedded sample, or file) and gives it a name of its own.
