@@ -111,23 +111,77 @@ type Server struct {
 
 // New builds the server: it opens the listener, connects storage and installs every API group.
 func New(c Config) (*Server, error) {
-	ln := c.Listener
-	if ln == nil {
-		bind := c.BindAddress
-		if bind == nil {
-			bind = net.IPv4(127, 0, 0, 1)
-		}
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(bind.String(), strconv.Itoa(c.Port)))
-		if err != nil {
-			return nil, fmt.Errorf("listening for the API server: %w", err)
-		}
+	ln, err := listen(c)
+	if err != nil {
+		return nil, err
 	}
 	served := newListeners(ln)
 	addr := ln.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
-	host := "https://" + net.JoinHostPort("127.0.0.1", port)
 
+	generic := newGenericConfig(c, addr)
+	if err := configureServing(generic, c, served, addr); err != nil {
+		return nil, err
+	}
+	rbacPolicy, err := readRBAC(c.RBAC)
+	if err != nil {
+		return nil, err
+	}
+	access, err := configureAuth(generic, c)
+	if err != nil {
+		return nil, err
+	}
+	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	generic.AdmissionControl = admit
+	configureOpenAPI(generic)
+	etcdOptions, err := configureStorage(generic, c)
+	if err != nil {
+		return nil, err
+	}
+
+	server, err := newExtensionsServer(generic, etcdOptions)
+	if err != nil {
+		return nil, err
+	}
+	serviceCIDR, err := installBuiltins(server, generic, c, access)
+	if err != nil {
+		return nil, err
+	}
+	for prefix, h := range c.Debug {
+		server.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
+	}
+	addPostStartHooks(server, c.CRDs, rbacPolicy, startAdmission, access)
+
+	return &Server{
+		Addr:                addr,
+		LoopbackConfig:      rest.CopyConfig(generic.LoopbackClientConfig),
+		prepared:            server.PrepareRun(),
+		listeners:           served,
+		kubernetesClusterIP: KubernetesServiceIP(serviceCIDR),
+	}, nil
+}
+
+// listen returns c.Listener, or a listener on c.BindAddress (127.0.0.1 by default) and c.Port.
+func listen(c Config) (net.Listener, error) {
+	if c.Listener != nil {
+		return c.Listener, nil
+	}
+	bind := c.BindAddress
+	if bind == nil {
+		bind = net.IPv4(127, 0, 0, 1)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind.String(), strconv.Itoa(c.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listening for the API server: %w", err)
+	}
+	return ln, nil
+}
+
+// newGenericConfig is the generic server's configuration for the server at addr: request limits, the
+// handler chain, the long-running requests, the readiness checks and the audit backend.
+func newGenericConfig(c Config, addr string) *genericapiserver.RecommendedConfig {
 	generic := genericapiserver.NewRecommendedConfig(extensionsapiserver.Codecs)
 	generic.EffectiveVersion = newEffectiveVersion()
 	generic.ExternalAddress = addr
@@ -165,14 +219,21 @@ func New(c Config) (*Server, error) {
 	if c.Audit != nil && c.AuditPolicy != nil {
 		generic.AuditBackend, generic.AuditPolicyRuleEvaluator = c.Audit, c.AuditPolicy
 	}
+	return generic
+}
 
+// configureServing sets TLS serving on served (c.Serving, client certificates checked against c.CA) and
+// the loopback client configuration (c.Loopback towards 127.0.0.1 on addr's port).
+func configureServing(generic *genericapiserver.RecommendedConfig, c Config, served *listeners, addr string) error {
+	_, port, _ := net.SplitHostPort(addr)
+	host := "https://" + net.JoinHostPort("127.0.0.1", port)
 	servingCert, err := dynamiccertificates.NewStaticCertKeyContent("apiserver", c.Serving.CertPEM, c.Serving.KeyPEM)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	clientCA, err := dynamiccertificates.NewStaticCAContent("client-ca", c.CA.CertPEM())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	generic.SecureServing = &genericapiserver.SecureServingInfo{
 		Listener:      served,
@@ -190,10 +251,21 @@ func New(c Config) (*Server, error) {
 		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		QPS:           -1,
 	}
-	rbacPolicy, err := readRBAC(c.RBAC)
-	if err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// authState is what authentication and authorization leave for the later steps: the RBAC authorizer
+// (started, and given the bootstrap policy, by post-start hooks), the node authorizer's pod cache (run
+// by a post-start hook) and the ServiceAccount token issuer (serviceaccounts/token).
+type authState struct {
+	rbac     *rbac.Authorizer
+	nodePods *node.CachedPods
+	tokens   *satoken.Issuer
+}
+
+// configureAuth sets authentication (client certificates chained to c.CA, ServiceAccount tokens signed by
+// c.ServiceAccountKey) and authorization (the node authorizer, then RBAC).
+func configureAuth(generic *genericapiserver.RecommendedConfig, c Config) (*authState, error) {
 	rbacAuthz := rbac.New()
 	loopbackClient, err := kubernetes.NewForConfig(generic.LoopbackClientConfig)
 	if err != nil {
@@ -215,20 +287,23 @@ func New(c Config) (*Server, error) {
 	); err != nil {
 		return nil, err
 	}
+	return &authState{rbac: rbacAuthz, nodePods: nodePods, tokens: tokens}, nil
+}
 
-	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig)
-	if err != nil {
-		return nil, err
-	}
-	generic.AdmissionControl = admit
-
+// configureOpenAPI sets the OpenAPI v2 and v3 documents: the built-in kinds' definitions, titled as
+// kube-apiserver's.
+func configureOpenAPI(generic *genericapiserver.RecommendedConfig) {
 	namer := openapinamer.NewDefinitionNamer(clientgoscheme.Scheme, extensionsapiserver.Scheme)
 	defs := openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(rayopenapi.GetOpenAPIDefinitions)
 	generic.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	generic.OpenAPIConfig.Info.Title = "Kubernetes"
 	generic.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
 	generic.OpenAPIV3Config.Info.Title = "Kubernetes"
+}
 
+// configureStorage connects the generic configuration to etcd (c.EtcdEndpoint) and enables the API
+// versions served; it returns the etcd options, which custom resources are stored with too.
+func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*genericoptions.EtcdOptions, error) {
 	// Storage: built-in kinds in protobuf, custom resources as apiextensions stores them.
 	etcdOptions := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
 	etcdOptions.StorageConfig.Transport = storagebackend.TransportConfig{
@@ -268,7 +343,12 @@ func New(c Config) (*Server, error) {
 	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
 	// and custom resources alike (storageerrors.go).
 	generic.RESTOptionsGetter = storageErrorsGetter{generic.RESTOptionsGetter}
+	return etcdOptions, nil
+}
 
+// newExtensionsServer builds the apiextensions server from generic, as the only server (not a delegate),
+// custom resources stored with etcdOptions.
+func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions) (*genericapiserver.GenericAPIServer, error) {
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
@@ -289,7 +369,12 @@ func New(c Config) (*Server, error) {
 	// what can remain is an HTTP/2 connection opened while shutdown began, which net/http's graceful
 	// shutdown never tells to go away and would wait for until the timeout (60 s by default).
 	server.ShutdownTimeout = httpShutdownTimeout
+	return server, nil
+}
 
+// installBuiltins installs the built-in API groups on server, and returns the service range their
+// ClusterIPs come from (c.ServiceCIDR, DefaultServiceCIDR when nil).
+func installBuiltins(server *genericapiserver.GenericAPIServer, generic *genericapiserver.RecommendedConfig, c Config, a *authState) (*net.IPNet, error) {
 	kubeletTLS, err := kubeletClientTLS(c)
 	if err != nil {
 		return nil, err
@@ -298,40 +383,32 @@ func New(c Config) (*Server, error) {
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
 	}
-	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, rbacAuthz, serviceCIDR, kubeletTLS, tokens)
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, a.rbac, serviceCIDR, kubeletTLS, a.tokens)
 	if err != nil {
 		return nil, err
 	}
 	if err := builtins.install(server); err != nil {
 		return nil, err
 	}
+	return serviceCIDR, nil
+}
 
-	for prefix, h := range c.Debug {
-		server.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
-	}
-
+// addPostStartHooks adds the hooks that run once the server serves: admission's informers, the node
+// authorizer's pod cache, RBAC's informers, and the bootstrap (crds, rbacPolicy, the kubernetes Service).
+func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte, rbacPolicy []runtime.Object, startAdmission genericapiserver.PostStartHookFunc, a *authState) {
 	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)
 	server.AddPostStartHookOrDie("node-authorizer-pods", func(ctx genericapiserver.PostStartHookContext) error {
-		go nodePods.Run(ctx)
+		go a.nodePods.Run(ctx)
 		return nil
 	})
-	crds := c.CRDs
 	// RBAC answers once its informers have synced; until then only system:masters gets through, and
 	// this hook keeps /readyz failing.
 	server.AddPostStartHookOrDie("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
-		return rbacAuthz.Start(ctx, ctx.LoopbackClientConfig)
+		return a.rbac.Start(ctx, ctx.LoopbackClientConfig)
 	})
 	server.AddPostStartHookOrDie("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
-		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, rbacPolicy, rbacAuthz)
+		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, rbacPolicy, a.rbac)
 	})
-
-	return &Server{
-		Addr:                addr,
-		LoopbackConfig:      rest.CopyConfig(generic.LoopbackClientConfig),
-		prepared:            server.PrepareRun(),
-		listeners:           served,
-		kubernetesClusterIP: KubernetesServiceIP(serviceCIDR),
-	}, nil
 }
 
 // kubeletClientTLS is the TLS client configuration towards kubelets: c.KubeletClient, verified by c.CA.
