@@ -54,9 +54,14 @@ func TestCRUD(t *testing.T) {
 		if pat.Data["a"] != "1" || pat.Data["b"] != "2" || pat.Data["c"] != "3" {
 			t.Errorf("merge patch lost data: %v", pat.Data)
 		}
+		// Every namespace also holds kube-root-ca.crt, as on a cluster; a controller publishes it a moment
+		// after the namespace is made, so wait for it before listing.
+		eventually(t, ctx, time.Minute, "kube-root-ca.crt published", func(ctx context.Context) (bool, error) {
+			_, err := api.Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			return err == nil, nil
+		})
 		list, err := api.List(ctx, metav1.ListOptions{})
 		must(t, "list", err)
-		// Every namespace also holds kube-root-ca.crt, as on a cluster.
 		var names []string
 		for _, item := range list.Items {
 			names = append(names, item.Name)
