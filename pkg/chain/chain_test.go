@@ -94,6 +94,23 @@ func TestRingKeepsTheNewest(t *testing.T) {
 	}
 }
 
+// The ring grows as events come (past its first allocation) and, once full, keeps the newest in order.
+func TestRingGrowsThenWraps(t *testing.T) {
+	const size = 1000
+	r := New(size)
+	for i := 1; i <= 2*size+7; i++ {
+		r.Record(Event{Component: "c", Hop: EnqueueHop, Object: Ref{Kind: "RayCluster", Name: "x"}})
+		got := r.Events(Filter{})
+		want := min(i, size)
+		if len(got) != want || got[0].Seq != uint64(i-want+1) || got[len(got)-1].Seq != uint64(i) {
+			t.Fatalf("after %d events: kept %d, seqs %d..%d; want %d, %d..%d", i, len(got), got[0].Seq, got[len(got)-1].Seq, want, i-want+1, i)
+		}
+	}
+	if r.Size() != size {
+		t.Fatalf("Size() = %d, want %d", r.Size(), size)
+	}
+}
+
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *Recorder
 	r.Record(Event{Hop: KubeletWrite})

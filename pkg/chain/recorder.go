@@ -14,8 +14,11 @@ const DefaultSize = 20000
 type Recorder struct {
 	start time.Time
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// ring holds the event of Seq s at (s-1) % size; it grows as events come, up to size (an idle
+	// instance keeps few events, and a full ring preallocated would hold ~5 MB from the start).
 	ring  []Event
+	size  int
 	next  uint64 // seq of the next event
 	subs  map[*Subscription]struct{}
 	ctrls map[string]ControllerInfo
@@ -30,13 +33,13 @@ func New(size int) *Recorder {
 		size = DefaultSize
 	}
 	return &Recorder{
-		start: time.Now(), ring: make([]Event, size), next: 1,
+		start: time.Now(), size: size, next: 1,
 		subs: map[*Subscription]struct{}{}, ctrls: map[string]ControllerInfo{}, stats: map[string]func() QueueStats{},
 	}
 }
 
 // Size is the ring's capacity.
-func (r *Recorder) Size() int { return len(r.ring) }
+func (r *Recorder) Size() int { return r.size }
 
 // Next is the Seq the next event will get.
 func (r *Recorder) Next() uint64 {
@@ -60,7 +63,16 @@ func (r *Recorder) Record(e Event) {
 	r.next++
 	e.Mono = int64(now.Sub(r.start))
 	e.Time = now
-	r.ring[e.Seq%uint64(len(r.ring))] = e
+	if len(r.ring) < r.size {
+		if len(r.ring) == cap(r.ring) {
+			grown := make([]Event, len(r.ring), min(r.size, max(2*cap(r.ring), 256)))
+			copy(grown, r.ring)
+			r.ring = grown
+		}
+		r.ring = append(r.ring, e)
+	} else {
+		r.ring[(e.Seq-1)%uint64(r.size)] = e
+	}
 	for s := range r.subs {
 		select {
 		case s.ch <- e:
@@ -107,12 +119,12 @@ func (r *Recorder) Events(f Filter) []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	first := uint64(1)
-	if n := uint64(len(r.ring)); r.next > n {
+	if n := uint64(r.size); r.next > n {
 		first = r.next - n
 	}
 	out := []Event{}
 	for seq := max(first, f.After+1); seq < r.next; seq++ {
-		e := &r.ring[seq%uint64(len(r.ring))]
+		e := &r.ring[(seq-1)%uint64(r.size)]
 		if f.Match(e) {
 			out = append(out, *e)
 		}
