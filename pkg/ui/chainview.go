@@ -276,9 +276,6 @@ func hopView(s *chain.Step) HopView {
 		h.To = LaneDashboard
 		if e.Call != nil {
 			h.Method, h.Path, h.Code = e.Call.Method, e.Call.Path, e.Call.Code
-			if h.Path == "" {
-				h.Path = urlPath(e.Call.URL)
-			}
 		}
 		h.Label = h.Method + " " + h.Path
 		if h.Code > 0 {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -225,18 +224,3 @@ func ms(d time.Duration) float64 {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// urlPath is the path of a URL ("http://10.0.0.2:8265/api/jobs/" → "/api/jobs/"); anything else as is.
-func urlPath(u string) string {
-	rest, ok := strings.CutPrefix(u, "http://")
-	if !ok {
-		rest, ok = strings.CutPrefix(u, "https://")
-	}
-	if !ok {
-		return u
-	}
-	if i := strings.Index(rest, "/"); i >= 0 {
-		return rest[i:]
-	}
-	return "/"
-}

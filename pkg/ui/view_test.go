@@ -74,11 +74,3 @@ func fmtSeqs(s []uint64) string {
 	}
 	return b.String()
 }
-
-func TestURLPath(t *testing.T) {
-	for in, want := range map[string]string{"http://10.0.0.2:8265/api/jobs/": "/api/jobs/", "https://h": "/", "/x": "/x"} {
-		if got := urlPath(in); got != want {
-			t.Errorf("urlPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
