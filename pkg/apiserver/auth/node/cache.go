@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -24,9 +24,15 @@ type CachedPods struct {
 
 // NewCachedPods returns a cache of the pods client can list; Run fills it.
 func NewCachedPods(client kubernetes.Interface) *CachedPods {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }))
-	inf := factory.Core().V1().Pods().Informer()
+	inf := coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0,
+		cache.Indexers{byNode: func(obj any) ([]string, error) {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return nil, nil
+			}
+			return []string{pod.Namespace + "/" + pod.Spec.NodeName}, nil
+		}},
+		func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" })
 	// Only the spec says what a pod references: the rest is not kept.
 	runtime.Must(inf.SetTransform(func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok {
@@ -34,13 +40,6 @@ func NewCachedPods(client kubernetes.Interface) *CachedPods {
 		}
 		return obj, nil
 	}))
-	runtime.Must(inf.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return nil, nil
-		}
-		return []string{pod.Namespace + "/" + pod.Spec.NodeName}, nil
-	}}))
 	return &CachedPods{informer: inf}
 }
 
@@ -48,15 +47,16 @@ func NewCachedPods(client kubernetes.Interface) *CachedPods {
 func (c *CachedPods) Run(ctx context.Context) { c.informer.RunWithContext(ctx) }
 
 // OnNode implements Pods: the cached pods of namespace bound to node (none until the cache has synced).
-func (c *CachedPods) OnNode(_ context.Context, namespace, node string) ([]corev1.Pod, error) {
+// They are the cache's own objects, to be read only.
+func (c *CachedPods) OnNode(_ context.Context, namespace, node string) ([]*corev1.Pod, error) {
 	objs, err := c.informer.GetIndexer().ByIndex(byNode, namespace+"/"+node)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]corev1.Pod, 0, len(objs))
+	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
 		if pod, ok := o.(*corev1.Pod); ok {
-			out = append(out, *pod)
+			out = append(out, pod)
 		}
 	}
 	return out, nil

@@ -42,7 +42,7 @@ func Identity(u user.Info) (name string, isNode bool) {
 // Pods lists the pods of a namespace bound to a node, from the API server (so a pod the node has just
 // been told about is never missed for want of a cache having caught up).
 type Pods interface {
-	OnNode(ctx context.Context, namespace, node string) ([]corev1.Pod, error)
+	OnNode(ctx context.Context, namespace, node string) ([]*corev1.Pod, error)
 }
 
 // Authorizer decides a node's reads of the objects its pods reference.
@@ -103,9 +103,9 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 			err = e
 			continue
 		}
-		for i := range pods {
-			if slices.Contains(refs(&pods[i]), name) {
-				return authorizer.DecisionAllow, fmt.Sprintf("node authorizer: pod %s/%s on node %q uses %s %q", ns, pods[i].Name, node, kind, name), nil
+		for _, pod := range pods {
+			if slices.Contains(refs(pod), name) {
+				return authorizer.DecisionAllow, fmt.Sprintf("node authorizer: pod %s/%s on node %q uses %s %q", ns, pod.Name, node, kind, name), nil
 			}
 		}
 	}
@@ -129,14 +129,18 @@ type APIPods struct {
 }
 
 // OnNode implements Pods.
-func (p APIPods) OnNode(ctx context.Context, namespace, node string) ([]corev1.Pod, error) {
+func (p APIPods) OnNode(ctx context.Context, namespace, node string) ([]*corev1.Pod, error) {
 	list, err := p.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return list.Items, nil
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // ConditionsAwareAuthorize answers as Authorize does; the node authorizer's decisions carry no conditions.

@@ -17,11 +17,11 @@ import (
 // podsOn is a fixed set of pods.
 type podsOn []corev1.Pod
 
-func (p podsOn) OnNode(_ context.Context, ns, n string) ([]corev1.Pod, error) {
-	var out []corev1.Pod
-	for _, pod := range p {
-		if pod.Namespace == ns && pod.Spec.NodeName == n {
-			out = append(out, pod)
+func (p podsOn) OnNode(_ context.Context, ns, n string) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	for i := range p {
+		if p[i].Namespace == ns && p[i].Spec.NodeName == n {
+			out = append(out, &p[i])
 		}
 	}
 	return out, nil
@@ -112,7 +112,7 @@ func TestNodeRequestsTokensOnlyForItsPodsAccounts(t *testing.T) {
 // failing is a source that cannot answer.
 type failing struct{}
 
-func (failing) OnNode(context.Context, string, string) ([]corev1.Pod, error) {
+func (failing) OnNode(context.Context, string, string) ([]*corev1.Pod, error) {
 	return nil, errors.New("no answer")
 }
 
