@@ -3,22 +3,39 @@ package node
 import (
 	"context"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
+// freePort is a port free now, for a server the test starts later. It is taken below the kernel's
+// ephemeral range (ip_local_port_range, 32768 and up by default): a port that "127.0.0.1:0" handed out
+// and the test let go is soon reused as the source port of some outgoing connection (other packages'
+// tests run alongside), and then the server cannot bind it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				low = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		port := 10000 + rand.IntN(low-10000)
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port below %d", low)
+	return 0
 }
 
 func get(url string) (int, string) {
