@@ -29,8 +29,9 @@ type Figure struct {
 }
 
 // Plot is one PNG: the distributions of several sample sets (Kind "cdf": each series' Values are
-// samples, drawn as the share of samples at or below each value) or curves (Kind "line": each series'
-// Points are x, y pairs).
+// samples, drawn as the share of samples at or below each value), curves (Kind "line": each series'
+// Points are x, y pairs) or grouped bars (Kind "bar": each series' Values are one bar per category, in
+// the order of Categories).
 type Plot struct {
 	File   string   `json:"file"`
 	Title  string   `json:"title"`
@@ -38,6 +39,8 @@ type Plot struct {
 	XLabel string   `json:"xLabel"`
 	YLabel string   `json:"yLabel"`
 	Series []Series `json:"series"`
+	// Categories name the groups of bars of a "bar" plot, left to right.
+	Categories []string `json:"categories,omitempty"`
 	// Goal, when set, is drawn as a dashed horizontal line at that y, named GoalLabel.
 	Goal      *float64 `json:"goal,omitempty"`
 	GoalLabel string   `json:"goalLabel,omitempty"`

@@ -23,6 +23,13 @@ func draw(p benchjson.Plot, path string) error {
 	plt.Legend.Top = true
 	plt.Legend.Left = p.Kind == "line"
 	plt.Y.Min = 0
+	if p.Kind == "bar" {
+		if err := bars(plt, p); err != nil {
+			return err
+		}
+		plt.BackgroundColor = color.White
+		return plt.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+	}
 	for i, s := range p.Series {
 		var xys plotter.XYs
 		switch p.Kind {
@@ -79,6 +86,30 @@ func draw(p benchjson.Plot, path string) error {
 	}
 	plt.BackgroundColor = color.White
 	return plt.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+// bars adds p's series to plt as groups of bars, one group per category, a series' bars side by side
+// in the order of the series.
+func bars(plt *plot.Plot, p benchjson.Plot) error {
+	const width = vg.Length(14)
+	n := len(p.Series)
+	for i, s := range p.Series {
+		if len(s.Values) != len(p.Categories) {
+			return fmt.Errorf("bar series %q has %d values for %d categories", s.Name, len(s.Values), len(p.Categories))
+		}
+		b, err := plotter.NewBarChart(plotter.Values(s.Values), width)
+		if err != nil {
+			return err
+		}
+		b.Color = plotutil.Color(i)
+		b.LineStyle.Width = 0
+		b.Offset = width * vg.Length(2*i-n+1) / 2
+		plt.Add(b)
+		plt.Legend.Add(s.Name, b)
+	}
+	plt.NominalX(p.Categories...)
+	plt.Legend.Left = false
+	return nil
 }
 
 // cdf is the empirical distribution of values: for each sample, the share of samples at or below it.

@@ -64,3 +64,21 @@ func TestUnknownPlotKind(t *testing.T) {
 		t.Errorf("draw of kind pie: %v", err)
 	}
 }
+
+// A bar plot draws one group per category; a series with a value missing for a category is an error.
+func TestBarPlot(t *testing.T) {
+	dir := t.TempDir()
+	p := benchjson.Plot{File: "bars.png", Title: "start", Kind: "bar", YLabel: "s", Categories: []string{"cold", "warm"},
+		Series: []benchjson.Series{{Name: "peer", Values: []float64{4.7, 3.4}}, {Name: "rayctl", Values: []float64{2.3, 0.7}}}}
+	path := filepath.Join(dir, p.File)
+	if err := draw(p, path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("%s: not a PNG (%v)", path, err)
+	}
+	p.Series[1].Values = []float64{2.3}
+	if err := draw(p, path); err == nil || !strings.Contains(err.Error(), "rayctl") {
+		t.Errorf("a series short of a value: %v", err)
+	}
+}
