@@ -29,7 +29,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -56,7 +55,8 @@ import (
 )
 
 const (
-	// chainCycles is how many measured cycles each instance runs (each makes about two kubelet writes).
+	// chainCycles is how many measured cycles each instance runs by default (each makes about two
+	// kubelet writes); -chain-cycles overrides it.
 	chainCycles = 110
 	// chainWarmup cycles run first on each instance and are not counted.
 	chainWarmup = 5
@@ -95,7 +95,7 @@ type chainSample struct {
 	busy bool
 }
 
-func runChain(rayctl, out string) error {
+func runChain(rayctl, out string, cycles int) error {
 	loadBefore := loadAverage()
 	insts := []*chainInstance{{label: "on"}, {label: "off"}}
 	var wg sync.WaitGroup
@@ -135,7 +135,7 @@ func runChain(rayctl, out string) error {
 	}
 	on.mark = l.Next
 	t0 := time.Now()
-	for i := range chainCycles {
+	for i := range cycles {
 		// Alternate which instance goes first, so neither always follows the other.
 		order := []*chainInstance{insts[i%2], insts[1-i%2]}
 		for _, in := range order {
@@ -147,7 +147,7 @@ func runChain(rayctl, out string) error {
 			in.cycles = append(in.cycles, c)
 		}
 		if (i+1)%20 == 0 {
-			fmt.Fprintf(os.Stderr, "chain: %d/%d cycles per instance (%s)\n", i+1, chainCycles, time.Since(t0).Round(time.Second))
+			fmt.Fprintf(os.Stderr, "chain: %d/%d cycles per instance (%s)\n", i+1, cycles, time.Since(t0).Round(time.Second))
 			if err := on.fetch(ctx); err != nil {
 				return err
 			}
@@ -160,8 +160,8 @@ func runChain(rayctl, out string) error {
 		in.rssMB = loadgen.RSSMB(in.up.Pid())
 	}
 	samples, missing := chainSamples(on.events, on.mark)
-	if len(samples) < 200 {
-		return fmt.Errorf("chain: only %d kubelet writes measured (%d without a complete chain); want at least 200", len(samples), missing)
+	if len(samples) < cycles {
+		return fmt.Errorf("chain: only %d kubelet writes measured in %d cycles (%d without a complete chain); want at least one a cycle", len(samples), cycles, missing)
 	}
 	cost, err := recorderCost()
 	if err != nil {
@@ -415,12 +415,13 @@ func chainSamples(events []chain.Event, mark uint64) ([]chainSample, int) {
 	return out, missing
 }
 
-// writeChain writes out/chain.md.
+// writeChain writes out/chain.md and chain.json.
 func writeChain(out string, insts []*chainInstance, samples []chainSample, missing int, cost recorderCosts, loadBefore, loadAfter string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	on, off := insts[0], insts[1]
+	cycles := len(on.cycles)
 	get := func(f func(chainSample) time.Duration) []time.Duration {
 		v := make([]time.Duration, len(samples))
 		for i, s := range samples {
@@ -454,7 +455,7 @@ func writeChain(out string, insts []*chainInstance, samples []chainSample, missi
 	fmt.Fprintf(&b, "Two `rayctl up --runtime fake` side by side, the recorder on (`--chain-buffer=%d`, the default) and off (`--chain-buffer=0`). ", chain.DefaultSize)
 	fmt.Fprintf(&b, "Each holds one RayCluster with a head only; a cycle deletes the head Pod and waits until the RayCluster's status shows the replacement ready "+
 		"(the RayCluster controller creates it, the binder binds it, the kubelet writes its status: running, then Ready). "+
-		"%d cycles per instance after %d warm-up cycles, alternating between the instances one cycle at a time.\n\n", chainCycles, chainWarmup)
+		"%d cycles per instance after %d warm-up cycles, alternating between the instances one cycle at a time.\n\n", cycles, chainWarmup)
 	fmt.Fprintf(&b, "| measurement | recorder | n | p50 | p90 | p99 | max | goal |\n|---|---|---|---|---|---|---|---|\n")
 	row := func(name, rec string, v []time.Duration, goal string) {
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", name, rec, len(v),
@@ -500,14 +501,14 @@ func writeChain(out string, insts []*chainInstance, samples []chainSample, missi
 			name, chainMS(pa), chainMS(po), float64(pa-po)/float64(time.Millisecond),
 			float64(d)/float64(time.Millisecond), float64(lo)/float64(time.Millisecond), float64(hi)/float64(time.Millisecond), reading)
 	}
-	perCycle := float64(len(on.events)) / float64(chainCycles)
+	perCycle := float64(len(on.events)) / float64(cycles)
 	audits := 0
 	for _, e := range on.events {
 		if e.Hop == chain.APIWrite {
 			audits++
 		}
 	}
-	auditsPerCycle := float64(audits) / float64(chainCycles)
+	auditsPerCycle := float64(audits) / float64(cycles)
 	cpu := time.Duration((perCycle-auditsPerCycle)*float64(cost.hook) + auditsPerCycle*float64(cost.audit))
 	fmt.Fprintf(&b, "\nThe recorder's overhead:\n\n")
 	fmt.Fprintf(&b, "- its own work, timed in-process (%d calls each): %.2f µs per controller hop (informer, predicate, map, queue, reconcile and status hooks), "+
@@ -541,13 +542,36 @@ func writeChain(out string, insts []*chainInstance, samples []chainSample, missi
 		"(a Reconcile of that RayCluster started before the handler's mapping and ended after it).\n")
 	fmt.Fprintf(&b, "- Percentiles are nearest-rank: p99 of n samples is the ⌈0.99·n⌉-th smallest (with n = %d, the %s slowest).\n",
 		len(samples), ordinal(len(samples)-int(math.Ceil(0.99*float64(len(samples))))+1))
-	path := filepath.Join(out, "chain.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
+	return writeSuite(out, chainJSON(insts, committed, idle, busy, loadBefore), b.String())
+}
+
+// chainJSON is chain.json: the goal's figures (kubelet write → Reconcile start, from the chain with the
+// recorder on), what the recorder changes seen from outside, and the distributions as plots.
+func chainJSON(insts []*chainInstance, committed, idle, busy []time.Duration, loadBefore string) suiteResult {
+	on, off := insts[0], insts[1]
+	p50, p99 := percentile(committed, 0.5), percentile(committed, 0.99)
+	res := suiteResult{Suite: "chain", Title: "Trigger chain: kubelet status write → RayCluster Reconcile start", Machine: machine() + "; load average " + loadBefore,
+		Figures: []figure{
+			goalFigure("kubelet status write → RayCluster Reconcile start p50", chainMS(p50), "≤ 2 ms", p50 <= chainGoalP50),
+			goalFigure("kubelet status write → RayCluster Reconcile start p99", chainMS(p99), "≤ 10 ms", p99 <= chainGoalP99),
+			{Name: "… p50 / p99 when no Reconcile of that RayCluster was running", Value: fmt.Sprintf("%s / %s (%d of %d writes)",
+				chainMS(percentile(idle, 0.5)), chainMS(percentile(idle, 0.99)), len(idle), len(committed))},
+			{Name: "Pod Ready → RayCluster HeadPodReady (watches) p50, recorder on / off", Value: fmt.Sprintf("%s / %s",
+				chainMS(percentile(on.watchLat, 0.5)), chainMS(percentile(off.watchLat, 0.5)))},
+			{Name: "head Pod deleted → replacement ready in the status p50, recorder on / off", Value: fmt.Sprintf("%s / %s",
+				chainMS(percentile(on.cycles, 0.5)), chainMS(percentile(off.cycles, 0.5)))},
+			{Name: "RSS after the cycles, recorder on / off", Value: fmt.Sprintf("%.0f / %.0f MB", on.rssMB, off.rssMB)},
+		}}
+	res.Plots = []plotSpec{
+		{File: "chain-reconcile-start.png", Title: "kubelet status write (committed) → RayCluster Reconcile start", Kind: "cdf", XLabel: "ms",
+			Series: []series{{Name: "all writes", Values: msValues(committed)}, {Name: "no Reconcile of it running", Values: msValues(idle)},
+				{Name: "one running (the key waits)", Values: msValues(busy)}}},
+		{File: "chain-watch-on-off.png", Title: "Pod Ready → RayCluster HeadPodReady (watches), recorder on and off", Kind: "cdf", XLabel: "ms",
+			Series: []series{{Name: "recorder on", Values: msValues(on.watchLat)}, {Name: "recorder off", Values: msValues(off.watchLat)}}},
+		{File: "chain-cycle-on-off.png", Title: "head Pod deleted → replacement ready in the RayCluster's status", Kind: "cdf", XLabel: "ms",
+			Series: []series{{Name: "recorder on", Values: msValues(on.cycles)}, {Name: "recorder off", Values: msValues(off.cycles)}}},
 	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	return nil
+	return res
 }
 
 // pairedDiff is the median of a[i] − o[i] and a 95% bootstrap interval for it.
@@ -660,7 +684,7 @@ type chainTracker struct {
 	head     string               // the newest head Pod that is not being deleted
 	podReady map[string]time.Time // head Pod → its first watch event showing it Ready
 	rcReady  map[string]time.Time // head Pod → the RayCluster's first watch event with HeadPodReady True and that head
-	// podRV and rcRV are the last resourceVersions seen, for a rewatch.
+	// podRV and rcRV are the last resourceVersions seen, for a new watch when the server ends one.
 	podRV, rcRV string
 	changed     chan struct{}
 	cancel      context.CancelFunc
@@ -681,50 +705,29 @@ func newChainTracker(ctx context.Context, kube kubernetes.Interface, ray rayclie
 		cancel()
 		return nil, err
 	}
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(t.done)
-		defer pw.Stop()
-		defer cw.Stop()
-		pods, clusters := pw.ResultChan(), cw.ResultChan()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-pods:
-				if !ok {
-					// The server ends watches now and then; start again from the last version seen.
-					pods = rewatch(ctx, func(rv string) (watch.Interface, error) {
-						return kube.CoreV1().Pods(chainNS).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-					}, t.lastPodRV)
-					continue
-				}
-				if ev.Type == watch.Error {
-					// Most likely the version is too old: start again from a fresh list.
-					t.mu.Lock()
-					t.podRV = ""
-					t.mu.Unlock()
-				}
-				if p, isPod := ev.Object.(*corev1.Pod); isPod {
-					t.pod(ev.Type, p, time.Now())
-				}
-			case ev, ok := <-clusters:
-				if !ok {
-					clusters = rewatch(ctx, func(rv string) (watch.Interface, error) {
-						return ray.RayV1().RayClusters(chainNS).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-					}, t.lastRCRV)
-					continue
-				}
-				if ev.Type == watch.Error {
-					t.mu.Lock()
-					t.rcRV = ""
-					t.mu.Unlock()
-				}
-				if c, isRC := ev.Object.(*rayv1.RayCluster); isRC {
-					t.cluster(c, time.Now())
-				}
+		defer wg.Done()
+		follow(ctx, pw, func(rv string) (watch.Interface, error) {
+			return kube.CoreV1().Pods(chainNS).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, t.lastPodRV, func() { t.setRVs(true, false) }, func(ev watch.Event) {
+			if p, isPod := ev.Object.(*corev1.Pod); isPod {
+				t.pod(ev.Type, p, time.Now())
 			}
-		}
+		})
 	}()
+	go func() {
+		defer wg.Done()
+		follow(ctx, cw, func(rv string) (watch.Interface, error) {
+			return ray.RayV1().RayClusters(chainNS).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, t.lastRCRV, func() { t.setRVs(false, true) }, func(ev watch.Event) {
+			if c, isRC := ev.Object.(*rayv1.RayCluster); isRC {
+				t.cluster(c, time.Now())
+			}
+		})
+	}()
+	go func() { wg.Wait(); close(t.done) }()
 	return t, nil
 }
 
@@ -740,17 +743,45 @@ func (t *chainTracker) lastRCRV() string {
 	return t.rcRV
 }
 
-// rewatch opens a watch again from the last resourceVersion, retrying until it works or ctx ends.
-func rewatch(ctx context.Context, open func(rv string) (watch.Interface, error), last func() string) <-chan watch.Event {
-	for ctx.Err() == nil {
-		w, err := open(last())
-		if err == nil {
-			go func() { <-ctx.Done(); w.Stop() }()
-			return w.ResultChan()
-		}
-		time.Sleep(100 * time.Millisecond)
+// setRVs forgets the last resourceVersion of the Pods, the RayClusters or both, so that their next
+// watch starts from now.
+func (t *chainTracker) setRVs(pods, clusters bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if pods {
+		t.podRV = ""
 	}
-	return nil
+	if clusters {
+		t.rcRV = ""
+	}
+}
+
+// follow hands w's events to handle until ctx ends. When the server ends the watch (it does now and
+// then), open opens it again from last(), retrying until that works; a watch error (most likely a
+// version too old) calls reset first, so that the next watch starts from now.
+func follow(ctx context.Context, w watch.Interface, open func(rv string) (watch.Interface, error), last func() string, reset func(), handle func(watch.Event)) {
+	for {
+		stop := context.AfterFunc(ctx, w.Stop)
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				reset()
+				continue
+			}
+			handle(ev)
+		}
+		stop()
+		w.Stop()
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			var err error
+			if w, err = open(last()); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 func (t *chainTracker) pod(typ watch.EventType, p *corev1.Pod, now time.Time) {

@@ -46,6 +46,7 @@ func runLoad(rayctl, out string) error {
 	d := time.Duration(seconds) * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Minute)
 	defer cancel()
+	load := loadAverage()
 	fmt.Fprintf(os.Stderr, "load: %d clients for %d s...\n", loadgen.Clients, seconds)
 	r, err := loadgen.Run(ctx, cfg, up.Pid(), d, nil)
 	if err != nil {
@@ -72,10 +73,11 @@ func runLoad(rayctl, out string) error {
 	if r.FirstErr != nil {
 		fmt.Fprintf(&b, "\nFirst error: `%v`\n", r.FirstErr)
 	}
-	res := suiteResult{Suite: "load", Title: "API server under load", Machine: machine(), Figures: []figure{
+	res := suiteResult{Suite: "load", Title: "API server under load", Machine: machine() + "; load average " + load, Figures: []figure{
 		goalFigure("peak RSS, 50 clients", fmt.Sprintf("%.0f MB", r.RSSPeak), "≤ 400 MB", r.RSSPeak <= 400),
 		goalFigure("mutating latency p99", fmt.Sprintf("%d ms", r.P99.Milliseconds()), "≤ 1 s", r.P99 <= time.Second),
 		goalFigure("failed requests", fmt.Sprint(r.Errors), "0", r.Errors == 0),
+		goalFigure("watch events received / expected", fmt.Sprintf("%d / %d", r.EventsGot, r.EventsWant), "all", r.EventsGot == r.EventsWant),
 	}}
 	if err := writeSuite(out, res, b.String()); err != nil {
 		return err

@@ -2,15 +2,15 @@
 //
 //	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|scale|all]
 //
-// Suite startup measures start-up and memory (startup.md); suite pods measures pod create -> Ready
-// (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
+// Suite startup measures start-up and memory, idle and after a RayJob (startup.md, memory.go); suite pods
+// measures pod create -> Ready and the memory after pod churn on the fake runtime (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
 // suite rayjob measures a RayJob
 // from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); suite chain
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
 // peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime (scale.md, see
-// scale.go); all (the default) runs them all. Suites pods, rayjob and scale also write <suite>.json
-// (bench/benchjson), from which bench/report draws their plots and writes bench/results/README.md.
+// scale.go); all (the default) runs them all. Every suite also writes <suite>.json (bench/benchjson),
+// from which bench/report draws their plots and writes bench/results/README.md.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
 // Each is timed from exec to the "ready in" line, five times, and the median reported; RSS is read from
@@ -39,7 +39,9 @@ func main() {
 	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
-	samples := flag.String("samples", "configs/samples", "the sample manifests (suite rayjob)")
+	samples := flag.String("samples", "configs/samples", "the sample manifests (suites rayjob and startup)")
+	podCycles := flag.Int("pod-cycles", podCyclesDefault, "pod create/delete cycles on the fake runtime before its memory is read (suite pods; 0: none)")
+	chainRuns := flag.Int("chain-cycles", chainCycles, "measured cycles per instance (suite chain)")
 	sizes := flag.String("scale-sizes", "10,30,100", "RayClusters (1 head + 9 workers each) per run of suite scale, comma-separated")
 	profileDir := flag.String("scale-cpuprofile", "", "a directory for a CPU profile of the largest run of suite scale (30 s, from 20 s after the first create; scale-<pods>.pprof)")
 	scaleUpArgs := flag.String("scale-up-args", "", "more `rayctl up` flags for suite scale, space-separated (e.g. --reconcile-concurrency=4)")
@@ -55,22 +57,22 @@ func main() {
 	scale := scaleOptions{sizes: scaleSizes, profileDir: *profileDir, upArgs: strings.Fields(*scaleUpArgs)}
 	switch *suite {
 	case "startup":
-		err = run(*rayctl, *out, *runs)
+		err = run(*rayctl, *out, *samples, *runs)
 	case "pods":
-		err = runPods(*rayctl, *out)
+		err = runPods(*rayctl, *out, *podCycles)
 	case "rayjob":
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns)
 	case "load":
 		err = runLoad(*rayctl, *out)
 	case "chain":
-		err = runChain(*rayctl, *out)
+		err = runChain(*rayctl, *out, *chainRuns)
 	case "peers":
 		err = runPeers(*rayctl, *out, *runs, peers)
 	case "scale":
 		err = runScale(*rayctl, *out, scale)
 	case "all":
-		err = errors.Join(run(*rayctl, *out, *runs), runPods(*rayctl, *out), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale))
+		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
+			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale))
 	default:
 		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale or all", *suite)
 	}
@@ -87,7 +89,7 @@ type sample struct {
 	steps    string        // rayctl's per-component lines, condensed
 }
 
-func run(rayctl, out string, runs int) error {
+func run(rayctl, out, samples string, runs int) error {
 	var cold, warm []sample
 	for i := 0; i < runs; i++ {
 		dir, err := os.MkdirTemp("", "rayctl-bench-")
@@ -109,6 +111,10 @@ func run(rayctl, out string, runs int) error {
 		os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "run %d: cold %v, warm %v\n", i+1, cold[i].wall.Round(time.Millisecond), warm[i].wall.Round(time.Millisecond))
 	}
+	mem, err := rssAfterRayJob(rayctl, samples)
+	if err != nil {
+		return fmt.Errorf("RSS after a RayJob: %w", err)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# rayctl start-up (`make bench`)\n\n")
 	fmt.Fprintf(&b, "Measured %s on %d runs each; median shown, min–max in brackets. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
@@ -122,6 +128,11 @@ func run(rayctl, out string, runs int) error {
 	fmt.Fprintf(&b, "\nBoth include installing the four ray.io/v1 CRDs and waiting until they are Established. A warm restart follows\n"+
 		"a stop once the raysim image, which rayctl loads after ready, is in (a stop in the middle of the import makes containerd's\n"+
 		"next start slower by about a second).\n")
+	memMet := mem.afterMB <= rayjobRSSGoalMB
+	fmt.Fprintf(&b, "\nMemory after a RayJob: on another fresh `rayctl up --runtime=containerd`, RSS %.0f MB idle (3 s after ready); one RayJob "+
+		"(configs/samples/rayjob-k8sjob.yaml with the entrypoint `echo hello` and shutdownAfterJobFinishes, so the controller deletes its RayCluster) "+
+		"ran to Complete and its cluster's pods were gone %s after the apply; RSS %.0f s later: **%.0f MB** (goal ≤ %d MB %s).\n",
+		mem.idleMB, mem.took.Round(100*time.Millisecond), rayjobSettle.Seconds(), mem.afterMB, rayjobRSSGoalMB, mark(memMet))
 	fmt.Fprintf(&b, "\nWhere the time went (ms per component, as rayctl printed it), median and slowest run:\n\n")
 	for _, set := range []struct {
 		name string
@@ -137,6 +148,8 @@ func run(rayctl, out string, runs int) error {
 		goalFigure("cold `rayctl up` → ready, median", fmt.Sprintf("%.2f s", coldWall), "≤ 1.0 s", coldWall <= 1.0),
 		goalFigure("warm restart → ready, median", fmt.Sprintf("%.2f s", warmWall), "≤ 0.5 s", warmWall <= 0.5),
 		goalFigure("RSS 3 s after ready, idle, median", fmt.Sprintf("%.0f MB", rss), "≤ 150 MB", rss <= 150),
+		goalFigure(fmt.Sprintf("RSS %.0f s after a RayJob ran and its cluster was deleted (containerd, raysim)", rayjobSettle.Seconds()),
+			fmt.Sprintf("%.0f MB (idle %.0f MB)", mem.afterMB, mem.idleMB), fmt.Sprintf("≤ %d MB", rayjobRSSGoalMB), memMet),
 	}}
 	return writeSuite(out, res, b.String())
 }

@@ -57,6 +57,7 @@ func runPeers(rayctl, out string, runs int, peers peerPaths) error {
 			return fmt.Errorf("suite peers needs %s (etcd: apt-get install etcd-server; kube-apiserver: make peer-apiserver): %w", p, err)
 		}
 	}
+	load := loadAverage()
 	var peerCold, peerWarm []peerSample
 	var rayCold, rayWarm []sample
 	for i := 0; i < runs; i++ {
@@ -165,16 +166,64 @@ func runPeers(rayctl, out string, runs int, peers peerPaths) error {
 		"- minikube: asks for 2 CPUs, 2 GB of free memory and 20 GB of disk (https://minikube.sigs.k8s.io/docs/start/).\n"+
 		"- kind: no resource figure is published; a cluster is a container running a whole node image\n"+
 		"  (https://kind.sigs.k8s.io/docs/user/quick-start/).\n")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
+	peerMed := func(s []peerSample, get func(peerSample) time.Duration) time.Duration {
+		_, m := peerDur(s, get)
+		return m
 	}
-	path := filepath.Join(out, "peers.md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return err
+	res := peersJSON(peersMedians{
+		coldReadyz: peerMed(peerCold, func(x peerSample) time.Duration { return x.readyz }), coldCRDs: coldCRDsMed, coldRayctl: rayMed(rayCold),
+		warmReadyz: peerMed(peerWarm, func(x peerSample) time.Duration { return x.readyz }), warmCRDs: warmCRDsMed, warmRayctl: rayMed(rayWarm),
+		peerRSS: coldRSSMed, rayctlRSS: rayRSSMed(rayCold),
+	}, runs, load)
+	return writeSuite(out, res, b.String())
+}
+
+// peersMedians are the medians suite peers compares.
+type peersMedians struct {
+	coldReadyz, coldCRDs, coldRayctl time.Duration // peer exec → /readyz, → CRDs Established; rayctl exec → ready
+	warmReadyz, warmCRDs, warmRayctl time.Duration
+	peerRSS, rayctlRSS               float64 // MB, 3 s after (cold)
+}
+
+// peersJSON is peers.json: each comparison with its ratio (the issue sets no goal against the peer),
+// and bars of both.
+func peersJSON(m peersMedians, runs int, load string) suiteResult {
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	cmp := func(ray, peer time.Duration) string {
+		return fmt.Sprintf("%s vs %s: %.2f×", sec(ray), sec(peer), ray.Seconds()/peer.Seconds())
 	}
-	fmt.Print(b.String())
-	fmt.Fprintf(os.Stderr, "wrote %s\n", path)
-	return nil
+	coldRatio, warmRatio, rssRatio := m.coldRayctl.Seconds()/m.coldCRDs.Seconds(), m.warmRayctl.Seconds()/m.warmCRDs.Seconds(), m.rayctlRSS/m.peerRSS
+	res := suiteResult{Suite: "peers", Title: "rayctl beside an envtest-style control plane", Machine: fmt.Sprintf("%s; load average %s; median of %d interleaved runs", machine(), load, runs),
+		Figures: []figure{
+			{Name: "peer cold start: exec → /readyz", Value: sec(m.coldReadyz)},
+			{Name: "cold start, rayctl (→ ready) ÷ peer (→ ray.io CRDs Established)", Value: cmp(m.coldRayctl, m.coldCRDs)},
+			{Name: "peer warm restart: exec → /readyz", Value: sec(m.warmReadyz)},
+			{Name: "warm restart, rayctl (→ ready) ÷ peer (→ ray.io CRDs Established)", Value: cmp(m.warmRayctl, m.warmCRDs)},
+			{Name: "RSS 3 s after a cold start, rayctl ÷ peer (etcd + kube-apiserver)", Value: fmt.Sprintf("%.0f MB vs %.0f MB: %.2f×", m.rayctlRSS, m.peerRSS, rssRatio)},
+		}}
+	s := func(v ...time.Duration) []float64 {
+		out := make([]float64, len(v))
+		for i, d := range v {
+			out[i] = d.Seconds()
+		}
+		return out
+	}
+	res.Plots = []plotSpec{
+		{File: "peers-start.png", Title: "Start to ready: rayctl beside etcd + kube-apiserver (median)", Kind: "bar", YLabel: "s",
+			Categories: []string{fmt.Sprintf("cold start (rayctl ÷ peer %.2f×)", coldRatio), fmt.Sprintf("warm restart (rayctl ÷ peer %.2f×)", warmRatio)},
+			Series: []series{
+				{Name: "peer: exec → /readyz", Values: s(m.coldReadyz, m.warmReadyz)},
+				{Name: "peer: exec → ray.io CRDs Established", Values: s(m.coldCRDs, m.warmCRDs)},
+				{Name: "rayctl: exec → ready (CRDs, kubelet, controllers)", Values: s(m.coldRayctl, m.warmRayctl)},
+			}},
+		{File: "peers-rss.png", Title: "RSS 3 s after a cold start (median)", Kind: "bar", YLabel: "MB",
+			Categories: []string{fmt.Sprintf("rayctl ÷ peer %.2f×", rssRatio)},
+			Series: []series{
+				{Name: "peer: etcd + kube-apiserver", Values: []float64{m.peerRSS}},
+				{Name: "rayctl", Values: []float64{m.rayctlRSS}},
+			}},
+	}
+	return res
 }
 
 // peerStart starts etcd and kube-apiserver on dir (made anew when cold), times them to /readyz and to

@@ -43,13 +43,20 @@ type podsResult struct {
 	chosen  string // what `rayctl up` said it runs
 	warmup  time.Duration
 	samples []time.Duration
+	// cycles is the memory after the pod create/delete cycles (fake runtime only).
+	cycles     *memAfter
+	cyclesDone int
 }
 
-func runPods(rayctl, out string) error {
+func runPods(rayctl, out string, cycles int) error {
 	load := loadAverage()
 	var results []podsResult
 	for _, rt := range []string{"containerd", "fake"} {
-		r, err := podsRuntime(rayctl, rt)
+		n := 0
+		if rt == "fake" {
+			n = cycles
+		}
+		r, err := podsRuntime(rayctl, rt, n)
 		if err != nil {
 			return fmt.Errorf("pods on %s: %w", rt, err)
 		}
@@ -82,12 +89,23 @@ func runPods(rayctl, out string) error {
 			podsMS(percentile(r.samples, 0)), podsMS(percentile(r.samples, 1)), podsMS(r.warmup), goal)
 	}
 	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. Other engineers' test runs shared the machine, hence the load average.\n", podsCount, podsCount)
+	for _, r := range results {
+		if m := r.cycles; m != nil {
+			met := m.afterMB <= podCyclesGoal*m.idleMB
+			fmt.Fprintf(&b, "\nMemory after pod churn (%s runtime): %d pods created and deleted after the measured ones, %d at a time (each created, Ready, deleted, gone), in %s; "+
+				"rayctl's RSS %.0f s after the last: %.0f MB, idle (3 s after ready, before any pod) %.0f MB, %+.0f%%. Goal: within %.0f%% of idle %s.\n",
+				r.runtime, r.cyclesDone, podCycleWorkers, m.took.Round(time.Second), podCyclesSettle.Seconds(), m.afterMB, m.idleMB, 100*(m.afterMB/m.idleMB-1), 100*(podCyclesGoal-1), mark(met))
+			res.Figures = append(res.Figures, goalFigure(fmt.Sprintf("RSS %.0f s after %d pod create/delete cycles (%s runtime)", podCyclesSettle.Seconds(), r.cyclesDone, r.runtime),
+				fmt.Sprintf("%.0f MB (idle %.0f MB, %+.0f%%)", m.afterMB, m.idleMB, 100*(m.afterMB/m.idleMB-1)), fmt.Sprintf("within %.0f%% of idle", 100*(podCyclesGoal-1)), met))
+		}
+	}
 	res.Plots = []plotSpec{dist}
 	return writeSuite(out, res, b.String())
 }
 
-// podsRuntime measures one runtime on a fresh `rayctl up`.
-func podsRuntime(rayctl, rt string) (podsResult, error) {
+// podsRuntime measures one runtime on a fresh `rayctl up`, then runs cycles pod create/delete cycles
+// and reads the memory after them (see memory.go).
+func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
 	res := podsResult{runtime: rt}
 	dir, err := os.MkdirTemp("", "rayctl-bench-pods-")
 	if err != nil {
@@ -112,7 +130,11 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 	if err != nil {
 		return res, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	var idleMB float64
+	if cycles > 0 {
+		idleMB = settledRSS(up.Pid(), 3*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	const ns = "bench-pods"
 	if err := podNamespace(ctx, client, ns); err != nil {
@@ -175,6 +197,17 @@ func podsRuntime(rayctl, rt string) (podsResult, error) {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
+	if cycles > 0 {
+		t0 := time.Now()
+		if err := podCycles(ctx, client, ns, cycles); err != nil {
+			return res, fmt.Errorf("pod create/delete cycles: %w (see %s)", err, filepath.Join(dir, "rayctl.log"))
+		}
+		res.cycles = &memAfter{idleMB: idleMB, took: time.Since(t0)}
+		res.cycles.afterMB = settledRSS(up.Pid(), podCyclesSettle)
+		res.cyclesDone = cycles
+		fmt.Fprintf(os.Stderr, "%s: %d pod create/delete cycles in %s; RSS %.0f MB idle, %.0f MB %s after\n", rt, cycles, res.cycles.took.Round(time.Second),
+			idleMB, res.cycles.afterMB, podCyclesSettle)
+	}
 	return res, nil
 }
 

@@ -201,23 +201,9 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 	if err != nil {
 		return res, err
 	}
-	b, err := os.ReadFile(filepath.Join(samples, c.sample))
+	tmpl, configMaps, err := sampleRayJob(samples, c.sample)
 	if err != nil {
 		return res, err
-	}
-	// The sample's RayJob, and the objects beside it (the real-Ray sample's ConfigMap).
-	docs := strings.Split(string(b), "\n---\n")
-	tmpl := &rayv1.RayJob{}
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), tmpl); err != nil {
-		return res, err
-	}
-	var configMaps []*corev1.ConfigMap
-	for _, d := range docs[1:] {
-		cm := &corev1.ConfigMap{}
-		if err := yaml.UnmarshalStrict([]byte(d), cm); err != nil {
-			return res, fmt.Errorf("%s: %w", c.sample, err)
-		}
-		configMaps = append(configMaps, cm)
 	}
 	if !c.real {
 		tmpl.Spec.Entrypoint = "echo hello"
@@ -260,6 +246,29 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 	}
 	res.load[1] = loadAvg()
 	return res, nil
+}
+
+// sampleRayJob reads the sample RayJob file of the samples dir: the RayJob, and the objects beside it
+// (the real-Ray sample's ConfigMap).
+func sampleRayJob(samples, file string) (*rayv1.RayJob, []*corev1.ConfigMap, error) {
+	b, err := os.ReadFile(filepath.Join(samples, file))
+	if err != nil {
+		return nil, nil, err
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	job := &rayv1.RayJob{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), job); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var configMaps []*corev1.ConfigMap
+	for _, d := range docs[1:] {
+		cm := &corev1.ConfigMap{}
+		if err := yaml.UnmarshalStrict([]byte(d), cm); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		configMaps = append(configMaps, cm)
+	}
+	return job, configMaps, nil
 }
 
 // loadAvg is the machine's 1-minute load average.
