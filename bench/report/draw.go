@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	vgdraw "gonum.org/v1/plot/vg/draw"
 )
 
 // draw renders p as a PNG at path.
@@ -91,8 +92,9 @@ func draw(p benchjson.Plot, path string) error {
 // bars adds p's series to plt as groups of bars, one group per category, a series' bars side by side
 // in the order of the series.
 func bars(plt *plot.Plot, p benchjson.Plot) error {
-	const width = vg.Length(14)
+	const width = vg.Length(22)
 	n := len(p.Series)
+	top := 0.0
 	for i, s := range p.Series {
 		if len(s.Values) != len(p.Categories) {
 			return fmt.Errorf("bar series %q has %d values for %d categories", s.Name, len(s.Values), len(p.Categories))
@@ -106,8 +108,27 @@ func bars(plt *plot.Plot, p benchjson.Plot) error {
 		b.Offset = width * vg.Length(2*i-n+1) / 2
 		plt.Add(b)
 		plt.Legend.Add(s.Name, b)
+		// Each bar's value above it.
+		labels := plotter.XYLabels{XYs: make(plotter.XYs, len(s.Values)), Labels: make([]string, len(s.Values))}
+		for j, v := range s.Values {
+			labels.XYs[j] = plotter.XY{X: float64(j), Y: v}
+			labels.Labels[j] = fmt.Sprintf("%.3g", v)
+			top = max(top, v)
+		}
+		l, err := plotter.NewLabels(labels)
+		if err != nil {
+			return err
+		}
+		for k := range l.TextStyle {
+			l.TextStyle[k].XAlign = vgdraw.XCenter
+		}
+		l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
+		plt.Add(l)
 	}
 	plt.NominalX(p.Categories...)
+	// Room above the bars for the legend, and beside the outer groups.
+	plt.Y.Max = top * 1.5
+	plt.X.Min, plt.X.Max = -0.6, float64(len(p.Categories))-0.4
 	plt.Legend.Left = false
 	return nil
 }
