@@ -565,7 +565,9 @@ func chainJSON(insts []*chainInstance, committed, idle, busy []time.Duration, lo
 	res.Plots = []plotSpec{
 		{File: "chain-reconcile-start.png", Title: "kubelet status write (committed) → RayCluster Reconcile start", Kind: "cdf", XLabel: "ms",
 			Series: []series{{Name: "all writes", Values: msValues(committed)}, {Name: "no Reconcile of it running", Values: msValues(idle)},
-				{Name: "one running (the key waits)", Values: msValues(busy)}}},
+				{Name: "one running (the key waits)", Values: msValues(busy)}},
+			XMarks: []xMark{{X: msValues([]time.Duration{chainGoalP50})[0], Label: "goal: p50 ≤ 2 ms"},
+				{X: msValues([]time.Duration{chainGoalP99})[0], Label: "goal: p99 ≤ 10 ms"}}},
 		{File: "chain-watch-on-off.png", Title: "Pod Ready → RayCluster HeadPodReady (watches), recorder on and off", Kind: "cdf", XLabel: "ms",
 			Series: []series{{Name: "recorder on", Values: msValues(on.watchLat)}, {Name: "recorder off", Values: msValues(off.watchLat)}}},
 		{File: "chain-cycle-on-off.png", Title: "head Pod deleted → replacement ready in the RayCluster's status", Kind: "cdf", XLabel: "ms",

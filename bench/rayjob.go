@@ -67,6 +67,7 @@ type rayjobResult struct {
 }
 
 func runRayJob(rayctl, out, samples string, runs, realRuns int) error {
+	load := loadAverage()
 	var results []rayjobResult
 	for _, c := range []rayjobConfig{
 		{label: "containerd, raysim", args: []string{"--runtime=containerd"}, sample: "rayjob-k8sjob.yaml", runs: runs},
@@ -86,7 +87,7 @@ func runRayJob(rayctl, out, samples string, runs, realRuns int) error {
 	fmt.Fprintf(&b, "On real Ray it is configs/samples/rayjob-real.yaml (K8sJobMode, 1 head + 1 worker, rayproject/ray:2.60.0 run on the host's Ray 2.60.0 from `make ray`; its Python driver runs a task and an actor). ")
 	fmt.Fprintf(&b, "The cluster is kept after the job. Each configuration has its own fresh `rayctl up`; every run starts on an empty node (the previous RayJob deleted and its pods gone).\n\n")
 	fmt.Fprintf(&b, "| configuration | measurement | p50 | p90 | min | max | goal |\n|---|---|---|---|---|---|---|\n")
-	res := suiteResult{Suite: "rayjob", Title: "RayJob apply → Complete", Machine: machine()}
+	res := suiteResult{Suite: "rayjob", Title: "RayJob apply → Complete", Machine: machine() + "; load average " + load + " when the suite started"}
 	complete := plotSpec{File: "rayjob-complete.png", Title: "RayJob apply → Complete", Kind: "cdf", XLabel: "ms"}
 	var phasePlots []plotSpec
 	for _, r := range results {

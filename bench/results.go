@@ -20,6 +20,7 @@ type (
 	figure      = benchjson.Figure
 	plotSpec    = benchjson.Plot
 	series      = benchjson.Series
+	xMark       = benchjson.Mark
 )
 
 // goalFigure is a figure with a goal that it meets or not.

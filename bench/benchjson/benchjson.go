@@ -44,6 +44,15 @@ type Plot struct {
 	// Goal, when set, is drawn as a dashed horizontal line at that y, named GoalLabel.
 	Goal      *float64 `json:"goal,omitempty"`
 	GoalLabel string   `json:"goalLabel,omitempty"`
+	// XMarks, on a "cdf" plot, are drawn as dashed vertical lines at their X, named by their Label
+	// (a goal on the samples' values, such as a latency's p99 goal).
+	XMarks []Mark `json:"xMarks,omitempty"`
+}
+
+// Mark is one vertical line of a plot.
+type Mark struct {
+	X     float64 `json:"x"`
+	Label string  `json:"label"`
 }
 
 // Series is one sample set or curve of a plot.

@@ -78,6 +78,17 @@ func draw(p benchjson.Plot, path string) error {
 		plt.Legend.Add(p.GoalLabel, line)
 		plt.Y.Max = max(plt.Y.Max, goal*1.1)
 	}
+	for i, m := range p.XMarks {
+		line, err := plotter.NewLine(plotter.XYs{{X: m.X, Y: 0}, {X: m.X, Y: 1}})
+		if err != nil {
+			return err
+		}
+		line.Color = color.Gray{Y: uint8(60 + 50*(i%3))}
+		line.Dashes = []vg.Length{vg.Points(2 + 3*float64(i%3)), vg.Points(3)}
+		line.Width = vg.Points(1.2)
+		plt.Add(line)
+		plt.Legend.Add(m.Label, line)
+	}
 	if p.Kind == "cdf" {
 		// Room on the right for the legend, which would otherwise sit on the slowest curve.
 		plt.X.Min, plt.X.Max = 0, plt.X.Max*1.4

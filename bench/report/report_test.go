@@ -22,7 +22,8 @@ func TestReportDrawsPlotsAndIndexesSuites(t *testing.T) {
 			            {"name": "API p99", "value": "80 ms", "goal": "≤ 100 ms", "met": true}],
 			"plots": [{"file": "scale-wall.png", "title": "wall", "kind": "line", "xLabel": "pods", "yLabel": "s", "goal": 15, "goalLabel": "goal",
 			           "series": [{"name": "wall", "points": [[100, 9.4], [1000, 240]]}]},
-			          {"file": "scale-cdf.png", "title": "cdf", "kind": "cdf", "xLabel": "ms", "series": [{"name": "fake", "values": [3, 1, 2]}]}]}`,
+			          {"file": "scale-cdf.png", "title": "cdf", "kind": "cdf", "xLabel": "ms", "series": [{"name": "fake", "values": [3, 1, 2]}],
+			           "xMarks": [{"x": 2, "label": "goal: p50 ≤ 2 ms"}]}]}`,
 		"chain.md": "# Trigger chain\n",
 	}
 	for name, text := range files {
