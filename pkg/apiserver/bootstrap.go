@@ -35,8 +35,9 @@ var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // bootstrap creates the system namespaces, installs the CRDs, waiting until each is Established, and
 // applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
-// fails until it is done.
-func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
+// fails until it is done. crdInformer is the server's own informer on CRDs, which the install reads
+// instead of the API (see informerCRDs).
+func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -57,7 +58,11 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, rbacPolicy 
 			}
 		})
 	}
-	wg.Go(func() { errs[len(SystemNamespaces)] = InstallCRDs(ctx, cfg, crds) })
+	extensions, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { errs[len(SystemNamespaces)] = installCRDs(ctx, extensions, crds, informerCRDs{crdInformer}) })
 	// The policy holds Roles in system namespaces, so it follows them.
 	namespaces.Wait()
 	errs[len(SystemNamespaces)+1] = applyRBAC(ctx, client, rbacPolicy, authz)
@@ -85,13 +90,27 @@ func applyRBAC(ctx context.Context, client kubernetes.Interface, objs []runtime.
 	return nil
 }
 
-// InstallCRDs creates or updates each CRD manifest and waits until all are Established.
+// InstallCRDs creates or updates each CRD manifest on the server cfg reaches and waits until all are
+// Established.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	return installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()})
+}
+
+// crdView is where the installer reads the CRDs' state from.
+type crdView interface {
+	// get returns the CRD named name as stored (not to be modified), or a NotFound error.
+	get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error)
+	// waitEstablished returns once every CRD named in pending is Established.
+	waitEstablished(ctx context.Context, pending map[string]bool) error
+}
+
+// installCRDs creates or updates each CRD manifest through client and waits until all are Established,
+// reading their state from state.
+func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView) error {
 	names := make([]string, len(manifests))
 	errs := make([]error, len(manifests))
 	ready := make([]bool, len(manifests))
@@ -107,19 +126,17 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 		}
 		crd.Annotations[ManifestHashAnnotation] = hex.EncodeToString(sum[:])
 		names[i] = crd.Name
-		wg.Add(1)
-		// Validating a large CRD costs CPU; the three are written side by side.
-		go func() {
-			defer wg.Done()
+		// Validating a large CRD costs CPU; they are written side by side.
+		wg.Go(func() {
 			errs[i] = retry(ctx, func() error {
 				var err error
-				ready[i], err = applyCRD(ctx, crds, crd)
+				ready[i], err = applyCRD(ctx, client.ApiextensionsV1().RESTClient(), state, crd)
 				return err
 			})
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("installing CRD %s: %w", crd.Name, errs[i])
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -132,29 +149,40 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 			pending[name] = true
 		}
 	}
-	if err := waitEstablished(ctx, crds, pending, time.Minute); err != nil {
-		return err
+	if len(pending) > 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, establishTimeout)
+		defer cancel()
+		if err := state.waitEstablished(waitCtx, pending); err != nil {
+			return fmt.Errorf("CRDs %v did not become Established within %s: %w", sortedKeys(pending), establishTimeout, err)
+		}
 	}
 	klog.InfoS("CRDs established", "count", len(names))
 	return nil
 }
 
-// waitEstablished watches CRDs until every one named in pending is Established. A watch rather than a
-// poll: each read of a Ray CRD decodes and encodes half a megabyte, which a poll every few milliseconds
-// would spend the start-up's CPU on while the server establishes them. (No precondition: the initial
-// list arrives as events, and a precondition would wait for it by polling.)
-func waitEstablished(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, pending map[string]bool, timeout time.Duration) error {
-	if len(pending) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// establishTimeout bounds the wait for the CRDs written to become Established.
+const establishTimeout = time.Minute
+
+// apiCRDs reads CRDs through the API: for a server other than this process's.
+type apiCRDs struct {
+	crds apiextensionsv1client.CustomResourceDefinitionInterface
+}
+
+func (a apiCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return a.crds.Get(ctx, name, metav1.GetOptions{})
+}
+
+// waitEstablished watches the CRDs. A watch rather than a poll: each read of a Ray CRD decodes and
+// encodes half a megabyte, which a poll every few milliseconds would spend the start-up's CPU on while
+// the server establishes them. (No precondition: the initial list arrives as events, and a precondition
+// would wait for it by polling.)
+func (a apiCRDs) waitEstablished(ctx context.Context, pending map[string]bool) error {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return crds.List(ctx, opts)
+			return a.crds.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return crds.Watch(ctx, opts)
+			return a.crds.Watch(ctx, opts)
 		},
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
@@ -163,27 +191,88 @@ func waitEstablished(ctx context.Context, crds apiextensionsv1client.CustomResou
 		}
 		return len(pending) == 0, nil
 	})
-	if err != nil {
-		names := make([]string, 0, len(pending))
-		for name := range pending {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		return fmt.Errorf("CRDs %v did not become Established within %s: %w", names, timeout, err)
+	return err
+}
+
+// informerCRDs reads CRDs from the API server's own informer on them (the one its CRD handler and
+// controllers share), in process: neither a read nor a watch of the CRDs through the API, each of
+// which would encode, send and decode every Ray CRD, half a megabyte, again.
+type informerCRDs struct {
+	informer cache.SharedIndexInformer
+}
+
+func (i informerCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if !cache.WaitForCacheSync(ctx.Done(), i.informer.HasSynced) {
+		return nil, ctx.Err()
 	}
-	return nil
+	obj, exists, err := i.informer.GetStore().GetByKey(name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(apiextensionsv1.Resource("customresourcedefinitions"), name)
+	}
+	return obj.(*apiextensionsv1.CustomResourceDefinition), nil
+}
+
+func (i informerCRDs) waitEstablished(ctx context.Context, pending map[string]bool) error {
+	changed := make(chan struct{}, 1)
+	notify := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	reg, err := i.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	defer i.informer.RemoveEventHandler(reg)
+	for {
+		for name := range pending {
+			if crd, err := i.get(ctx, name); err == nil && established(crd) {
+				delete(pending, name)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // ManifestHashAnnotation records the hash of the manifest a CRD was installed from, so a restart with
 // the same manifests writes nothing.
 const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 
-// applyCRD creates crd, or updates it when the stored one came from another manifest.
-// It reports whether the CRD is already Established (so there is nothing to wait for).
-func applyCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
-	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+// applyCRD creates crd, or updates it when the stored one (as state has it) came from another manifest.
+// It reports whether the CRD is already Established (so there is nothing to wait for). The server's
+// answer, the whole CRD again, is not decoded: nothing here reads it.
+func applyCRD(ctx context.Context, rc rest.Interface, state crdView, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	existing, err := state.get(ctx, crd.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = crds.Create(ctx, crd, metav1.CreateOptions{})
+		err = rc.Post().Resource("customresourcedefinitions").Body(crd).Do(ctx).Error()
+		if apierrors.IsAlreadyExists(err) {
+			// The view had not caught up with a CRD created meanwhile: read it again.
+			err = apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), crd.Name, err)
+		}
 		return false, err
 	}
 	if err != nil {
@@ -194,8 +283,7 @@ func applyCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDefi
 	}
 	update := crd.DeepCopy()
 	update.ResourceVersion = existing.ResourceVersion
-	_, err = crds.Update(ctx, update, metav1.UpdateOptions{})
-	return false, err
+	return false, rc.Put().Resource("customresourcedefinitions").Name(crd.Name).Body(update).Do(ctx).Error()
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
