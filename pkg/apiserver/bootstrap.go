@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -71,14 +72,29 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer
 }
 
 // applyRBAC creates or updates the policy's roles and bindings and waits until authz enforces them.
+// The objects are independent of each other (a binding may name a role not yet stored), so they are
+// applied side by side, rbacWriters at a time: one after another, the policy's round trips were a large
+// part of a warm start.
 func applyRBAC(ctx context.Context, client kubernetes.Interface, objs []runtime.Object, authz *rbac.Authorizer) error {
-	var stored []runtime.Object
-	err := retry(ctx, func() error {
-		var err error
-		stored, err = policy.Apply(ctx, client, objs)
-		return err
-	})
-	if err != nil {
+	stored := make([]runtime.Object, len(objs))
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, rbacWriters)
+	for i, o := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = retry(ctx, func() error {
+				out, err := policy.Apply(ctx, client, []runtime.Object{o})
+				if err == nil {
+					stored[i] = out[0]
+				}
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("applying the RBAC policy: %w", err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -89,6 +105,9 @@ func applyRBAC(ctx context.Context, client kubernetes.Interface, objs []runtime.
 	klog.InfoS("RBAC policy applied", "objects", len(stored))
 	return nil
 }
+
+// rbacWriters bounds the RBAC policy's requests in flight during start-up.
+const rbacWriters = 8
 
 // InstallCRDs creates or updates each CRD manifest on the server cfg reaches and waits until all are
 // Established.
@@ -116,26 +135,10 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, mani
 	ready := make([]bool, len(manifests))
 	var wg sync.WaitGroup
 	for i, m := range manifests {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(m, crd); err != nil {
-			return fmt.Errorf("reading a CRD manifest: %w", err)
-		}
-		sum := sha256.Sum256(m)
-		if crd.Annotations == nil {
-			crd.Annotations = map[string]string{}
-		}
-		crd.Annotations[ManifestHashAnnotation] = hex.EncodeToString(sum[:])
-		names[i] = crd.Name
-		// Validating a large CRD costs CPU; they are written side by side.
+		// Reading a large CRD manifest, and the server validating it, cost CPU: they are done side by
+		// side, and a manifest is read only when its CRD is to be written.
 		wg.Go(func() {
-			errs[i] = retry(ctx, func() error {
-				var err error
-				ready[i], err = applyCRD(ctx, client.ApiextensionsV1().RESTClient(), state, crd)
-				return err
-			})
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("installing CRD %s: %w", crd.Name, errs[i])
-			}
+			names[i], ready[i], errs[i] = installCRD(ctx, client.ApiextensionsV1().RESTClient(), state, m)
 		})
 	}
 	wg.Wait()
@@ -262,28 +265,89 @@ func sortedKeys(m map[string]bool) []string {
 // the same manifests writes nothing.
 const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 
-// applyCRD creates crd, or updates it when the stored one (as state has it) came from another manifest.
-// It reports whether the CRD is already Established (so there is nothing to wait for). The server's
-// answer, the whole CRD again, is not decoded: nothing here reads it.
-func applyCRD(ctx context.Context, rc rest.Interface, state crdView, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
-	existing, err := state.get(ctx, crd.Name)
-	if apierrors.IsNotFound(err) {
-		err = rc.Post().Resource("customresourcedefinitions").Body(crd).Do(ctx).Error()
-		if apierrors.IsAlreadyExists(err) {
-			// The view had not caught up with a CRD created meanwhile: read it again.
-			err = apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), crd.Name, err)
-		}
-		return false, err
-	}
+// installCRD creates the CRD manifest describes, or updates it when the stored one (as state has it)
+// came from another manifest. It returns the CRD's name and whether it is already Established (so
+// there is nothing to wait for).
+func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte) (string, bool, error) {
+	name, err := crdName(manifest)
 	if err != nil {
-		return false, err
+		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
 	}
-	if existing.Annotations[ManifestHashAnnotation] == crd.Annotations[ManifestHashAnnotation] {
-		return established(existing), nil
+	sum := sha256.Sum256(manifest)
+	hash := hex.EncodeToString(sum[:])
+	var crd *apiextensionsv1.CustomResourceDefinition
+	var ready bool
+	err = retry(ctx, func() error {
+		existing, err := state.get(ctx, name)
+		switch {
+		case err == nil && existing.Annotations[ManifestHashAnnotation] == hash:
+			ready = established(existing)
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		if crd == nil {
+			if crd, err = readCRD(manifest, name, hash); err != nil {
+				return err
+			}
+		}
+		if existing == nil {
+			err = rc.Post().Resource("customresourcedefinitions").Body(crd).Do(ctx).Error()
+			if apierrors.IsAlreadyExists(err) {
+				// The view had not caught up with a CRD created meanwhile: read it again.
+				err = apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), name, err)
+			}
+			return err
+		}
+		// The server's answer, the whole CRD again, is not decoded: nothing here reads it.
+		update := crd.DeepCopy()
+		update.ResourceVersion = existing.ResourceVersion
+		return rc.Put().Resource("customresourcedefinitions").Name(name).Body(update).Do(ctx).Error()
+	})
+	if err != nil {
+		return name, false, fmt.Errorf("installing CRD %s: %w", name, err)
 	}
-	update := crd.DeepCopy()
-	update.ResourceVersion = existing.ResourceVersion
-	return false, rc.Put().Resource("customresourcedefinitions").Name(crd.Name).Body(update).Do(ctx).Error()
+	return name, ready, nil
+}
+
+// crdName returns the name of the CRD manifest describes, reading as little of it as it can: the
+// top-level keys before spec (a Ray CRD's metadata is in its first few hundred bytes, its spec half a
+// megabyte), or else all of it.
+func crdName(manifest []byte) (string, error) {
+	var head struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if i := bytes.Index(manifest, []byte("\nspec:")); i > 0 {
+		if err := yaml.Unmarshal(manifest[:i+1], &head); err == nil && head.Metadata.Name != "" {
+			return head.Metadata.Name, nil
+		}
+	}
+	if err := yaml.Unmarshal(manifest, &head); err != nil {
+		return "", err
+	}
+	if head.Metadata.Name == "" {
+		return "", fmt.Errorf("a CRD manifest without metadata.name")
+	}
+	return head.Metadata.Name, nil
+}
+
+// readCRD decodes the CRD manifest describes (strictly: an unknown field is an error), named name,
+// and marks it with the manifest's hash.
+func readCRD(manifest []byte, name, hash string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(manifest, crd); err != nil {
+		return nil, fmt.Errorf("reading the manifest of CRD %s: %w", name, err)
+	}
+	if crd.Name != name {
+		return nil, fmt.Errorf("the manifest of CRD %s names %q", name, crd.Name)
+	}
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations[ManifestHashAnnotation] = hash
+	return crd, nil
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
