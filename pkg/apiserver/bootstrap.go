@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,8 +36,9 @@ var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // bootstrap creates the system namespaces, installs the CRDs, waiting until each is Established, and
 // applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
-// fails until it is done.
-func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
+// fails until it is done. crdInformer is the server's own informer on CRDs, which the install reads
+// instead of the API (see informerCRDs).
+func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -57,7 +59,11 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, rbacPolicy 
 			}
 		})
 	}
-	wg.Go(func() { errs[len(SystemNamespaces)] = InstallCRDs(ctx, cfg, crds) })
+	extensions, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { errs[len(SystemNamespaces)] = installCRDs(ctx, extensions, crds, informerCRDs{crdInformer}) })
 	// The policy holds Roles in system namespaces, so it follows them.
 	namespaces.Wait()
 	errs[len(SystemNamespaces)+1] = applyRBAC(ctx, client, rbacPolicy, authz)
@@ -66,14 +72,29 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, rbacPolicy 
 }
 
 // applyRBAC creates or updates the policy's roles and bindings and waits until authz enforces them.
+// The objects are independent of each other (a binding may name a role not yet stored), so they are
+// applied side by side, rbacWriters at a time: one after another, the policy's round trips were a large
+// part of a warm start.
 func applyRBAC(ctx context.Context, client kubernetes.Interface, objs []runtime.Object, authz *rbac.Authorizer) error {
-	var stored []runtime.Object
-	err := retry(ctx, func() error {
-		var err error
-		stored, err = policy.Apply(ctx, client, objs)
-		return err
-	})
-	if err != nil {
+	stored := make([]runtime.Object, len(objs))
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, rbacWriters)
+	for i, o := range objs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = retry(ctx, func() error {
+				out, err := policy.Apply(ctx, client, []runtime.Object{o})
+				if err == nil {
+					stored[i] = out[0]
+				}
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("applying the RBAC policy: %w", err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -85,41 +106,40 @@ func applyRBAC(ctx context.Context, client kubernetes.Interface, objs []runtime.
 	return nil
 }
 
-// InstallCRDs creates or updates each CRD manifest and waits until all are Established.
+// rbacWriters bounds the RBAC policy's requests in flight during start-up.
+const rbacWriters = 8
+
+// InstallCRDs creates or updates each CRD manifest on the server cfg reaches and waits until all are
+// Established.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	return installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()})
+}
+
+// crdView is where the installer reads the CRDs' state from.
+type crdView interface {
+	// get returns the CRD named name as stored (not to be modified), or a NotFound error.
+	get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error)
+	// waitEstablished returns once every CRD named in pending is Established.
+	waitEstablished(ctx context.Context, pending map[string]bool) error
+}
+
+// installCRDs creates or updates each CRD manifest through client and waits until all are Established,
+// reading their state from state.
+func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView) error {
 	names := make([]string, len(manifests))
 	errs := make([]error, len(manifests))
 	ready := make([]bool, len(manifests))
 	var wg sync.WaitGroup
 	for i, m := range manifests {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(m, crd); err != nil {
-			return fmt.Errorf("reading a CRD manifest: %w", err)
-		}
-		sum := sha256.Sum256(m)
-		if crd.Annotations == nil {
-			crd.Annotations = map[string]string{}
-		}
-		crd.Annotations[ManifestHashAnnotation] = hex.EncodeToString(sum[:])
-		names[i] = crd.Name
-		wg.Add(1)
-		// Validating a large CRD costs CPU; the three are written side by side.
-		go func() {
-			defer wg.Done()
-			errs[i] = retry(ctx, func() error {
-				var err error
-				ready[i], err = applyCRD(ctx, crds, crd)
-				return err
-			})
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("installing CRD %s: %w", crd.Name, errs[i])
-			}
-		}()
+		// Reading a large CRD manifest, and the server validating it, cost CPU: they are done side by
+		// side, and a manifest is read only when its CRD is to be written.
+		wg.Go(func() {
+			names[i], ready[i], errs[i] = installCRD(ctx, client.ApiextensionsV1().RESTClient(), state, m)
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -132,29 +152,40 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 			pending[name] = true
 		}
 	}
-	if err := waitEstablished(ctx, crds, pending, time.Minute); err != nil {
-		return err
+	if len(pending) > 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, establishTimeout)
+		defer cancel()
+		if err := state.waitEstablished(waitCtx, pending); err != nil {
+			return fmt.Errorf("CRDs %v did not become Established within %s: %w", sortedKeys(pending), establishTimeout, err)
+		}
 	}
 	klog.InfoS("CRDs established", "count", len(names))
 	return nil
 }
 
-// waitEstablished watches CRDs until every one named in pending is Established. A watch rather than a
-// poll: each read of a Ray CRD decodes and encodes half a megabyte, which a poll every few milliseconds
-// would spend the start-up's CPU on while the server establishes them. (No precondition: the initial
-// list arrives as events, and a precondition would wait for it by polling.)
-func waitEstablished(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, pending map[string]bool, timeout time.Duration) error {
-	if len(pending) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// establishTimeout bounds the wait for the CRDs written to become Established.
+const establishTimeout = time.Minute
+
+// apiCRDs reads CRDs through the API: for a server other than this process's.
+type apiCRDs struct {
+	crds apiextensionsv1client.CustomResourceDefinitionInterface
+}
+
+func (a apiCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	return a.crds.Get(ctx, name, metav1.GetOptions{})
+}
+
+// waitEstablished watches the CRDs. A watch rather than a poll: each read of a Ray CRD decodes and
+// encodes half a megabyte, which a poll every few milliseconds would spend the start-up's CPU on while
+// the server establishes them. (No precondition: the initial list arrives as events, and a precondition
+// would wait for it by polling.)
+func (a apiCRDs) waitEstablished(ctx context.Context, pending map[string]bool) error {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return crds.List(ctx, opts)
+			return a.crds.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return crds.Watch(ctx, opts)
+			return a.crds.Watch(ctx, opts)
 		},
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
@@ -163,39 +194,160 @@ func waitEstablished(ctx context.Context, crds apiextensionsv1client.CustomResou
 		}
 		return len(pending) == 0, nil
 	})
-	if err != nil {
-		names := make([]string, 0, len(pending))
-		for name := range pending {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		return fmt.Errorf("CRDs %v did not become Established within %s: %w", names, timeout, err)
+	return err
+}
+
+// informerCRDs reads CRDs from the API server's own informer on them (the one its CRD handler and
+// controllers share), in process: neither a read nor a watch of the CRDs through the API, each of
+// which would encode, send and decode every Ray CRD, half a megabyte, again.
+type informerCRDs struct {
+	informer cache.SharedIndexInformer
+}
+
+func (i informerCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if !cache.WaitForCacheSync(ctx.Done(), i.informer.HasSynced) {
+		return nil, ctx.Err()
 	}
-	return nil
+	obj, exists, err := i.informer.GetStore().GetByKey(name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(apiextensionsv1.Resource("customresourcedefinitions"), name)
+	}
+	return obj.(*apiextensionsv1.CustomResourceDefinition), nil
+}
+
+func (i informerCRDs) waitEstablished(ctx context.Context, pending map[string]bool) error {
+	changed := make(chan struct{}, 1)
+	notify := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	reg, err := i.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	defer i.informer.RemoveEventHandler(reg)
+	for {
+		for name := range pending {
+			if crd, err := i.get(ctx, name); err == nil && established(crd) {
+				delete(pending, name)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // ManifestHashAnnotation records the hash of the manifest a CRD was installed from, so a restart with
 // the same manifests writes nothing.
 const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 
-// applyCRD creates crd, or updates it when the stored one came from another manifest.
-// It reports whether the CRD is already Established (so there is nothing to wait for).
-func applyCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
-	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = crds.Create(ctx, crd, metav1.CreateOptions{})
-		return false, err
-	}
+// installCRD creates the CRD manifest describes, or updates it when the stored one (as state has it)
+// came from another manifest. It returns the CRD's name and whether it is already Established (so
+// there is nothing to wait for).
+func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte) (string, bool, error) {
+	name, err := crdName(manifest)
 	if err != nil {
-		return false, err
+		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
 	}
-	if existing.Annotations[ManifestHashAnnotation] == crd.Annotations[ManifestHashAnnotation] {
-		return established(existing), nil
+	sum := sha256.Sum256(manifest)
+	hash := hex.EncodeToString(sum[:])
+	var crd *apiextensionsv1.CustomResourceDefinition
+	var ready bool
+	err = retry(ctx, func() error {
+		existing, err := state.get(ctx, name)
+		switch {
+		case err == nil && existing.Annotations[ManifestHashAnnotation] == hash:
+			ready = established(existing)
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		if crd == nil {
+			if crd, err = readCRD(manifest, name, hash); err != nil {
+				return err
+			}
+		}
+		if existing == nil {
+			err = rc.Post().Resource("customresourcedefinitions").Body(crd).Do(ctx).Error()
+			if apierrors.IsAlreadyExists(err) {
+				// The view had not caught up with a CRD created meanwhile: read it again.
+				err = apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), name, err)
+			}
+			return err
+		}
+		// The server's answer, the whole CRD again, is not decoded: nothing here reads it.
+		update := crd.DeepCopy()
+		update.ResourceVersion = existing.ResourceVersion
+		return rc.Put().Resource("customresourcedefinitions").Name(name).Body(update).Do(ctx).Error()
+	})
+	if err != nil {
+		return name, false, fmt.Errorf("installing CRD %s: %w", name, err)
 	}
-	update := crd.DeepCopy()
-	update.ResourceVersion = existing.ResourceVersion
-	_, err = crds.Update(ctx, update, metav1.UpdateOptions{})
-	return false, err
+	return name, ready, nil
+}
+
+// crdName returns the name of the CRD manifest describes, reading as little of it as it can: the
+// top-level keys before spec (a Ray CRD's metadata is in its first few hundred bytes, its spec half a
+// megabyte), or else all of it.
+func crdName(manifest []byte) (string, error) {
+	var head struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if i := bytes.Index(manifest, []byte("\nspec:")); i > 0 {
+		if err := yaml.Unmarshal(manifest[:i+1], &head); err == nil && head.Metadata.Name != "" {
+			return head.Metadata.Name, nil
+		}
+	}
+	if err := yaml.Unmarshal(manifest, &head); err != nil {
+		return "", err
+	}
+	if head.Metadata.Name == "" {
+		return "", fmt.Errorf("a CRD manifest without metadata.name")
+	}
+	return head.Metadata.Name, nil
+}
+
+// readCRD decodes the CRD manifest describes (strictly: an unknown field is an error), named name,
+// and marks it with the manifest's hash.
+func readCRD(manifest []byte, name, hash string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(manifest, crd); err != nil {
+		return nil, fmt.Errorf("reading the manifest of CRD %s: %w", name, err)
+	}
+	if crd.Name != name {
+		return nil, fmt.Errorf("the manifest of CRD %s names %q", name, crd.Name)
+	}
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations[ManifestHashAnnotation] = hash
+	return crd, nil
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth"
@@ -141,7 +142,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	server, err := newExtensionsServer(generic, etcdOptions)
+	server, crdInformer, err := newExtensionsServer(generic, etcdOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func New(c Config) (*Server, error) {
 	for prefix, h := range c.Debug {
 		server.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
 	}
-	addPostStartHooks(server, c.CRDs, rbacPolicy, startAdmission, access)
+	addPostStartHooks(server, c.CRDs, crdInformer, rbacPolicy, startAdmission, access)
 
 	return &Server{
 		Addr:                addr,
@@ -347,8 +348,8 @@ func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*g
 }
 
 // newExtensionsServer builds the apiextensions server from generic, as the only server (not a delegate),
-// custom resources stored with etcdOptions.
-func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions) (*genericapiserver.GenericAPIServer, error) {
+// custom resources stored with etcdOptions. It returns the server and its informer on CRDs.
+func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
@@ -362,14 +363,14 @@ func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOption
 	completed.GenericConfig.EnableDiscovery = true
 	extensions, err := completed.New(genericapiserver.NewEmptyDelegate())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	server := extensions.GenericAPIServer
 	// By the time the HTTP server shuts down, rayctl's components have stopped and requests have drained;
 	// what can remain is an HTTP/2 connection opened while shutdown began, which net/http's graceful
 	// shutdown never tells to go away and would wait for until the timeout (60 s by default).
 	server.ShutdownTimeout = httpShutdownTimeout
-	return server, nil
+	return server, extensions.Informers.Apiextensions().V1().CustomResourceDefinitions().Informer(), nil
 }
 
 // installBuiltins installs the built-in API groups on server, and returns the service range their
@@ -394,8 +395,9 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, generic *generic
 }
 
 // addPostStartHooks adds the hooks that run once the server serves: admission's informers, the node
-// authorizer's pod cache, RBAC's informers, and the bootstrap (crds, rbacPolicy, the kubernetes Service).
-func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte, rbacPolicy []runtime.Object, startAdmission genericapiserver.PostStartHookFunc, a *authState) {
+// authorizer's pod cache, RBAC's informers, and the bootstrap (crds, read back through crdInformer;
+// rbacPolicy; the kubernetes Service).
+func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte, crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, startAdmission genericapiserver.PostStartHookFunc, a *authState) {
 	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)
 	server.AddPostStartHookOrDie("node-authorizer-pods", func(ctx genericapiserver.PostStartHookContext) error {
 		go a.nodePods.Run(ctx)
@@ -407,7 +409,7 @@ func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte,
 		return a.rbac.Start(ctx, ctx.LoopbackClientConfig)
 	})
 	server.AddPostStartHookOrDie("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
-		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, rbacPolicy, a.rbac)
+		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, crdInformer, rbacPolicy, a.rbac)
 	})
 }
 

@@ -250,3 +250,48 @@ func TestRayClusterSchema(t *testing.T) {
 		must(t, "delete RayJob", dyn.Resource(rayJobGVR).Namespace(ns).Delete(ctx, "rayjob-sample", metav1.DeleteOptions{}))
 	})
 }
+
+// TestCRDsRestoredOnRestart changes a Ray CRD behind rayctl's back (as an older rayctl's CRD would
+// differ), restarts the instance, and finds the CRD back as rayctl's manifest has it, Established, with
+// custom resources served again.
+func TestCRDsRestoredOnRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	in := startOwn(t)
+	ext, err := apiextensionsclient.NewForConfig(in.Config)
+	must(t, "apiextensions client", err)
+	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
+	want, err := crds.Get(ctx, "rayclusters.ray.io", metav1.GetOptions{})
+	must(t, "get CRD", err)
+	changed := want.DeepCopy()
+	changed.Annotations["rayctl.io/manifest-sha256"] = "an-older-manifest"
+	changed.Spec.Versions[0].AdditionalPrinterColumns = nil
+	_, err = crds.Update(ctx, changed, metav1.UpdateOptions{})
+	must(t, "change the CRD", err)
+
+	must(t, "stop", in.Stop())
+	must(t, "restart", in.Restart())
+
+	ext, err = apiextensionsclient.NewForConfig(in.Config)
+	must(t, "apiextensions client after restart", err)
+	got, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "rayclusters.ray.io", metav1.GetOptions{})
+	must(t, "get CRD after restart", err)
+	if a, w := got.Annotations["rayctl.io/manifest-sha256"], want.Annotations["rayctl.io/manifest-sha256"]; a != w {
+		t.Errorf("manifest hash after restart %q, want %q", a, w)
+	}
+	if a, w := len(got.Spec.Versions[0].AdditionalPrinterColumns), len(want.Spec.Versions[0].AdditionalPrinterColumns); a != w || w == 0 {
+		t.Errorf("%d printer columns after restart, want %d (the manifest's)", a, w)
+	}
+	established := false
+	for _, c := range got.Status.Conditions {
+		established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+	}
+	if !established {
+		t.Errorf("CRD not Established after restart: %v", got.Status.Conditions)
+	}
+	dyn, err := dynamic.NewForConfig(quiet(in.Config))
+	must(t, "dynamic client", err)
+	if _, err := dyn.Resource(rayClusterGVR).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list rayclusters after restart: %v", err)
+	}
+}
