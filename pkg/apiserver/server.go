@@ -130,7 +130,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig)
+	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig, access.nodePods)
 	if err != nil {
 		return nil, err
 	}
