@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -148,6 +149,11 @@ func New(cfg Config) (*Kubelet, error) {
 	rc := rest.CopyConfig(cfg.RESTConfig)
 	if rc.UserAgent == "" {
 		rc.UserAgent = "kubelet/" + cfg.KubernetesVersion + " (rayctl)"
+	}
+	if rc.ContentType == "" {
+		// Every kind the kubelet reads and writes is built in, so all of it speaks protobuf, as a real
+		// kubelet's client does: the generated clients already do, and this covers the rest (its events).
+		rc.ContentType = apiruntime.ContentTypeProtobuf
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
