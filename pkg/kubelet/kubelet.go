@@ -40,6 +40,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
+// EventQPS and EventBurst pace the kubelet's events, as a real kubelet's eventRecordQPS and eventBurst
+// defaults do.
+const (
+	EventQPS   = 50
+	EventBurst = 100
+)
+
 // Config configures a kubelet.
 type Config struct {
 	// NodeName is the Node this kubelet registers and runs pods for.
@@ -99,14 +106,15 @@ type APIConfig struct {
 
 // Kubelet is a running node agent.
 type Kubelet struct {
-	cfg       Config
-	client    kubernetes.Interface
-	statusMgr *status.Manager
-	deps      *podworker.Deps
-	agent     *node.Agent
-	api       *kubeletapi.Server
-	listener  net.Listener
-	podLister cache.Indexer
+	cfg         Config
+	client      kubernetes.Interface
+	eventClient kubernetes.Interface
+	statusMgr   *status.Manager
+	deps        *podworker.Deps
+	agent       *node.Agent
+	api         *kubeletapi.Server
+	listener    net.Listener
+	podLister   cache.Indexer
 
 	mu      sync.Mutex
 	workers map[types.UID]*podworker.Worker
@@ -159,7 +167,16 @@ func New(cfg Config) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{cfg: cfg, client: client, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
+	// Events go through a client of their own, paced as a real kubelet paces them (eventRecordQPS and
+	// eventBurst): a burst of events then waits, or is dropped by the broadcaster, instead of holding up
+	// the status writes behind it.
+	ec := rest.CopyConfig(rc)
+	ec.QPS, ec.Burst, ec.RateLimiter = EventQPS, EventBurst, nil
+	eventClient, err := kubernetes.NewForConfig(ec)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kubelet{cfg: cfg, client: client, eventClient: eventClient, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
 	k.statusMgr = status.NewManager(client, cfg.OnStatusWrite)
 	return k, nil
 }
@@ -239,7 +256,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	recorder := k.cfg.Recorder
 	if recorder == nil {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
 	}
