@@ -12,14 +12,17 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	nodeauth "github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 )
 
 // newAdmission builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
 // not exist or are being deleted, as every real cluster does, then ServiceAccount, which gives pods their
 // account and its token volume (see serviceAccountAdmission), then NodeRestriction, which keeps each
-// kubelet's writes to its own node (see nodeRestriction). The namespace and ServiceAccount informers start
-// with the server, through the loopback client.
-func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
+// kubelet's writes to its own node (see nodeRestriction), looking the pods of kubelets' token requests up
+// in nodePods (the node authorizer's cache) before reading them through the API. The namespace and
+// ServiceAccount informers start with the server, through the loopback client.
+func newAdmission(loopback *rest.Config, nodePods *nodeauth.CachedPods) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return nil, nil, err
@@ -43,5 +46,7 @@ func newAdmission(loopback *rest.Config) (admission.Interface, genericapiserver.
 	pod := func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 		return client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
-	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), newNodeRestriction(pod)), start, nil
+	restriction := newNodeRestriction(pod)
+	restriction.cached = nodePods.Pod
+	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), restriction), start, nil
 }

@@ -33,6 +33,9 @@ type nodeRestriction struct {
 	*admission.Handler
 	// pod reads a pod as stored (nil: a node's token requests are refused).
 	pod func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// cached, when set, looks a pod up in a cache first (nil when it holds none): a token request for a
+	// pod the cache shows bound to the node, with the UID asked for, needs no read through the API.
+	cached func(namespace, name string) *corev1.Pod
 }
 
 var _ admission.ValidationInterface = &nodeRestriction{}
@@ -76,6 +79,11 @@ func (p *nodeRestriction) admitTokenRequest(ctx context.Context, node string, a 
 	ref := req.Spec.BoundObjectRef
 	if ref == nil || ref.Kind != "Pod" {
 		return admission.NewForbidden(a, fmt.Errorf("node %q can only request tokens bound to a pod", node))
+	}
+	if p.cached != nil {
+		if pod := p.cached(a.GetNamespace(), ref.Name); pod != nil && pod.Spec.NodeName == node && ref.UID != "" && pod.UID == ref.UID {
+			return nil
+		}
 	}
 	if p.pod == nil {
 		return admission.NewForbidden(a, fmt.Errorf("node %q: cannot look the pod up", node))

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
@@ -139,5 +140,56 @@ func TestNodeRestriction(t *testing.T) {
 	}
 	if newNodeRestriction(nil).Handles(admission.Connect) {
 		t.Error("the plugin handles connect requests")
+	}
+}
+
+// A token request for a pod the cache shows bound to the node, with the UID asked for, is admitted
+// without a read through the API; anything else the cache shows (another node, another UID, no pod) is
+// left to the consistent read, which has the last word.
+func TestNodeRestrictionTokenFromCache(t *testing.T) {
+	nodeA := &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes"}}
+	accounts := corev1.SchemeGroupVersion.WithResource("serviceaccounts")
+	cachedPod := func(node, uid string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID(uid)}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	for _, tc := range []struct {
+		name     string
+		cached   *corev1.Pod
+		uid      string
+		stored   string // node the API's pod is bound to
+		wantRead bool
+		want     string
+	}{
+		{"cached on this node", cachedPod("a", "u1"), "u1", "a", false, ""},
+		{"cached, another UID", cachedPod("a", "u0"), "u1", "b", true, `bound to node "b"`},
+		{"cached on another node", cachedPod("b", "u1"), "u1", "a", true, ""},
+		{"not cached yet", nil, "u1", "a", true, ""},
+		{"not cached, stored elsewhere", nil, "u1", "b", true, `bound to node "b"`},
+		{"no UID asked", cachedPod("a", "u1"), "", "b", true, `bound to node "b"`},
+	} {
+		read := false
+		p := newNodeRestriction(func(_ context.Context, ns, name string) (*corev1.Pod, error) {
+			read = true
+			return cachedPod(tc.stored, tc.uid), nil
+		})
+		p.cached = func(ns, name string) *corev1.Pod {
+			if ns != "ns" || name != "p" {
+				return nil
+			}
+			return tc.cached
+		}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: types.UID(tc.uid)}}}
+		attrs := admission.NewAttributesRecord(tr, nil, accounts.GroupVersion().WithKind("TokenRequest"), "ns", "robot", accounts, "token", admission.Create, nil, false, nodeA)
+		err := p.Validate(context.Background(), attrs, nil)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want admitted", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want a 403 saying %q", tc.name, err, tc.want)
+		}
+		if read != tc.wantRead {
+			t.Errorf("%s: read through the API = %v, want %v", tc.name, read, tc.wantRead)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -37,6 +38,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/kubelet/probe"
 	"github.com/rayctl/rayctl/pkg/kubelet/status"
 	"github.com/rayctl/rayctl/pkg/runtime"
+)
+
+// EventQPS and EventBurst pace the kubelet's events, as a real kubelet's eventRecordQPS and eventBurst
+// defaults do.
+const (
+	EventQPS   = 50
+	EventBurst = 100
 )
 
 // Config configures a kubelet.
@@ -98,14 +106,15 @@ type APIConfig struct {
 
 // Kubelet is a running node agent.
 type Kubelet struct {
-	cfg       Config
-	client    kubernetes.Interface
-	statusMgr *status.Manager
-	deps      *podworker.Deps
-	agent     *node.Agent
-	api       *kubeletapi.Server
-	listener  net.Listener
-	podLister cache.Indexer
+	cfg         Config
+	client      kubernetes.Interface
+	eventClient kubernetes.Interface
+	statusMgr   *status.Manager
+	deps        *podworker.Deps
+	agent       *node.Agent
+	api         *kubeletapi.Server
+	listener    net.Listener
+	podLister   cache.Indexer
 
 	mu      sync.Mutex
 	workers map[types.UID]*podworker.Worker
@@ -149,11 +158,25 @@ func New(cfg Config) (*Kubelet, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "kubelet/" + cfg.KubernetesVersion + " (rayctl)"
 	}
+	if rc.ContentType == "" {
+		// Every kind the kubelet reads and writes is built in, so all of it speaks protobuf, as a real
+		// kubelet's client does: the generated clients already do, and this covers the rest (its events).
+		rc.ContentType = apiruntime.ContentTypeProtobuf
+	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{cfg: cfg, client: client, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
+	// Events go through a client of their own, paced as a real kubelet paces them (eventRecordQPS and
+	// eventBurst): a burst of events then waits, or is dropped by the broadcaster, instead of holding up
+	// the status writes behind it.
+	ec := rest.CopyConfig(rc)
+	ec.QPS, ec.Burst, ec.RateLimiter = EventQPS, EventBurst, nil
+	eventClient, err := kubernetes.NewForConfig(ec)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kubelet{cfg: cfg, client: client, eventClient: eventClient, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
 	k.statusMgr = status.NewManager(client, cfg.OnStatusWrite)
 	return k, nil
 }
@@ -233,7 +256,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	recorder := k.cfg.Recorder
 	if recorder == nil {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
 	}

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/podutils"
@@ -89,22 +88,34 @@ func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // selectingServices maps a pod to every Service in its namespace whose selector matches its labels. For an
-// update the builder maps the old pod as well, so a Service the pod no longer matches is synced too.
+// update the builder maps the old pod as well, so a Service the pod no longer matches is synced too. It
+// runs for every Pod event and reads every Service of the namespace, so it reads the cache's own objects
+// (no copies: it only reads them) and matches selectors without building them.
 func (r *Reconciler) selectingServices(ctx context.Context, obj client.Object) []reconcile.Request {
 	svcs := &corev1.ServiceList{}
-	if err := r.client.List(ctx, svcs, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.client.List(ctx, svcs, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
+	podLabels := obj.GetLabels()
 	var out []reconcile.Request
-	for _, svc := range svcs.Items {
-		if len(svc.Spec.Selector) == 0 {
-			continue
-		}
-		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		if len(svc.Spec.Selector) > 0 && selects(svc.Spec.Selector, podLabels) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}})
 		}
 	}
 	return out
+}
+
+// selects reports whether a Service's selector matches labels: every key present with the same value,
+// as labels.SelectorFromValidatedSet(selector).Matches(labels) says.
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // podChanged reports whether an update touches anything an endpoint is made of.

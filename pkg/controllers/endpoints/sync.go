@@ -44,8 +44,10 @@ func (r *Reconciler) sync(ctx context.Context, ns, name string) error {
 	if len(svc.Spec.Selector) == 0 {
 		return nil
 	}
+	// The pods are only read (the desired objects copy what they use), so the cache's own are listed.
 	list := &corev1.PodList{}
-	if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromValidatedSet(svc.Spec.Selector)}); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: labels.SelectorFromValidatedSet(svc.Spec.Selector)},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	pods := make([]*corev1.Pod, len(list.Items))

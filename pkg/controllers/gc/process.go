@@ -48,6 +48,11 @@ const (
 // checkOwners deletes a dependent none of whose owners remain, or drops its references to owners that
 // are gone when another owner remains.
 func (c *Collector) checkOwners(ctx context.Context, n *node) error {
+	if c.ownersInGraph(n) {
+		// Every owner is known and not waiting for its dependents: nothing to do, and no need to read
+		// the object (a new dependent of a known owner, the usual case, costs no request).
+		return nil
+	}
 	live, err := c.getLive(ctx, n)
 	if live == nil || err != nil {
 		return err
@@ -100,6 +105,18 @@ func (c *Collector) checkOwners(ctx context.Context, n *node) error {
 		return fmt.Errorf("deleting %s %s/%s: %w", n.gvr.Resource, n.namespace, n.name, err)
 	}
 	return err
+}
+
+// ownersInGraph reports whether every owner n's cached copy names is in the graph and solid (not waiting
+// for its dependents to go), as Kubernetes' collector leaves such a dependent alone.
+func (c *Collector) ownersInGraph(n *node) bool {
+	for _, ref := range n.owners {
+		o := c.graph.get(ref.UID)
+		if o == nil || o.waitingForDependents() {
+			return false
+		}
+	}
+	return true
 }
 
 // ownerStateOf looks up the owner ref names: in the graph first, else with a live read.

@@ -61,3 +61,14 @@ func (c *CachedPods) OnNode(_ context.Context, namespace, node string) ([]*corev
 	}
 	return out, nil
 }
+
+// Pod returns the cached pod namespace/name (spec only), nil when the cache holds none. It is the
+// cache's own object, to be read only.
+func (c *CachedPods) Pod(namespace, name string) *corev1.Pod {
+	obj, ok, err := c.informer.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	pod, _ := obj.(*corev1.Pod)
+	return pod
+}
