@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubectl/pkg/util/podutils"
@@ -89,22 +88,34 @@ func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // selectingServices maps a pod to every Service in its namespace whose selector matches its labels. For an
-// update the builder maps the old pod as well, so a Service the pod no longer matches is synced too.
+// update the builder maps the old pod as well, so a Service the pod no longer matches is synced too. It
+// runs for each pod event and only reads the Services, so it reads the cache's own objects: a copy of
+// every Service of the namespace per pod event made N pods beside N Services cost N² copies.
 func (r *Reconciler) selectingServices(ctx context.Context, obj client.Object) []reconcile.Request {
 	svcs := &corev1.ServiceList{}
-	if err := r.client.List(ctx, svcs, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.client.List(ctx, svcs, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, svc := range svcs.Items {
-		if len(svc.Spec.Selector) == 0 {
-			continue
-		}
-		if labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(obj.GetLabels())) {
+	podLabels := obj.GetLabels()
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		if len(svc.Spec.Selector) > 0 && selects(svc.Spec.Selector, podLabels) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}})
 		}
 	}
 	return out
+}
+
+// selects reports whether every key of a Service's selector has its value among the pod's labels
+// (what labels.SelectorFromValidatedSet(selector).Matches(pod labels) says, without building a selector).
+func selects(selector, podLabels map[string]string) bool {
+	for k, v := range selector {
+		if l, ok := podLabels[k]; !ok || l != v {
+			return false
+		}
+	}
+	return true
 }
 
 // podChanged reports whether an update touches anything an endpoint is made of.
