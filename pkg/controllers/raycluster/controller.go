@@ -323,9 +323,12 @@ func (r *Reconciler) satisfied(ctx context.Context, c *rayv1.RayCluster, name st
 	})
 }
 
+// listPods lists c's Pods matching sel from the cache. They are the cache's own objects, not copies
+// (every reconcile lists them, and a copy of each Pod was most of what a reconcile allocated): read
+// them, delete them, never change them.
 func (r *Reconciler) listPods(ctx context.Context, c *rayv1.RayCluster, sel client.MatchingLabels) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	err := r.client.List(ctx, &pods, r.inCluster(c, sel)...)
+	err := r.client.List(ctx, &pods, r.inCluster(c, sel, client.UnsafeDisableDeepCopy)...)
 	return pods.Items, err
 }
 
