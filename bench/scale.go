@@ -56,6 +56,7 @@ type scaleResult struct {
 	rssReady, rssPeak float64
 	etcdMB            float64
 	reconciles        float64
+	cpuSeconds        float64               // rayctl's CPU time (user+system) from the first create to all ready
 	queues            map[string]queueStats // by controller
 	verbs             []verbLatency
 }
@@ -91,7 +92,7 @@ func runScale(rayctl, out string, o scaleOptions) error {
 		if err != nil {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
-		fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods): ready in %s, peak RSS %.0f MB\n", n, r.pods, r.wall.Round(time.Millisecond), r.rssPeak)
+		fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods): ready in %s, rayctl CPU %.1f s, peak RSS %.0f MB\n", n, r.pods, r.wall.Round(time.Millisecond), r.cpuSeconds, r.rssPeak)
 		results = append(results, r)
 	}
 	var b strings.Builder
@@ -310,7 +311,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 			}
 		})
 	}
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), procCPUSeconds(up.Pid())
 	var creating sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
@@ -329,6 +330,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 		return res, fmt.Errorf("%w after %s (see %s)", err, time.Since(t0).Round(time.Second), filepath.Join(dir, "rayctl.log"))
 	}
 	res.wall = time.Since(t0)
+	res.cpuSeconds = procCPUSeconds(up.Pid()) - cpu0
 	stop()
 	res.rssPeak, res.rssReady = peak, loadgen.RSSMB(up.Pid())
 	after, err := apiLatency(ctx, kube)
@@ -406,6 +408,23 @@ func waitAllReady(ctx context.Context, ray rayclient.Interface, ns string, n int
 		}
 	}
 	return nil
+}
+
+// procCPUSeconds is the user+system CPU time process pid has used so far (0 if unknown).
+func procCPUSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) start at its closing parenthesis;
+	// utime and stime are the 14th and 15th fields, in clock ticks (100 per second on Linux).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
 }
 
 // scaleProfileSeconds is how long the CPU profile of a run lasts, from scaleProfileAfter after the first

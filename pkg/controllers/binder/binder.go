@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -50,27 +51,23 @@ type Config struct {
 	InsufficientHint string
 }
 
-// Binder binds pending pods to nodes. It places one pod at a time (which keeps the accounting exact)
-// and binds up to bindWorkers at once (a binding is a round trip to the API server). It reads
-// pods and nodes through the manager's cache, which must hold every Pod and Node.
+// Binder binds pending pods to nodes. It places one pod at a time against per-node accounts that the
+// pod informer keeps up to date (which keeps the accounting exact without summing every pod for each
+// placement) and binds up to bindWorkers at once (a binding is a round trip to the API server). It
+// reads pods and nodes through the manager's cache, which must hold every Pod and Node.
 type Binder struct {
 	cfg      Config
 	client   client.Client
 	recorder record.EventRecorder
 
-	// placing makes placements one at a time.
-	placing sync.Mutex
+	// accounts is what each node's pods request; accountsSynced reports whether it has seen every
+	// pod of the cache's first list.
+	accounts       *accounts
+	accountsSynced func() bool
 
 	mu sync.Mutex
-	// assumed are pods bound by this binder that the cache has not yet shown bound.
-	assumed map[types.UID]assumedPod
 	// unschedulable are pods that fit no node: a change that may make room tries them again.
 	unschedulable map[types.NamespacedName]bool
-}
-
-type assumedPod struct {
-	node     string
-	requests corev1.ResourceList
 }
 
 // Setup is the manager.SetupFunc of the binder with the default Config, Env.InsufficientHint as its hint.
@@ -95,9 +92,20 @@ func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
 	b := &Binder{
 		cfg: c, client: mgr.GetClient(),
 		recorder:      mgr.GetEventRecorderFor(c.SchedulerName), //nolint:staticcheck // core/v1 events, which kubectl describe shows
-		assumed:       map[types.UID]assumedPod{},
+		accounts:      newAccounts(),
 		unschedulable: map[types.NamespacedName]bool{},
 	}
+	// The accounts follow the cache's pods through an event handler of their own on the Pod informer
+	// (not a watch of the controller: it adds no hop to the trigger chain).
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(b.accounts.handler())
+	if err != nil {
+		return err
+	}
+	b.accountsSynced = reg.HasSynced
 	retry := handler.EnqueueRequestsFromMapFunc(b.unschedulablePods)
 	return h.NewControllerManagedBy(mgr).
 		For(&corev1.Pod{}, chainhooks.Named("pending for "+c.SchedulerName, predicate.NewPredicateFuncs(b.pendingOrGone))).
@@ -160,8 +168,13 @@ var leftNodeOrFinished = chainhooks.Named("pod left its node or finished", predi
 	GenericFunc: func(event.GenericEvent) bool { return false },
 })
 
-// unschedulablePods maps any event to every pod waiting for room.
-func (b *Binder) unschedulablePods(context.Context, client.Object) []reconcile.Request {
+// unschedulablePods maps any event to every pod waiting for room. A pod's event here is one that
+// frees room (leftNodeOrFinished): the accounts drop the pod first, so the pods tried again see the
+// room even when the accounts' own handler has not yet had the event.
+func (b *Binder) unschedulablePods(_ context.Context, obj client.Object) []reconcile.Request {
+	if p, ok := obj.(*corev1.Pod); ok {
+		b.accounts.left(p.UID)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]reconcile.Request, 0, len(b.unschedulable))
@@ -210,14 +223,9 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		b.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	b.mu.Lock()
-	_, inFlight := b.assumed[pod.UID]
-	b.mu.Unlock()
-	if inFlight {
-		return reconcile.Result{}, nil
-	}
-	node, nodes, reasons, err := b.place(ctx, pod)
-	if err != nil {
+	node, known, nodes, reasons, err := b.place(ctx, pod)
+	if err != nil || known {
+		// known: placed already and its binding in flight, or the accounts are ahead of this read.
 		return reconcile.Result{}, err
 	}
 	if node == "" {
@@ -229,46 +237,47 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 
 // place picks the fitting node with the most cpu left and assumes the pod there (its requests count
 // against the node from now on), or says why no node fits: the nodes looked at and, per reason, how
-// many refused. Placements are made one at a time, so two pods never both take the last room; the
-// bindings that follow run in parallel.
-func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, count int, reasons map[string]int, err error) {
-	b.placing.Lock()
-	defer b.placing.Unlock()
+// many refused. Placements are made one at a time, against the accounts, so two pods never both take
+// the last room; the bindings that follow run in parallel.
+func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known bool, count int, reasons map[string]int, err error) {
+	if b.accountsSynced != nil && !b.accountsSynced() && !toolscache.WaitForCacheSync(ctx.Done(), b.accountsSynced) {
+		return "", false, 0, nil, ctx.Err()
+	}
 	nodes := &corev1.NodeList{}
 	if err := b.client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return "", 0, nil, err
-	}
-	usage, err := b.usage(ctx)
-	if err != nil {
-		return "", 0, nil, err
+		return "", false, 0, nil, err
 	}
 	reasons = map[string]int{}
-	var best *corev1.Node
-	var bestFree int64
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		why := fits(pod, n, usage[n.Name])
-		if len(why) > 0 {
-			for _, r := range why {
-				reasons[r]++
+	node, known = b.accounts.placeWith(pod, func(usage func(string) nodeUsage) string {
+		var best *corev1.Node
+		var bestFree int64
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			used := usage(n.Name)
+			why := fits(pod, n, used)
+			if len(why) > 0 {
+				for _, r := range why {
+					reasons[r]++
+				}
+				continue
 			}
-			continue
+			// Prefer the node with the most cpu left.
+			cpu := n.Status.Allocatable[corev1.ResourceCPU]
+			usedCPU := used.requests[corev1.ResourceCPU]
+			free := cpu.MilliValue() - usedCPU.MilliValue()
+			if best == nil || free > bestFree {
+				best, bestFree = n, free
+			}
 		}
-		// Prefer the node with the most cpu left.
-		cpu := n.Status.Allocatable[corev1.ResourceCPU]
-		usedCPU := usage[n.Name].requests[corev1.ResourceCPU]
-		free := cpu.MilliValue() - usedCPU.MilliValue()
-		if best == nil || free > bestFree {
-			best, bestFree = n, free
+		if best == nil {
+			return ""
 		}
+		return best.Name
+	})
+	if known || node == "" {
+		return "", known, len(nodes.Items), reasons, nil
 	}
-	if best == nil {
-		return "", len(nodes.Items), reasons, nil
-	}
-	b.mu.Lock()
-	b.assumed[pod.UID] = assumedPod{node: best.Name, requests: PodRequests(pod)}
-	b.mu.Unlock()
-	return best.Name, len(nodes.Items), nil, nil
+	return node, false, len(nodes.Items), nil, nil
 }
 
 // forget drops a pod that no longer waits from the unschedulable ones.
@@ -278,58 +287,13 @@ func (b *Binder) forget(key types.NamespacedName) {
 	b.mu.Unlock()
 }
 
-// usage sums the requests of the non-terminal pods bound to each node, and of the pods this binder has
-// just bound that the cache does not show bound yet. An assumed pod the cache shows bound, or no longer
-// has, is forgotten. It reads the cache's own objects, without copies (it only reads them): a copy of
-// every Pod for each pod placed made placing N pods cost N² copies.
-func (b *Binder) usage(ctx context.Context) (map[string]nodeUsage, error) {
-	pods := &corev1.PodList{}
-	if err := b.client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := map[string]nodeUsage{}
-	add := func(node string, req corev1.ResourceList) {
-		u := out[node]
-		if u.requests == nil {
-			u.requests = corev1.ResourceList{}
-		}
-		addTo(u.requests, req)
-		u.pods++
-		out[node] = u
-	}
-	unbound := map[types.UID]bool{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == "" {
-			unbound[p.UID] = true
-			continue
-		}
-		if terminal(p) {
-			continue
-		}
-		add(p.Spec.NodeName, PodRequests(p))
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for uid, a := range b.assumed {
-		if !unbound[uid] {
-			delete(b.assumed, uid)
-			continue
-		}
-		add(a.node, a.requests)
-	}
-	return out, nil
-}
-
 func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
 	if err := b.client.SubResource("binding").Create(ctx, pod, binding); err != nil {
-		b.mu.Lock()
-		delete(b.assumed, pod.UID)
-		b.mu.Unlock()
+		b.accounts.forgetAssumed(pod.UID)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Gone, bound by someone else, or being deleted: nothing left to do.
 			return nil

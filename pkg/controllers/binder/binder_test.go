@@ -28,6 +28,9 @@ type env struct {
 	client kubernetes.Interface
 	ns     string
 	node   string
+	inst   *framework.Instance
+	// stopBinder stops the binder running now.
+	stopBinder func()
 }
 
 func setup(t *testing.T) *env {
@@ -37,18 +40,30 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inst.Cleanup(t) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- binder.Config{SchedulerName: schedulerName}.Run(ctx, inst.Config) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("binder: %v", err)
-		}
-	})
-	e := &env{t: t, client: inst.Client, ns: "default", node: fmt.Sprintf("n-%d", os.Getpid())}
+	e := &env{t: t, client: inst.Client, ns: "default", node: fmt.Sprintf("n-%d", os.Getpid()), inst: inst}
+	e.stopBinder = e.startBinder()
+	t.Cleanup(func() { e.stopBinder() })
 	e.makeNode(map[string]string{"pool": "a"}, "2", "4Gi")
 	return e
+}
+
+// startBinder runs a binder until the returned stop is called.
+func (e *env) startBinder() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- binder.Config{SchedulerName: schedulerName}.Run(ctx, e.inst.Config) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("binder: %v", err)
+		}
+	}
+}
+
+// restartBinder stops the binder and starts another.
+func (e *env) restartBinder() {
+	e.stopBinder()
+	e.stopBinder = e.startBinder()
 }
 
 func (e *env) makeNode(labels map[string]string, cpu, mem string) {
@@ -192,6 +207,28 @@ func TestBinder(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitPod("picky", "bound after relabelling", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+}
+
+// A binder started anew counts the pods already bound (from its cache's first list), and a pod that
+// finishes frees its room.
+func TestBinderRestartAndFinish(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.createPod("first", "1500m", nil)
+	first := e.waitPod("first", "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+
+	// The binder stops and another starts (as after its manager lost its lease): 1.5 of the node's 2
+	// cpus are still taken.
+	e.restartBinder()
+	e.createPod("second", "1", nil)
+	e.waitPod("second", "unschedulable while the first pod runs", unschedulable)
+
+	// The first pod ends (its phase Succeeded, as the kubelet writes it): its cpu is free again.
+	first.Status.Phase = corev1.PodSucceeded
+	if _, err := e.client.CoreV1().Pods(e.ns).UpdateStatus(ctx, first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPod("second", "bound once the first pod finished", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
 }
 
 func TestPodRequests(t *testing.T) {

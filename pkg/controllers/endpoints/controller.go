@@ -8,6 +8,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubectl/pkg/util/podutils"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,8 @@ const concurrency = 2
 // through the manager's cache, which must hold every Pod, Service, Endpoints and EndpointSlice.
 type Reconciler struct {
 	client client.Client
+	// services is the cache's Service indexer, read by selectingServices without a list's copies.
+	services toolscache.Indexer
 }
 
 // Setup is the manager.SetupFunc of this controller: For Services; Watches Pods (mapped to the Services
@@ -47,6 +50,13 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		h = chainhooks.New(Name, nil)
 	}
 	r := &Reconciler{client: mgr.GetClient()}
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
+	if err != nil {
+		return err
+	}
+	if i, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+		r.services = i.GetIndexer()
+	}
 	return h.NewControllerManagedBy(mgr).
 		For(&corev1.Service{}).
 		Watches(&corev1.Pod{}, "selected by the service", handler.EnqueueRequestsFromMapFunc(r.selectingServices), endpointFieldsChanged).
@@ -89,17 +99,33 @@ func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
 
 // selectingServices maps a pod to every Service in its namespace whose selector matches its labels. For an
 // update the builder maps the old pod as well, so a Service the pod no longer matches is synced too. It
-// runs for every Pod event and reads every Service of the namespace, so it reads the cache's own objects
-// (no copies: it only reads them) and matches selectors without building them.
+// runs for each pod event and only reads the Services, so it reads the cache's own objects through its
+// namespace index: a list copied every Service of the namespace per pod event (N pods beside N Services
+// cost N² copies).
 func (r *Reconciler) selectingServices(ctx context.Context, obj client.Object) []reconcile.Request {
-	svcs := &corev1.ServiceList{}
-	if err := r.client.List(ctx, svcs, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil
+	var svcs []*corev1.Service
+	if r.services != nil {
+		objs, err := r.services.ByIndex(toolscache.NamespaceIndex, obj.GetNamespace())
+		if err != nil {
+			return nil
+		}
+		for _, o := range objs {
+			if svc, ok := o.(*corev1.Service); ok {
+				svcs = append(svcs, svc)
+			}
+		}
+	} else {
+		list := &corev1.ServiceList{}
+		if err := r.client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		for i := range list.Items {
+			svcs = append(svcs, &list.Items[i])
+		}
 	}
-	podLabels := obj.GetLabels()
 	var out []reconcile.Request
-	for i := range svcs.Items {
-		svc := &svcs.Items[i]
+	podLabels := obj.GetLabels()
+	for _, svc := range svcs {
 		if len(svc.Spec.Selector) > 0 && selects(svc.Spec.Selector, podLabels) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}})
 		}
@@ -107,11 +133,11 @@ func (r *Reconciler) selectingServices(ctx context.Context, obj client.Object) [
 	return out
 }
 
-// selects reports whether a Service's selector matches labels: every key present with the same value,
-// as labels.SelectorFromValidatedSet(selector).Matches(labels) says.
-func selects(selector, labels map[string]string) bool {
+// selects reports whether every key of a Service's selector has its value among the pod's labels
+// (what labels.SelectorFromValidatedSet(selector).Matches(pod labels) says, without building a selector).
+func selects(selector, podLabels map[string]string) bool {
 	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
+		if l, ok := podLabels[k]; !ok || l != v {
 			return false
 		}
 	}

@@ -78,6 +78,8 @@ type Reconciler struct {
 	resync       time.Duration
 	now          func() time.Time
 	hostRay      func(image string) string
+	// indexed: the client reads a cache that indexes Pods and Services by cluster (indexCluster).
+	indexed bool
 }
 
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
@@ -113,8 +115,16 @@ var specLabelsOrAnnotationsChanged = chainhooks.Named("generation, labels or ann
 
 // SetupWithManager wires the controller as KubeRay does: For(&RayCluster{}) with
 // specLabelsOrAnnotationsChanged, Owns(&Pod{}) and Owns(&Service{}) without predicates, through the
-// chain hooks' builder so that each hop is observed.
+// chain hooks' builder so that each hop is observed. It indexes the cache's Pods and Services by their
+// ray.io/cluster label, so that listing one cluster's children does not go through every Pod of the
+// namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}} {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexCluster, clusterOf); err != nil {
+			return err
+		}
+	}
+	r.indexed = true
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&rayv1.RayCluster{}, specLabelsOrAnnotationsChanged).
 		Owns(&corev1.Pod{}).
@@ -225,23 +235,46 @@ func validateCluster(c *rayv1.RayCluster) error {
 	return validateGCSFaultTolerance(c)
 }
 
-// observe lists the cluster's Pods and head Service from the cache.
+// indexCluster is the cache index of Pods and Services by their ray.io/cluster label (clusterOf).
+const indexCluster = "raycluster.ray.io/cluster"
+
+// clusterOf is the indexCluster value of a Pod or Service: its cluster, if it has one.
+func clusterOf(obj client.Object) []string {
+	if v := obj.GetLabels()[LabelCluster]; v != "" {
+		return []string{v}
+	}
+	return nil
+}
+
+// inCluster are the list options that pick c's children matching sel (which names the cluster): through
+// the cluster index when the client reads an indexed cache, else by labels alone. The index only
+// narrows the list; the labels still decide.
+func (r *Reconciler) inCluster(c *rayv1.RayCluster, sel client.MatchingLabels, opts ...client.ListOption) []client.ListOption {
+	opts = append(opts, client.InNamespace(c.Namespace), sel)
+	if r.indexed {
+		opts = append(opts, client.MatchingFields{indexCluster: c.Name})
+	}
+	return opts
+}
+
+// observe lists the cluster's Pods and head Service from the cache. computeStatus only reads them, so
+// they are the cache's own objects, not copies.
 func (r *Reconciler) observe(ctx context.Context, c *rayv1.RayCluster) (observed, error) {
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+	if err := r.client.List(ctx, &pods, r.inCluster(c, client.MatchingLabels{LabelCluster: c.Name}, client.UnsafeDisableDeepCopy)...); err != nil {
 		return observed{}, err
 	}
-	svc, err := r.headService(ctx, c)
+	svc, err := r.headService(ctx, c, client.UnsafeDisableDeepCopy)
 	return observed{Pods: pods.Items, HeadService: svc}, err
 }
 
 // headService returns the head Service from the cache (nil if none), found by KubeRay's labels.
-func (r *Reconciler) headService(ctx context.Context, c *rayv1.RayCluster) (*corev1.Service, error) {
+func (r *Reconciler) headService(ctx context.Context, c *rayv1.RayCluster, opts ...client.ListOption) (*corev1.Service, error) {
 	var svcs corev1.ServiceList
 	sel := headServiceLabels(c.Name)
 	delete(sel, LabelAppName)
 	delete(sel, LabelCreatedBy)
-	if err := r.client.List(ctx, &svcs, client.InNamespace(c.Namespace), client.MatchingLabels(sel)); err != nil {
+	if err := r.client.List(ctx, &svcs, r.inCluster(c, sel, opts...)...); err != nil {
 		return nil, err
 	}
 	switch len(svcs.Items) {
@@ -290,9 +323,12 @@ func (r *Reconciler) satisfied(ctx context.Context, c *rayv1.RayCluster, name st
 	})
 }
 
+// listPods lists c's Pods matching sel from the cache. They are the cache's own objects, not copies
+// (every reconcile lists them, and a copy of each Pod was most of what a reconcile allocated): read
+// them, delete them, never change them.
 func (r *Reconciler) listPods(ctx context.Context, c *rayv1.RayCluster, sel client.MatchingLabels) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	err := r.client.List(ctx, &pods, client.InNamespace(c.Namespace), sel)
+	err := r.client.List(ctx, &pods, r.inCluster(c, sel, client.UnsafeDisableDeepCopy)...)
 	return pods.Items, err
 }
 

@@ -265,10 +265,12 @@ func computeStatus(c *rayv1.RayCluster, obs observed, now time.Time) (rayv1.RayC
 	return s, nil
 }
 
-// statusChanged reports whether b differs from a in anything but lastUpdateTime.
+// statusChanged reports whether b differs from a in anything but lastUpdateTime. Each status's
+// lastUpdateTime is set aside for the comparison and put back, rather than both statuses copied.
 func statusChanged(a, b *rayv1.RayClusterStatus) bool {
-	a, b = a.DeepCopy(), b.DeepCopy()
+	ta, tb := a.LastUpdateTime, b.LastUpdateTime
 	a.LastUpdateTime, b.LastUpdateTime = nil, nil
+	defer func() { a.LastUpdateTime, b.LastUpdateTime = ta, tb }()
 	return !equality.Semantic.DeepEqual(a, b)
 }
 
