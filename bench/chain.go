@@ -537,8 +537,8 @@ func writeChain(out string, insts []*chainInstance, samples []chainSample, missi
 		"sit on this path, so on − off is their cost. The whole cycle (delete → replacement ready in the status) adds the Pod's deletion, creation, "+
 		"binding and the kubelet's writes (each an audited write when the recorder is on).\n")
 	fmt.Fprintf(&b, "- A write that arrives while a Reconcile of its RayCluster is running (typically the one the write before it started, "+
-		"busy with its own status write) waits for that Reconcile to end: controller-runtime never runs one key twice at once, and the "+
-		"controller runs one Reconcile at a time (`--reconcile-concurrency=1`). The two rows split the writes by that, read off the chain "+
+		"busy with its own status write) waits for that Reconcile to end: controller-runtime never runs one key twice at once, "+
+		"whatever `--reconcile-concurrency` allows for different keys. The two rows split the writes by that, read off the chain "+
 		"(a Reconcile of that RayCluster started before the handler's mapping and ended after it).\n")
 	fmt.Fprintf(&b, "- Percentiles are nearest-rank: p99 of n samples is the ⌈0.99·n⌉-th smallest (with n = %d, the %s slowest).\n",
 		len(samples), ordinal(len(samples)-int(math.Ceil(0.99*float64(len(samples))))+1))

@@ -56,7 +56,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	f.StringSliceVar(&ctrl.Ray, "controllers", []string{"all"}, "Ray controllers to run: all, none (leave ray.io to an external operator such as KubeRay), or names ("+strings.Join(controlplane.RayControllers(), ", ")+"; -name leaves one out)")
 	f.StringSliceVar(&ctrl.Kube, "kube-controllers", []string{"all"}, "kube-controller-manager controllers to run: all, none, or names ("+strings.Join(controlplane.KubeControllers(), ", ")+"; -name leaves one out)")
 	f.StringSliceVar(&ctrl.WatchNamespaces, "watch-namespace", nil, "namespaces the Ray controllers watch (default: all)")
-	f.IntVar(&ctrl.ReconcileConcurrency, "reconcile-concurrency", 1, "concurrent reconciles per Ray controller")
+	f.IntVar(&ctrl.ReconcileConcurrency, "reconcile-concurrency", 4, "concurrent reconciles per Ray controller (never two of one object at once; KubeRay's operator defaults to 1, which serializes many RayClusters created at once behind one worker)")
 	f.StringVar(&ctrl.MetricsAddr, "metrics-bind-address", "0", "where the Ray controllers serve Prometheus metrics, e.g. 127.0.0.1:8085 (0 = off; :8080 is Ray's metrics port)")
 	f.StringVar(&ctrl.HealthAddr, "health-probe-bind-address", "0", "where the Ray controllers serve /healthz and /readyz, e.g. 127.0.0.1:8086 (0 = off)")
 	f.IntVar(&c.ChainBuffer, "chain-buffer", chain.DefaultSize, "trigger-chain events kept for rayctl trace and rayctl diagnose (0 turns the recorder off)")

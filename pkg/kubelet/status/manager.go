@@ -24,10 +24,18 @@ import (
 // resourceVersion.
 type WriteHook func(pod *corev1.Pod, resourceVersion string)
 
+// MaxWritesInFlight bounds the status writes one manager has open at a time. Every pod worker writes
+// its own pod's status; with a thousand pods starting at once, unbounded writes would queue by the
+// hundred inside the API server, where every other client's request waits behind them (the real
+// kubelet's status manager writes from a single goroutine). A few at a time keep the server as busy
+// and its latency low: a worker whose write must wait holds nothing but its own pod.
+const MaxWritesInFlight = 32
+
 // Manager writes pod statuses. It is safe for concurrent use by many pod workers.
 type Manager struct {
 	client  kubernetes.Interface
 	onWrite WriteHook
+	slots   chan struct{}
 
 	mu   sync.Mutex
 	last map[types.UID]seen
@@ -37,7 +45,7 @@ type Manager struct {
 
 // NewManager returns a manager writing through client; onWrite may be nil.
 func NewManager(client kubernetes.Interface, onWrite WriteHook) *Manager {
-	return &Manager{client: client, onWrite: onWrite, last: map[types.UID]seen{}}
+	return &Manager{client: client, onWrite: onWrite, last: map[types.UID]seen{}, slots: make(chan struct{}, MaxWritesInFlight)}
 }
 
 // seen is a status the API server held at a resourceVersion.
@@ -80,6 +88,12 @@ func (m *Manager) NeedsWrite(pod *corev1.Pod, status corev1.PodStatus) bool {
 // SetPodStatus writes status for pod if it changed and reports whether it wrote. A write that fails
 // leaves the manager's view unchanged, so the next call tries again.
 func (m *Manager) SetPodStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) (bool, error) {
+	select {
+	case m.slots <- struct{}{}:
+		defer func() { <-m.slots }()
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 	base := m.Base(pod)
 	next := Normalize(status)
 	if apiequality.Semantic.DeepEqual(base, next) {
