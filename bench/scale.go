@@ -430,8 +430,8 @@ func procCPUSeconds(pid int) float64 {
 // scaleProfileSeconds is how long the CPU profile of a run lasts, from scaleProfileAfter after the first
 // create (a run that ends sooner is not profiled).
 const (
-	scaleProfileSeconds = 30
-	scaleProfileAfter   = 20 * time.Second
+	scaleProfileSeconds = 15
+	scaleProfileAfter   = 2 * time.Second
 )
 
 // cpuProfile writes a CPU profile of the next scaleProfileSeconds of the instance to path.
