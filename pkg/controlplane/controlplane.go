@@ -263,12 +263,18 @@ func (cp *ControlPlane) markReady() error {
 	fmt.Fprintf(cp.out, "next: rayctl kubectl apply -f configs/samples/raycluster.yaml   (then: rayctl kubectl get rayclusters,pods)\n")
 	cp.logger.Info("ready", zap.Int64("ms", readyMs), zap.String("server", serverURL))
 	// Start-up builds large transient structures (CRD schemas, OpenAPI specs); hand their memory back
-	// to the system now rather than whenever the scavenger gets to it.
+	// to the system now rather than whenever the scavenger gets to it, and later whenever quiet
+	// (memory.go).
 	cp.restoreGC()
-	go func() {
-		time.Sleep(time.Second)
+	cp.run(func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
 		debug.FreeOSMemory()
-	}()
+		returnMemoryWhenQuiet(ctx)
+	})
 	close(cp.ready)
 	return nil
 }

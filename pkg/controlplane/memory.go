@@ -1,0 +1,76 @@
+package controlplane
+
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Once ready, memory the heap no longer needs goes back to the system when the process is quiet. The
+// garbage collector alone keeps what a burst of work (a RayJob, a thousand pods, fifty clients) grew
+// the heap to: it collects only when the heap has doubled since the last collection, which an idle
+// control plane takes minutes to do, and the runtime's scavenger returns only what lies beyond that
+// goal. So every quietCheckEvery, if no collection ran since the last check (the process allocates
+// slowly: nothing is going on) and at least quietReclaimMin bytes would come back (dead objects not
+// yet collected, free heap pages not yet returned), the heap is collected and its free pages
+// returned. Busy, the process collects on its own and this does nothing; idle, it costs one
+// collection of the live heap every minute or two (tens of milliseconds of CPU).
+const (
+	quietCheckEvery = 15 * time.Second
+	quietReclaimMin = 32 << 20
+)
+
+// heapSample is what returnMemoryWhenQuiet reads of the runtime's metrics.
+type heapSample struct {
+	cycles      uint64 // garbage collections completed
+	reclaimable uint64 // bytes a collection and scavenge would give back
+}
+
+// readHeap reads a heapSample from runtime/metrics.
+func readHeap() heapSample {
+	s := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/memory/classes/heap/objects:bytes"}, // allocated, reachable or not
+		{Name: "/gc/heap/live:bytes"},                // reachable at the last collection
+		{Name: "/memory/classes/heap/free:bytes"},    // free pages still held
+	}
+	metrics.Read(s)
+	var values [4]uint64
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			values[i] = s[i].Value.Uint64()
+		}
+	}
+	dead := uint64(0)
+	if values[1] > values[2] {
+		dead = values[1] - values[2]
+	}
+	return heapSample{cycles: values[0], reclaimable: dead + values[3]}
+}
+
+// quietEnough says whether, between prev and now, the process was quiet and has enough to give back.
+func quietEnough(prev, now heapSample) bool {
+	return now.cycles == prev.cycles && now.reclaimable >= quietReclaimMin
+}
+
+// returnMemoryWhenQuiet returns the heap's spare memory to the system when quiet (see above), until
+// ctx ends.
+func returnMemoryWhenQuiet(ctx context.Context) {
+	t := time.NewTicker(quietCheckEvery)
+	defer t.Stop()
+	prev := readHeap()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := readHeap()
+		if quietEnough(prev, now) {
+			debug.FreeOSMemory()
+			now = readHeap()
+		}
+		prev = now
+	}
+}

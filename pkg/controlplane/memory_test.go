@@ -1,0 +1,45 @@
+package controlplane
+
+import (
+	"runtime"
+	"testing"
+)
+
+// TestReadHeapSeesGarbage: garbage left on the heap shows as reclaimable until a collection, and a
+// collection counts as a cycle.
+func TestReadHeapSeesGarbage(t *testing.T) {
+	runtime.GC()
+	before := readHeap()
+	var keep [][]byte
+	for range 64 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	keep = nil
+	_ = keep
+	after := readHeap()
+	if after.cycles == before.cycles && after.reclaimable < before.reclaimable+quietReclaimMin {
+		t.Fatalf("64 MiB of garbage: reclaimable %d → %d bytes, want at least %d more", before.reclaimable, after.reclaimable, quietReclaimMin)
+	}
+	runtime.GC()
+	if got := readHeap(); got.cycles <= before.cycles {
+		t.Fatalf("collections %d → %d after runtime.GC", before.cycles, got.cycles)
+	}
+}
+
+// TestQuietEnough: memory goes back only when no collection ran since the last check (busy processes
+// collect on their own) and enough would come back.
+func TestQuietEnough(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		prev, now heapSample
+		want      bool
+	}{
+		{"quiet, much to give back", heapSample{cycles: 5}, heapSample{cycles: 5, reclaimable: quietReclaimMin}, true},
+		{"quiet, little to give back", heapSample{cycles: 5}, heapSample{cycles: 5, reclaimable: quietReclaimMin - 1}, false},
+		{"busy: collected since", heapSample{cycles: 5}, heapSample{cycles: 6, reclaimable: 4 * quietReclaimMin}, false},
+	} {
+		if got := quietEnough(c.prev, c.now); got != c.want {
+			t.Errorf("%s: quietEnough = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
