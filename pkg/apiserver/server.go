@@ -137,12 +137,12 @@ func New(c Config) (*Server, error) {
 	}
 	generic.AdmissionControl = admit
 	configureOpenAPI(generic)
-	etcdOptions, etcd, err := configureStorage(generic, c)
+	etcdOptions, err := configureStorage(generic, c)
 	if err != nil {
 		return nil, err
 	}
 
-	server, crdInformer, err := newExtensionsServer(generic, etcdOptions, etcd)
+	server, crdInformer, err := newExtensionsServer(generic, etcdOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -305,9 +305,8 @@ func configureOpenAPI(generic *genericapiserver.RecommendedConfig) {
 }
 
 // configureStorage connects the generic configuration to etcd (c.EtcdEndpoint) and enables the API
-// versions served; it returns the etcd options and the one etcd client (sharedEtcd), which custom
-// resources are stored with too.
-func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*genericoptions.EtcdOptions, *sharedEtcd, error) {
+// versions served; it returns the etcd options, which custom resources are stored with too.
+func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*genericoptions.EtcdOptions, error) {
 	// Storage: built-in kinds in protobuf, custom resources as apiextensions stores them.
 	etcdOptions := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
 	etcdOptions.StorageConfig.Transport = storagebackend.TransportConfig{
@@ -341,31 +340,22 @@ func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*g
 	)
 	storageFactory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
 	if err := etcdOptions.ApplyWithStorageFactoryTo(storageFactory, &generic.Config); err != nil {
-		return nil, nil, err
-	}
-	sizes, err := genericoptions.ParseWatchCacheSizes(etcdOptions.WatchCacheSizes)
-	if err != nil {
-		return nil, nil, err
-	}
-	etcd := &sharedEtcd{transport: etcdOptions.StorageConfig.Transport, cacheOff: map[schema.GroupResource]bool{}}
-	for resource, size := range sizes {
-		etcd.cacheOff[resource] = size <= 0
+		return nil, err
 	}
 
 	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
 	// and custom resources alike (storageerrors.go).
-	generic.RESTOptionsGetter = storageErrorsGetter{sharedEtcdGetter{generic.RESTOptionsGetter, etcd}}
-	return etcdOptions, etcd, nil
+	generic.RESTOptionsGetter = storageErrorsGetter{generic.RESTOptionsGetter}
+	return etcdOptions, nil
 }
 
 // newExtensionsServer builds the apiextensions server from generic, as the only server (not a delegate),
-// custom resources stored with etcdOptions on the shared etcd client. It returns the server and its
-// informer on CRDs.
-func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions, etcd *sharedEtcd) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
+// custom resources stored with etcdOptions. It returns the server and its informer on CRDs.
+func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: storageErrorsGetter{sharedEtcdGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker), etcd}},
+			CRDRESTOptionsGetter: storageErrorsGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
 			MasterCount:          1,
 		},
 	}
