@@ -69,14 +69,15 @@ const (
 
 // chainInstance is one `rayctl up` of the suite.
 type chainInstance struct {
-	label string // "on" or "off"
-	dir   string
-	up    *instance.Process
-	kube  kubernetes.Interface
-	ray   rayclient.Interface
-	cc    chain.Source // nil with the recorder off
-	tr    *chainTracker
-	mark  uint64 // the chain's next Seq when the measured cycles began
+	label  string // "on" or "off"
+	rayctl string
+	dir    string
+	up     *instance.Process
+	kube   kubernetes.Interface
+	ray    rayclient.Interface
+	cc     chain.Source // nil with the recorder off
+	tr     *chainTracker
+	mark   uint64 // the chain's next Seq when the measured cycles began
 
 	watchLat []time.Duration // Pod Ready (watch) → RayCluster HeadPodReady with it (watch)
 	cycles   []time.Duration // delete → RayCluster HeadPodReady with the replacement (watch)
@@ -176,7 +177,7 @@ func (in *chainInstance) start(rayctl string) error {
 	if err != nil {
 		return err
 	}
-	in.dir = dir
+	in.dir, in.rayctl = dir, rayctl
 	args := []string{"--runtime", "fake"}
 	if in.label == "off" {
 		args = append(args, "--chain-buffer=0")
@@ -222,7 +223,7 @@ func (in *chainInstance) stop() {
 		in.up.Stop(time.Minute)
 	}
 	if in.dir != "" {
-		os.RemoveAll(in.dir)
+		removeInstance(in.rayctl, in.dir)
 	}
 }
 

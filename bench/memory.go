@@ -61,7 +61,7 @@ func rssAfterRayJob(rayctl, samples string) (memAfter, error) {
 	if err != nil {
 		return m, err
 	}
-	defer os.RemoveAll(dir)
+	defer removeInstance(rayctl, dir)
 	up, err := startUp(rayctl, dir, "--runtime=containerd")
 	if err != nil {
 		return m, err

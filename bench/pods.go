@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -111,20 +110,12 @@ func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
+	defer removeInstance(rayctl, dir)
 	up, err := startUp(rayctl, dir, "--runtime", rt)
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		up.Stop(time.Minute)
-		if rt != "fake" {
-			// The pods' containers outlive `rayctl up`; remove them, their netns and the bridge.
-			if out, err := exec.Command(rayctl, "down", "--purge", "--data-dir", dir).CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "rayctl down --purge: %v\n%s", err, out)
-			}
-		}
-	}()
+	defer up.Stop(time.Minute)
 	res.chosen = podsRuntimeName(strings.TrimPrefix(runtimeLine(up), "runtime"))
 	client, _, err := clients(up, 200, 400)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -190,7 +191,7 @@ func rayjobRuntime(rayctl, samples string, c rayjobConfig) (rayjobResult, error)
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
+	defer removeInstance(rayctl, dir)
 	up, err := startUp(rayctl, dir, c.args...)
 	if err != nil {
 		return res, err
@@ -415,6 +416,16 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 func startUp(rayctl, dir string, args ...string) (*instance.Process, error) {
 	return instance.Start(context.Background(), instance.Options{Binary: rayctl, DataDir: dir,
 		Args: instance.OwnNetwork(append([]string{"--port", "0"}, args...))})
+}
+
+// removeInstance removes what a stopped `rayctl up` left in dir: its pods' containers, network and
+// volumes (`rayctl down --purge`), then dir. os.RemoveAll alone cannot: a memory-backed emptyDir
+// (KubeRay's /dev/shm) is a tmpfs mounted under dir, even on the fake runtime, and would stay mounted.
+func removeInstance(rayctl, dir string) {
+	if out, err := exec.Command(rayctl, "down", "--purge", "--data-dir", dir).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "rayctl down --purge: %v\n%s", err, out)
+	}
+	os.RemoveAll(dir)
 }
 
 // runtimeLine is what `rayctl up` printed about its runtime before it was ready.

@@ -247,7 +247,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
+	defer removeInstance(rayctl, dir)
 	metricsPort, err := freePorts(1)
 	if err != nil {
 		return res, err
