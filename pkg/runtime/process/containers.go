@@ -302,7 +302,7 @@ func (r *Runtime) follow(id, logPath string, readers []*os.File) *watch {
 
 // finish records the exit and wakes StopContainer.
 func (r *Runtime) finish(id string, w *watch, code int, message string) {
-	_ = r.update(id, func(rec *record) {
+	_ = r.updateUnlessClosed(id, func(rec *record) {
 		rec.State, rec.ExitCode, rec.Reason, rec.FinishedAt = runtime.StateExited, code, exitReason(code), now()
 		if message != "" {
 			rec.Message = message

@@ -81,6 +81,9 @@ type Runtime struct {
 
 	mu   sync.Mutex
 	live map[string]*watch // containers this Runtime watches
+	// closed: Close was called; the containers belong to the next Runtime, and this one writes no
+	// more of their records (a late write could bring back a record the next one removed).
+	closed bool
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -180,7 +183,7 @@ func (r *Runtime) ListSandboxes(context.Context) ([]*runtime.Sandbox, error) {
 func (r *Runtime) Close() error {
 	r.mu.Lock()
 	all := r.live
-	r.live = map[string]*watch{}
+	r.live, r.closed = map[string]*watch{}, true
 	r.mu.Unlock()
 	for _, w := range all {
 		close(w.stop)
@@ -247,12 +250,28 @@ func (r *Runtime) save(rec *record) error {
 func (r *Runtime) update(id string, fn func(*record)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.updateLocked(id, fn)
+}
+
+// updateLocked applies fn to the stored record; r.mu is held.
+func (r *Runtime) updateLocked(id string, fn func(*record)) error {
 	rec, err := r.load(id)
 	if err != nil {
 		return err
 	}
 	fn(rec)
 	return r.save(rec)
+}
+
+// updateUnlessClosed is update, but writes nothing once Close was called: a process this Runtime
+// started is still its child, so its end reaches this Runtime too, after the next one took over.
+func (r *Runtime) updateUnlessClosed(id string, fn func(*record)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	return r.updateLocked(id, fn)
 }
 
 // ContainerStatus reports one container.
