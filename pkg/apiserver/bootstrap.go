@@ -279,6 +279,10 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 	var ready bool
 	err = retry(ctx, func() error {
 		existing, err := state.get(ctx, name)
+		if err != nil {
+			// client-go's Get returns an empty object beside its error: never take it for the stored CRD.
+			existing = nil
+		}
 		switch {
 		case err == nil && existing.Annotations[ManifestHashAnnotation] == hash:
 			ready = established(existing)
