@@ -238,7 +238,7 @@ func TestContainerRunsExitsAndLogs(t *testing.T) {
 	e := setup(t)
 	r := e.runtime(t)
 	sb := e.pod(t, r, "echo")
-	id, logPath := e.run(t, r, sb, "echo", `echo "foo=$FOO path=$PATH"; echo "cwd=$(pwd)"; echo "host=$(hostname)"; grep -c "^`+sb.IP+`" /etc/hosts; cat /etc/resolv.conf; echo oops >&2; exit 3`,
+	id, logPath := e.run(t, r, sb, "echo", `echo "foo=$FOO path=$PATH"; echo "cwd=$(pwd)"; echo "host=$(hostname)"; grep -c "^`+sb.IP+`" /etc/hosts; cat /etc/resolv.conf; echo "nofile=$(ulimit -n)"; ulimit -n 65536 && echo "raised"; echo oops >&2; exit 3`,
 		func(c *runtime.ContainerConfig) {
 			c.Env = []runtime.EnvVar{{Name: "FOO", Value: "bar"}}
 			c.WorkingDir = "/tmp"
@@ -252,7 +252,12 @@ func TestContainerRunsExitsAndLogs(t *testing.T) {
 	}
 	lines := logLines(t, logPath)
 	want := []string{"stdout foo=bar path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "stdout cwd=/tmp", "stdout host=echo", "stdout 1",
-		"stdout nameserver 10.96.0.10", "stdout search default.svc.cluster.local", "stderr oops"}
+		"stdout nameserver 10.96.0.10", "stdout search default.svc.cluster.local", "stderr oops",
+		// A Kubernetes node's open-files limit, not containerd's default 1024: KubeRay's `ulimit -n 65536` works.
+		fmt.Sprintf("stdout nofile=%d", openFilesLimit)}
+	if openFilesLimit >= 65536 {
+		want = append(want, "stdout raised")
+	}
 	for _, w := range want {
 		found := false
 		for _, l := range lines {

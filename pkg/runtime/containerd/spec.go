@@ -3,7 +3,11 @@ package containerd
 import (
 	"context"
 	"errors"
+	"os"
 	"path"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -14,6 +18,28 @@ import (
 
 // cpuPeriod is the CFS period CPU limits are expressed in (100 ms, as the kubelet uses).
 const cpuPeriod = 100000
+
+// openFilesLimit is every container's RLIMIT_NOFILE, soft and hard. containerd's default spec says 1024,
+// which Kubernetes nodes never give: containerd's CRI drops that limit, so a pod inherits containerd's own,
+// 1048576 on most nodes (LimitNOFILE=infinity). KubeRay's Ray containers begin with `ulimit -n 65536`,
+// which fails under a hard limit of 1024, and Ray then runs with 1024 descriptors. rayctl gives what
+// it may give: 1048576, or less where the kernel's fs.nr_open or rayctl's own hard limit is lower (a
+// container's limit above them fails to start where rayctl lacks CAP_SYS_RESOURCE, as in containers).
+var openFilesLimit = openFilesCeiling(1 << 20)
+
+// openFilesCeiling is max, or the kernel's fs.nr_open or this process's hard RLIMIT_NOFILE if lower.
+func openFilesCeiling(max uint64) uint64 {
+	if b, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n < max {
+			max = n
+		}
+	}
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err == nil && own.Max < max {
+		max = own.Max
+	}
+	return max
+}
 
 // specOpts builds the OCI spec of a container: process, environment,
 // working dir, user, hostname, network namespace, mounts (the sandbox's DNS
@@ -58,7 +84,7 @@ func (r *Runtime) specOpts(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}),
 			oci.WithHostname(hostname))
 	}
-	opts = append(opts, oci.WithMounts(mounts(sb, cfg.Mounts)))
+	opts = append(opts, oci.WithMounts(mounts(sb, cfg.Mounts)), oci.WithRlimit(&specs.POSIXRlimit{Type: "RLIMIT_NOFILE", Hard: openFilesLimit, Soft: openFilesLimit}))
 	if cfg.TTY {
 		opts = append(opts, oci.WithTTY)
 	}
