@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -59,6 +60,8 @@ type scaleResult struct {
 	cpuSeconds        float64               // rayctl's CPU time (user+system) from the first create to all ready
 	queues            map[string]queueStats // by controller
 	verbs             []verbLatency
+	// failed counts the API server's answers other than 2xx over the run, by "code verb resource".
+	failed map[string]float64
 }
 
 // verbLatency is one verb's request count and latency quantiles over a run.
@@ -147,6 +150,18 @@ func runScale(rayctl, out string, o scaleOptions) error {
 			}
 		}
 		fmt.Fprintf(&b, "| %d | %s |\n", r.clusters, strings.Join(cells, " | "))
+	}
+	fmt.Fprintf(&b, "\nAnswers other than 2xx during the run (the API server's apiserver_request_total; 5xx would be a server bug or an overload to explain, 409s are optimistic concurrency, 404s raced deletes):\n\n| RayClusters | answers |\n|---|---|\n")
+	for _, r := range results {
+		keys := slices.Sorted(maps.Keys(r.failed))
+		cells := make([]string, len(keys))
+		for i, k := range keys {
+			cells[i] = fmt.Sprintf("%s: %.0f", k, r.failed[k])
+		}
+		if len(cells) == 0 {
+			cells = []string{"none"}
+		}
+		fmt.Fprintf(&b, "| %d | %s |\n", r.clusters, strings.Join(cells, ", "))
 	}
 	fmt.Fprintf(&b, "\nWhere the pods wait: the controllers that create and place them (controller-runtime's work queues over the run; "+
 		"an item's wait is its time in the queue before a worker took it, its work the reconcile):\n\n"+
@@ -269,7 +284,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	if err := podNamespace(ctx, kube, ns); err != nil {
 		return res, err
 	}
-	before, err := apiLatency(ctx, kube)
+	before, err := apiMetrics(ctx, kube)
 	if err != nil {
 		return res, err
 	}
@@ -333,11 +348,20 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	res.cpuSeconds = procCPUSeconds(up.Pid()) - cpu0
 	stop()
 	res.rssPeak, res.rssReady = peak, loadgen.RSSMB(up.Pid())
-	after, err := apiLatency(ctx, kube)
+	after, err := apiMetrics(ctx, kube)
 	if err != nil {
 		return res, err
 	}
-	res.verbs = latencyDiff(before, after)
+	latencyBefore, err := apiLatency(before)
+	if err != nil {
+		return res, err
+	}
+	latencyAfter, err := apiLatency(after)
+	if err != nil {
+		return res, err
+	}
+	res.verbs = latencyDiff(latencyBefore, latencyAfter)
+	res.failed = failedAnswers(before, after)
 	queuesAfter, err := controllerQueues(metricsAddr)
 	if err != nil {
 		return res, err
@@ -473,16 +497,48 @@ type histogram struct {
 	count   float64
 }
 
-// apiLatency reads the API server's apiserver_request_duration_seconds, summed by verb (and "all").
-func apiLatency(ctx context.Context, kube kubernetes.Interface) (map[string]*histogram, error) {
+// apiMetrics reads the API server's /metrics.
+func apiMetrics(ctx context.Context, kube kubernetes.Interface) (map[string]*dto.MetricFamily, error) {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's /metrics: %w", err)
 	}
-	families, err := parseMetrics(raw)
-	if err != nil {
-		return nil, err
+	return parseMetrics(raw)
+}
+
+// failedAnswers counts the API server's answers other than 2xx between before and after (its
+// apiserver_request_total), by "code verb resource[/subresource]". A 5xx here is a server bug or an
+// overload to explain; 409s are optimistic concurrency at work, 404s deletes that raced.
+func failedAnswers(before, after map[string]*dto.MetricFamily) map[string]float64 {
+	count := func(families map[string]*dto.MetricFamily) map[string]float64 {
+		out := map[string]float64{}
+		for _, m := range families["apiserver_request_total"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if strings.HasPrefix(l["code"], "2") {
+				continue
+			}
+			resource := l["resource"]
+			if l["subresource"] != "" {
+				resource += "/" + strings.TrimPrefix(l["subresource"], "/")
+			}
+			out[l["code"]+" "+l["verb"]+" "+resource] += m.GetCounter().GetValue()
+		}
+		return out
 	}
+	b, out := count(before), count(after)
+	for k, v := range out {
+		if out[k] = v - b[k]; out[k] <= 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// apiLatency is the API server's apiserver_request_duration_seconds in families, summed by verb (and "all").
+func apiLatency(families map[string]*dto.MetricFamily) (map[string]*histogram, error) {
 	out := map[string]*histogram{}
 	f := families["apiserver_request_duration_seconds"]
 	if f == nil {
