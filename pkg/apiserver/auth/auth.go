@@ -26,13 +26,14 @@ import (
 // PublicPaths are the paths anyone may read without credentials, as on a real cluster.
 var PublicPaths = []string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*", "/version", "/version/"}
 
-// NewAuthenticator authenticates client certificates that chain to roots, then bearer tokens with tokens
-// (in order), and lets requests without credentials through as system:anonymous only for PublicPaths.
-// A bearer token no token authenticator accepts is a 401, wherever it is sent.
+// NewAuthenticator authenticates client certificates that chain to roots (a certificate that verified is
+// remembered for a minute, see verifiedCerts), then bearer tokens with tokens (in order), and lets
+// requests without credentials through as system:anonymous only for PublicPaths. A bearer token no token
+// authenticator accepts is a 401, wherever it is sent.
 func NewAuthenticator(roots *x509.CertPool, tokens ...authenticator.Token) authenticator.Request {
 	opts := x509request.DefaultVerifyOptions()
 	opts.Roots = roots
-	chain := []authenticator.Request{x509request.New(opts, x509request.CommonNameUserConversion)}
+	chain := []authenticator.Request{newVerifiedCerts(x509request.New(opts, x509request.CommonNameUserConversion))}
 	if len(tokens) > 0 {
 		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
 	}
