@@ -273,6 +273,10 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	if err != nil {
 		return res, err
 	}
+	reqBefore, err := requestCounts(ctx, kube)
+	if err != nil {
+		return res, err
+	}
 	queuesBefore, err := controllerQueues(metricsAddr)
 	if err != nil {
 		return res, err
@@ -338,6 +342,9 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 		return res, err
 	}
 	res.verbs = latencyDiff(before, after)
+	if reqAfter, err := requestCounts(ctx, kube); err == nil {
+		printRequests(n, reqBefore, reqAfter)
+	}
 	queuesAfter, err := controllerQueues(metricsAddr)
 	if err != nil {
 		return res, err
@@ -637,4 +644,56 @@ func latencyMS(d time.Duration) string {
 		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
 	}
 	return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+}
+
+// requestCounts reads apiserver_request_total by verb, resource, subresource and code.
+func requestCounts(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	families, err := parseMetrics(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	f := families["apiserver_request_total"]
+	if f == nil {
+		return out, nil
+	}
+	for _, m := range f.GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		r := l["resource"]
+		if l["subresource"] != "" {
+			r += "/" + l["subresource"]
+		}
+		out[fmt.Sprintf("%-7s %-28s %s", l["verb"], r, l["code"])] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+// printRequests prints the requests of a run by verb, resource and code to stderr.
+func printRequests(n int, before, after map[string]float64) {
+	type kv struct {
+		k string
+		v float64
+	}
+	var rows []kv
+	total := 0.0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			rows = append(rows, kv{k, d})
+			if !strings.HasPrefix(k, "WATCH") {
+				total += d
+			}
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].v > rows[j].v })
+	fmt.Fprintf(os.Stderr, "scale %d: requests by verb, resource, code (%.0f, watches aside):\n", n, total)
+	for _, r := range rows {
+		fmt.Fprintf(os.Stderr, "  %6.0f  %s\n", r.v, r.k)
+	}
 }
