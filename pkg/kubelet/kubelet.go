@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -110,6 +109,7 @@ type Kubelet struct {
 	client      kubernetes.Interface
 	eventClient kubernetes.Interface
 	statusMgr   *status.Manager
+	sources     *sources
 	deps        *podworker.Deps
 	agent       *node.Agent
 	api         *kubeletapi.Server
@@ -178,6 +178,7 @@ func New(cfg Config) (*Kubelet, error) {
 	}
 	k := &Kubelet{cfg: cfg, client: client, eventClient: eventClient, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
 	k.statusMgr = status.NewManager(client, cfg.OnStatusWrite)
+	k.sources = newSources(client)
 	return k, nil
 }
 
@@ -263,7 +264,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 	k.deps = &podworker.Deps{
 		NodeName: k.cfg.NodeName, HostIP: k.cfg.NodeIP, Runtime: k.cfg.Runtime, Client: k.client,
-		Recorder: recorder, Status: k.statusMgr, Sources: apiSources{k.client}, PodsDir: k.cfg.PodsDir,
+		Recorder: recorder, Status: k.statusMgr, PodsDir: k.cfg.PodsDir,
 		ClusterDNS: k.cfg.ClusterDNS, ClusterDomain: k.cfg.ClusterDomain, HostDNS: podworker.HostDNS(k.cfg.HostResolvConf),
 		Allocatable: k.agent.Capacity(), CrashBackoff: k.cfg.CrashLoopBackOff,
 		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion},
@@ -299,6 +300,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.relistLoop(ctx)
 	stopInformers()
 	k.wg.Wait()
+	k.sources.stop()
 	factory.Shutdown()
 	return nil
 }
@@ -362,7 +364,9 @@ func (k *Kubelet) adopt(ctx context.Context) error {
 }
 
 func (k *Kubelet) startWorker(ctx context.Context, pod *corev1.Pod, sandbox *runtime.Sandbox, adopted []*runtime.ContainerStatus) {
-	w := podworker.New(k.deps, pod, sandbox, adopted)
+	deps := *k.deps
+	deps.Sources = k.sources.forPod(pod.UID)
+	w := podworker.New(&deps, pod, sandbox, adopted)
 	k.mu.Lock()
 	k.workers[pod.UID] = w
 	k.mu.Unlock()
@@ -370,6 +374,7 @@ func (k *Kubelet) startWorker(ctx context.Context, pod *corev1.Pod, sandbox *run
 	go func() {
 		defer k.wg.Done()
 		w.Run(ctx)
+		k.sources.release(pod.UID)
 		k.mu.Lock()
 		if k.workers[pod.UID] == w {
 			delete(k.workers, pod.UID)
@@ -493,27 +498,4 @@ func (k *Kubelet) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
 		return kubeletapi.PodNetwork{}, fmt.Errorf("pod %s/%s has no sandbox: %w", ns, pod, kubeletapi.ErrNotReady)
 	}
 	return kubeletapi.PodNetwork{UID: string(w.UID()), NetNSPath: n.NetNSPath, Gone: w.Done()}, nil
-}
-
-// apiSources reads config maps, secrets, claims and volumes straight from the API server, and asks it for tokens.
-type apiSources struct{ client kubernetes.Interface }
-
-func (s apiSources) ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
-	return s.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (s apiSources) Secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-	return s.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (s apiSources) ServiceAccountToken(ctx context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
-	return s.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
-}
-
-func (s apiSources) PersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
-	return s.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (s apiSources) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
-	return s.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }

@@ -681,3 +681,47 @@ func TestRestartedKubeletReadoptsContainers(t *testing.T) {
 		t.Error("the deleted pod's sandbox is still there")
 	}
 }
+
+// TestConfigMapChangeReachesTheNextPod: the kubelet reads a ConfigMap through a watch shared by the pods
+// that use it; a change made while one pod runs on it is what a pod started afterwards gets.
+func TestConfigMapChangeReachesTheNextPod(t *testing.T) {
+	rt := fake.New(fake.Options{})
+	e := newEnv(t, rt)
+	ctx := context.Background()
+	cm, err := e.client.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"mode": "first"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withMode := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}, Key: "mode"}}}}
+	}
+	mode := func(name string) string {
+		t.Helper()
+		p, _ := e.waitPod(name, 30*time.Second, "Ready", func(p *corev1.Pod) bool { return conditionIs(p, corev1.PodReady, corev1.ConditionTrue) })
+		c, err := rt.Latest(string(p.UID), "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range c.Config.Env {
+			if v.Name == "MODE" {
+				return v.Value
+			}
+		}
+		return ""
+	}
+	e.create(e.pod("first", withMode))
+	if got := mode("first"); got != "first" {
+		t.Fatalf("first pod: MODE=%q, want first", got)
+	}
+	cm.Data["mode"] = "second"
+	if _, err := e.client.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(e.pod("second", withMode))
+	if got := mode("second"); got != "second" {
+		t.Fatalf("pod started after the change: MODE=%q, want second", got)
+	}
+}

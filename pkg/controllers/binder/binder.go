@@ -91,9 +91,13 @@ func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
 	}
 	b := &Binder{
 		cfg: c, client: mgr.GetClient(),
-		recorder:      mgr.GetEventRecorderFor(c.SchedulerName), //nolint:staticcheck // core/v1 events, which kubectl describe shows
 		accounts:      newAccounts(),
 		unschedulable: map[types.NamespacedName]bool{},
+	}
+	if env.EventRecorderFor != nil {
+		b.recorder = env.EventRecorderFor(c.SchedulerName)
+	} else {
+		b.recorder = mgr.GetEventRecorderFor(c.SchedulerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
 	}
 	// The accounts follow the cache's pods through an event handler of their own on the Pod informer
 	// (not a watch of the controller: it adds no hop to the trigger chain).

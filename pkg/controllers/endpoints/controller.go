@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -36,7 +37,8 @@ const concurrency = 2
 // through the manager's cache, which must hold every Pod, Service, Endpoints and EndpointSlice.
 type Reconciler struct {
 	client client.Client
-	// services is the cache's Service indexer, read by selectingServices without a list's copies.
+	// services is the cache's Service indexer (by namespace), read by selectingServices without a list's
+	// copies.
 	services toolscache.Indexer
 }
 
@@ -54,9 +56,11 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	if err != nil {
 		return err
 	}
-	if i, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
-		r.services = i.GetIndexer()
+	i, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return fmt.Errorf("the manager's Service informer (%T) has no indexer to read Services from", inf)
 	}
+	r.services = i.GetIndexer()
 	return h.NewControllerManagedBy(mgr).
 		For(&corev1.Service{}).
 		Watches(&corev1.Pod{}, "selected by the service", handler.EnqueueRequestsFromMapFunc(r.selectingServices), endpointFieldsChanged).
@@ -102,31 +106,15 @@ func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
 // runs for each pod event and only reads the Services, so it reads the cache's own objects through its
 // namespace index: a list copied every Service of the namespace per pod event (N pods beside N Services
 // cost N² copies).
-func (r *Reconciler) selectingServices(ctx context.Context, obj client.Object) []reconcile.Request {
-	var svcs []*corev1.Service
-	if r.services != nil {
-		objs, err := r.services.ByIndex(toolscache.NamespaceIndex, obj.GetNamespace())
-		if err != nil {
-			return nil
-		}
-		for _, o := range objs {
-			if svc, ok := o.(*corev1.Service); ok {
-				svcs = append(svcs, svc)
-			}
-		}
-	} else {
-		list := &corev1.ServiceList{}
-		if err := r.client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-			return nil
-		}
-		for i := range list.Items {
-			svcs = append(svcs, &list.Items[i])
-		}
+func (r *Reconciler) selectingServices(_ context.Context, obj client.Object) []reconcile.Request {
+	svcs, err := r.services.ByIndex(toolscache.NamespaceIndex, obj.GetNamespace())
+	if err != nil {
+		return nil
 	}
 	var out []reconcile.Request
 	podLabels := obj.GetLabels()
-	for _, svc := range svcs {
-		if len(svc.Spec.Selector) > 0 && selects(svc.Spec.Selector, podLabels) {
+	for _, o := range svcs {
+		if svc, ok := o.(*corev1.Service); ok && len(svc.Spec.Selector) > 0 && selects(svc.Spec.Selector, podLabels) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}})
 		}
 	}

@@ -319,7 +319,8 @@ func slicePortsKey(ports []discoveryv1.EndpointPort) string {
 }
 
 // sliceName is stable for a Service and port set, so a create from a stale cache fails with AlreadyExists
-// instead of making a duplicate.
+// instead of making a duplicate. (A slice that took over one no longer wanted keeps that one's name; an
+// update from a stale cache fails with a conflict.)
 func sliceName(svc, portsKey string) string {
 	sum := sha256.Sum256([]byte(portsKey))
 	if len(svc) > 200 {

@@ -3,6 +3,9 @@ package endpoints
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,11 +87,15 @@ func (r *Reconciler) syncEndpoints(ctx context.Context, svc *corev1.Service, sub
 }
 
 // syncSlices makes the managed slices of Service ns/name exactly want: same-named ones are updated when they
-// differ, missing ones created, the rest deleted.
+// differ; a wanted slice without one takes over a slice no longer wanted, of its address type, as
+// Kubernetes' EndpointSlice controller reuses a slice it would delete (the placeholder of a Service
+// without endpoints becomes its first slice in one update instead of a create and a delete); the rest
+// are created, and what is left deleted.
 func (r *Reconciler) syncSlices(ctx context.Context, ns, name string, want []*discoveryv1.EndpointSlice) error {
+	// The cache's own slices: only read (an update writes a copy).
 	existing := &discoveryv1.EndpointSliceList{}
 	if err := r.client.List(ctx, existing, client.InNamespace(ns),
-		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}); err != nil {
+		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	cur := map[string]*discoveryv1.EndpointSlice{}
@@ -96,27 +103,45 @@ func (r *Reconciler) syncSlices(ctx context.Context, ns, name string, want []*di
 		cur[existing.Items[i].Name] = &existing.Items[i]
 	}
 	var errs []error
+	var unmatched []*discoveryv1.EndpointSlice
 	for _, w := range want {
 		old, ok := cur[w.Name]
-		delete(cur, w.Name)
-		switch {
-		case !ok:
-			errs = append(errs, r.client.Create(ctx, w))
-		case !sliceEqual(old, w):
-			s := old.DeepCopy()
-			s.Labels, s.OwnerReferences, s.Endpoints, s.Ports = w.Labels, w.OwnerReferences, w.Endpoints, w.Ports
-			if s.AddressType != w.AddressType {
-				// The address type cannot change; replace the slice.
-				errs = append(errs, r.client.Delete(ctx, s))
-				continue
-			}
-			errs = append(errs, r.client.Update(ctx, s))
+		if !ok {
+			unmatched = append(unmatched, w)
+			continue
 		}
+		delete(cur, w.Name)
+		errs = append(errs, r.updateSlice(ctx, old, w))
 	}
-	for _, s := range cur {
+	spare := slices.SortedFunc(maps.Values(cur), func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	for _, w := range unmatched {
+		i := slices.IndexFunc(spare, func(s *discoveryv1.EndpointSlice) bool { return s.AddressType == w.AddressType })
+		if i < 0 {
+			errs = append(errs, r.client.Create(ctx, w))
+			continue
+		}
+		old := spare[i]
+		spare = slices.Delete(spare, i, i+1)
+		errs = append(errs, r.updateSlice(ctx, old, w))
+	}
+	for _, s := range spare {
 		errs = append(errs, client.IgnoreNotFound(r.client.Delete(ctx, s)))
 	}
 	return errors.Join(errs...)
+}
+
+// updateSlice gives slice old (a cache object, not changed) w's contents if they differ; a slice whose
+// address type differs is deleted instead, since that cannot change (the next pass creates w).
+func (r *Reconciler) updateSlice(ctx context.Context, old, w *discoveryv1.EndpointSlice) error {
+	if sliceEqual(old, w) {
+		return nil
+	}
+	if old.AddressType != w.AddressType {
+		return r.client.Delete(ctx, old)
+	}
+	s := old.DeepCopy()
+	s.Labels, s.OwnerReferences, s.Endpoints, s.Ports = w.Labels, w.OwnerReferences, w.Endpoints, w.Ports
+	return r.client.Update(ctx, s)
 }
 
 func sliceEqual(a, b *discoveryv1.EndpointSlice) bool {

@@ -222,6 +222,13 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			return nil, err
 		}
 	}
+	events, err := newEventRecorders(cfg, mgr.GetScheme(), opts.Logger.WithName("events"))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(events); err != nil {
+		return nil, err
+	}
 	hooks := map[string]*chainhooks.Hooks{}
 	for _, name := range names {
 		env := Env{
@@ -230,11 +237,12 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			RequeueAfter:         opts.RequeueAfter,
 			ResyncPeriod:         opts.ResyncPeriod,
 			// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
-			Recorder:       mgr.GetEventRecorderFor(name + "-controller"), //nolint:staticcheck // see above
-			Hooks:          chainhooks.New(name, opts.Sink),
-			HostRayVersion: opts.HostRayVersion,
-			RootCA:         opts.RootCA,
-			VolumesDir:     opts.VolumesDir,
+			Recorder:         events.For(name + "-controller"),
+			EventRecorderFor: events.For,
+			Hooks:            chainhooks.New(name, opts.Sink),
+			HostRayVersion:   opts.HostRayVersion,
+			RootCA:           opts.RootCA,
+			VolumesDir:       opts.VolumesDir,
 
 			InsufficientHint: opts.InsufficientHint,
 		}

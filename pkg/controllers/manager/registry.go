@@ -27,6 +27,9 @@ type Env struct {
 	ResyncPeriod time.Duration
 	// Recorder records core/v1 Events as this controller (the source component is Name + "-controller").
 	Recorder record.EventRecorder
+	// EventRecorderFor returns a recorder of core/v1 Events from another component name (the scheduler's
+	// events come from its scheduler name); nil where the manager's own recorders are to be used.
+	EventRecorderFor func(component string) record.EventRecorder
 	// Hooks reports the controller's trigger chain to the manager's Sink.
 	Hooks *chainhooks.Hooks
 	// HostRayVersion, when set, says which version of the host's Ray runs a pod of image on this

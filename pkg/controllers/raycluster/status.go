@@ -265,13 +265,13 @@ func computeStatus(c *rayv1.RayCluster, obs observed, now time.Time) (rayv1.RayC
 	return s, nil
 }
 
-// statusChanged reports whether b differs from a in anything but lastUpdateTime. Each status's
-// lastUpdateTime is set aside for the comparison and put back, rather than both statuses copied.
+// statusChanged reports whether b differs from a in anything but lastUpdateTime. It compares shallow
+// copies with that field cleared (the copies share every map, slice and pointer with a and b, which are
+// only read).
 func statusChanged(a, b *rayv1.RayClusterStatus) bool {
-	ta, tb := a.LastUpdateTime, b.LastUpdateTime
-	a.LastUpdateTime, b.LastUpdateTime = nil, nil
-	defer func() { a.LastUpdateTime, b.LastUpdateTime = ta, tb }()
-	return !equality.Semantic.DeepEqual(a, b)
+	x, y := *a, *b
+	x.LastUpdateTime, y.LastUpdateTime = nil, nil
+	return !equality.Semantic.DeepEqual(&x, &y)
 }
 
 func satAdd(a, b int32) int32 {

@@ -171,8 +171,12 @@ func TestStatusChanged(t *testing.T) {
 	a, _ := computeStatus(c, observed{Pods: podsOf(c, 2, true), HeadService: headSvc(c)}, now)
 	c.Status = a
 	b, _ := computeStatus(c, observed{Pods: podsOf(c, 2, true), HeadService: headSvc(c)}, now.Add(time.Hour))
+	ta, tb := a.LastUpdateTime, b.LastUpdateTime
 	if statusChanged(&a, &b) {
 		t.Error("a status differing only in lastUpdateTime counts as changed")
+	}
+	if a.LastUpdateTime != ta || b.LastUpdateTime != tb || ta.Equal(tb) {
+		t.Errorf("statusChanged changed its arguments' lastUpdateTime: %v → %v, %v → %v", ta, a.LastUpdateTime, tb, b.LastUpdateTime)
 	}
 	b.ReadyWorkerReplicas--
 	if !statusChanged(&a, &b) {

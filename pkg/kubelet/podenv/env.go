@@ -18,7 +18,8 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime"
 )
 
-// Sources fetches the objects a container's environment may refer to.
+// Sources fetches the objects a container's environment may refer to. The config maps and secrets it
+// returns may be shared with other readers (a cache's own objects): read them, never change them.
 type Sources interface {
 	// ConfigMap returns the config map ns/name (an error satisfying apierrors.IsNotFound when absent).
 	ConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error)

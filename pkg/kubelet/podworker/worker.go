@@ -43,7 +43,8 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Status writes pod statuses.
 	Status *status.Manager
-	// Sources looks up config maps and secrets for environments and volumes.
+	// Sources looks up config maps and secrets for environments and volumes (the kubelet gives each
+	// worker its own, which knows the pod it reads for).
 	Sources podenv.Sources
 	// PodsDir holds a directory per pod (<uid>/logs, <uid>/volumes).
 	PodsDir string
