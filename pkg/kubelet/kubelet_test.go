@@ -683,7 +683,10 @@ func TestRestartedKubeletReadoptsContainers(t *testing.T) {
 }
 
 // TestConfigMapChangeReachesTheNextPod: the kubelet reads a ConfigMap through a watch shared by the pods
-// that use it; a change made while one pod runs on it is what a pod started afterwards gets.
+// that use it; a key added while one pod runs on it reaches a pod started afterwards. (A watch, as a real
+// kubelet's, shows the change after a moment, not at once: the second pod reads a key that only the change
+// adds, so a read before the event gives CreateContainerConfigError and a later sync the key, never a stale
+// value.)
 func TestConfigMapChangeReachesTheNextPod(t *testing.T) {
 	rt := fake.New(fake.Options{})
 	e := newEnv(t, rt)
@@ -694,9 +697,11 @@ func TestConfigMapChangeReachesTheNextPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withMode := func(p *corev1.Pod) {
-		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}, Key: "mode"}}}}
+	withMode := func(key string) func(p *corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}, Key: key}}}}
+		}
 	}
 	mode := func(name string) string {
 		t.Helper()
@@ -712,15 +717,15 @@ func TestConfigMapChangeReachesTheNextPod(t *testing.T) {
 		}
 		return ""
 	}
-	e.create(e.pod("first", withMode))
+	e.create(e.pod("first", withMode("mode")))
 	if got := mode("first"); got != "first" {
 		t.Fatalf("first pod: MODE=%q, want first", got)
 	}
-	cm.Data["mode"] = "second"
+	cm.Data["next"] = "second"
 	if _, err := e.client.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.create(e.pod("second", withMode))
+	e.create(e.pod("second", withMode("next")))
 	if got := mode("second"); got != "second" {
 		t.Fatalf("pod started after the change: MODE=%q, want second", got)
 	}
