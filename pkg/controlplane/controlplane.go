@@ -12,6 +12,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -189,21 +190,67 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 		return err
 	}
 	cp.compCtx, cp.stopComponents = context.WithCancel(context.Background())
-	for _, s := range []struct {
-		name string
-		run  func() (string, error)
-	}{
+	for _, s := range []namedStep{
 		{"ray", func() (string, error) { return rayLine(cp.rt, cp.ray, cp.cfg.Ray), nil }},
 		{"pod-api", cp.servePods},
 		{"dns", cp.startDNS},
-		{"kubelet", cp.startNode},
-		{"controllers", cp.startControllers},
 	} {
 		if err := cp.step(s.name, s.run); err != nil {
 			return err
 		}
 	}
+	// The kubelet and the controller managers know nothing of each other (each talks to the API server
+	// only): they start side by side. One after another, the node's registration and the managers'
+	// first requests were two serial waits on the API server of a warm start.
+	if err := cp.parallelSteps(namedStep{"kubelet", cp.startNode}, namedStep{"controllers", cp.startControllers}); err != nil {
+		return err
+	}
 	return cp.markReady()
+}
+
+// namedStep is a start-up step and the name its line shows.
+type namedStep struct {
+	name string
+	run  func() (string, error)
+}
+
+// parallelSteps runs independent steps at once, each timed from the common start, and prints their
+// lines in the order given once all have returned. A step that fails stops the components so far (so that no
+// other waits for long), and its error is returned.
+func (cp *ControlPlane) parallelSteps(steps ...namedStep) error {
+	type outcome struct {
+		detail string
+		ms     int64
+		err    error
+	}
+	outs := make([]outcome, len(steps))
+	t := time.Now()
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		wg.Go(func() {
+			detail, err := s.run()
+			outs[i] = outcome{detail, time.Since(t).Milliseconds(), err}
+			if err != nil {
+				cp.stopComponents()
+			}
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, s := range steps {
+		o := outs[i]
+		if o.err != nil {
+			fmt.Fprintf(cp.out, "  %-10s failed after %d ms\n", s.name, o.ms)
+			// A step that failed because another one stopped the components is not the cause.
+			if first == nil || errors.Is(first, context.Canceled) {
+				first = fmt.Errorf("%s: %w", s.name, o.err)
+			}
+			continue
+		}
+		cp.times[s.name] = o.ms
+		fmt.Fprintf(cp.out, "  %-10s %5d ms  %s\n", s.name, o.ms, o.detail)
+	}
+	return first
 }
 
 // step times one start-up step and prints its line.
