@@ -273,7 +273,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-	}))
+	}), informers.WithTransform(dropManagedFields))
 	podInformer := factory.Core().V1().Pods().Informer()
 	k.podLister = podInformer.GetIndexer()
 	informerCtx, stopInformers := context.WithCancel(ctx)
@@ -516,4 +516,14 @@ func (s apiSources) PersistentVolumeClaim(ctx context.Context, ns, name string) 
 
 func (s apiSources) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
 	return s.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// dropManagedFields is the pod informer's transform: the kubelet never reads a pod's managedFields
+// (it writes status patches built from status alone), which are a large part of a pod kept for as
+// long as the pod lives.
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
 }
