@@ -17,6 +17,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	extensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	extensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -372,7 +373,23 @@ func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOption
 	// what can remain is an HTTP/2 connection opened while shutdown began, which net/http's graceful
 	// shutdown never tells to go away and would wait for until the timeout (60 s by default).
 	server.ShutdownTimeout = httpShutdownTimeout
-	return server, extensions.Informers.Apiextensions().V1().CustomResourceDefinitions().Informer(), nil
+	crdInformer := extensions.Informers.Apiextensions().V1().CustomResourceDefinitions().Informer()
+	// The informer keeps the CRDs without their managedFields: nothing that reads it looks at them (the CRD
+	// handler, the naming, establishing, finalizing and OpenAPI controllers read spec and status, and
+	// their status updates without managedFields leave the stored ones as they are), and a Ray CRD's
+	// list every field of its schema.
+	if err := crdInformer.SetTransform(dropManagedFields); err != nil {
+		return nil, nil, err
+	}
+	return server, crdInformer, nil
+}
+
+// dropManagedFields is an informer transform that drops an object's managedFields.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // installBuiltins installs the built-in API groups on server, and returns the service range their

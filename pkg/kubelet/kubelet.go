@@ -274,7 +274,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
-	}))
+	}), informers.WithTransform(dropManagedFields))
 	podInformer := factory.Core().V1().Pods().Informer()
 	k.podLister = podInformer.GetIndexer()
 	informerCtx, stopInformers := context.WithCancel(ctx)
@@ -498,4 +498,14 @@ func (k *Kubelet) Network(ns, pod string) (kubeletapi.PodNetwork, error) {
 		return kubeletapi.PodNetwork{}, fmt.Errorf("pod %s/%s has no sandbox: %w", ns, pod, kubeletapi.ErrNotReady)
 	}
 	return kubeletapi.PodNetwork{UID: string(w.UID()), NetNSPath: n.NetNSPath, Gone: w.Done()}, nil
+}
+
+// dropManagedFields is the pod informer's transform: the kubelet never reads a pod's managedFields
+// (it writes status patches built from status alone), which are a large part of a pod kept for as
+// long as the pod lives.
+func dropManagedFields(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+	}
+	return obj, nil
 }

@@ -272,8 +272,12 @@ func addr(a string) string {
 	return a
 }
 
+// cacheOptions are the shared cache's options. Its objects are kept without their managedFields: no
+// controller reads them (server-side apply sends only the fields it owns, and an update or patch
+// without managedFields leaves the stored ones as they are), and on a Pod they are a large part of
+// the object, kept once per manager.
 func cacheOptions(opts Options) (cache.Options, error) {
-	co := cache.Options{}
+	co := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if len(opts.WatchNamespaces) > 0 {
 		co.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.WatchNamespaces {

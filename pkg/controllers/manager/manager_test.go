@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -95,6 +96,13 @@ func TestCacheOptions(t *testing.T) {
 	}
 	if len(co.DefaultNamespaces) != 2 || co.ByObject != nil {
 		t.Errorf("defaults: %+v", co)
+	}
+	// Cached objects come without managedFields, and with everything else.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := co.DefaultTransform(pod)
+	if p := out.(*corev1.Pod); err != nil || p.ManagedFields != nil || p.Name != "p" || p.Labels["a"] != "b" {
+		t.Errorf("cache transform: %v, %+v", err, out)
 	}
 
 	co, err = cacheOptions(Options{PodSelector: RayPodSelector, JobSelector: KubeRayJobSelector})
