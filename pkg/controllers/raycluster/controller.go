@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -82,8 +81,6 @@ type Reconciler struct {
 	hostRay      func(image string) string
 	// indexed: the client reads a cache that indexes Pods and Services by cluster (indexCluster).
 	indexed bool
-	// written holds each cluster's last status write until the cache shows it (ownWrites).
-	written ownWrites
 }
 
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
@@ -146,12 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.Forget(req.Namespace, req.Name)
-			r.written.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.written.catchUp(req.NamespacedName, &c)
 	if m := c.Spec.ManagedBy; m != nil && *m != "" && *m != ManagedByKubeRay {
 		log.V(1).Info("skipping a RayCluster managed by another controller", "managedBy", *m)
 		return ctrl.Result{}, nil
@@ -197,9 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && statusChanged(&c.Status, &status) {
 		changed = true
 		c.Status = status
-		before := c.ResourceVersion
 		if err = r.client.Status().Update(ctx, &c); err == nil {
-			r.written.remember(req.NamespacedName, before, &c)
 			r.hooks.StatusWritten(ctx, &c, chain.F("state", c.Status.State), chain.F("readyWorkers", fmt.Sprintf("%d/%d", c.Status.ReadyWorkerReplicas, c.Status.DesiredWorkerReplicas))) //nolint:staticcheck // State is what KubeRay users read
 		}
 	}
@@ -551,57 +544,4 @@ func (r *Reconciler) warnRayVersion(c *rayv1.RayCluster, head *corev1.Pod) {
 		r.recorder.Eventf(c, corev1.EventTypeWarning, EventRayVersionMismatch,
 			"spec.rayVersion is %s, but the host's Ray %s runs image %s on this node", c.Spec.RayVersion, v, image)
 	}
-}
-
-// ownWrites lets a reconcile read the controller's own last status write of a cluster when the cache
-// has not caught up with it yet. A pod event often starts the next reconcile within milliseconds of a
-// status write, before the write's own watch event has reached the cache; that reconcile then computed
-// its status from, and wrote it over, the version before the write, and lost with a conflict (54 per
-// 100 clusters in the 1,000-pod scale run), to be retried after the rate limiter's delay. The written
-// object is exactly what the cache will show next: the write succeeded only as the direct successor of
-// the version it was made on, so while the cache still shows that version, nothing newer exists.
-type ownWrites struct {
-	mu    sync.Mutex
-	items map[types.NamespacedName]ownWrite
-}
-
-// ownWrite is a status write: the resourceVersion it was made on and the object the API server returned.
-type ownWrite struct {
-	before string
-	after  *rayv1.RayCluster
-}
-
-// remember records that the controller wrote c's status, made on resourceVersion before; c is the API
-// server's answer and is not changed afterwards by the caller.
-func (w *ownWrites) remember(key types.NamespacedName, before string, c *rayv1.RayCluster) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.items == nil {
-		w.items = map[types.NamespacedName]ownWrite{}
-	}
-	w.items[key] = ownWrite{before: before, after: c.DeepCopy()}
-}
-
-// catchUp replaces c, read from the cache, with the controller's own later write of it when the cache
-// still shows the version that write was made on; once the cache shows another version, the write is
-// forgotten.
-func (w *ownWrites) catchUp(key types.NamespacedName, c *rayv1.RayCluster) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	own, ok := w.items[key]
-	if !ok {
-		return
-	}
-	if c.ResourceVersion == own.before {
-		own.after.DeepCopyInto(c)
-		return
-	}
-	delete(w.items, key)
-}
-
-// forget drops what is remembered of a cluster (it is gone).
-func (w *ownWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.items, key)
 }
