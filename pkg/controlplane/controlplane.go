@@ -238,17 +238,11 @@ func (cp *ControlPlane) parallelSteps(steps ...namedStep) error {
 	wg.Wait()
 	var first error
 	for i, s := range steps {
-		o := outs[i]
-		if o.err != nil {
-			fmt.Fprintf(cp.out, "  %-10s failed after %d ms\n", s.name, o.ms)
-			// A step that failed because another one stopped the components is not the cause.
-			if first == nil || errors.Is(first, context.Canceled) {
-				first = fmt.Errorf("%s: %w", s.name, o.err)
-			}
-			continue
+		err := cp.report(s.name, outs[i].detail, outs[i].ms, outs[i].err)
+		// A step that failed because another one stopped the components is not the cause.
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
 		}
-		cp.times[s.name] = o.ms
-		fmt.Fprintf(cp.out, "  %-10s %5d ms  %s\n", s.name, o.ms, o.detail)
 	}
 	return first
 }
@@ -257,7 +251,12 @@ func (cp *ControlPlane) parallelSteps(steps ...namedStep) error {
 func (cp *ControlPlane) step(name string, f func() (string, error)) error {
 	t := time.Now()
 	detail, err := f()
-	ms := time.Since(t).Milliseconds()
+	return cp.report(name, detail, time.Since(t).Milliseconds(), err)
+}
+
+// report prints a finished step's line and keeps its time; a failed step's error comes back named after
+// the step.
+func (cp *ControlPlane) report(name, detail string, ms int64, err error) error {
 	if err != nil {
 		fmt.Fprintf(cp.out, "  %-10s failed after %d ms\n", name, ms)
 		return fmt.Errorf("%s: %w", name, err)

@@ -23,9 +23,8 @@ type eventRecorders struct {
 	sink   typedcorev1.EventInterface
 	logger logr.Logger
 
-	once        sync.Once
 	mu          sync.Mutex
-	broadcaster record.EventBroadcaster
+	broadcaster record.EventBroadcaster // made at the first event
 	stopped     bool
 }
 
@@ -47,22 +46,17 @@ func (e *eventRecorders) For(component string) record.EventRecorder {
 
 // start starts the broadcaster once; it returns nil after stop.
 func (e *eventRecorders) start() record.EventBroadcaster {
-	e.once.Do(func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.stopped {
-			return
-		}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil
+	}
+	if e.broadcaster == nil {
 		e.broadcaster = record.NewBroadcaster()
 		e.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.sink})
 		e.broadcaster.StartEventWatcher(func(ev *corev1.Event) {
 			e.logger.V(1).Info(ev.Message, "type", ev.Type, "object", ev.InvolvedObject, "reason", ev.Reason)
 		})
-	})
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return nil
 	}
 	return e.broadcaster
 }
