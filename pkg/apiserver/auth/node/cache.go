@@ -17,7 +17,8 @@ const byNode = "namespace/node"
 // CachedPods answers from an informer's cache of every bound Pod, indexed by namespace and node: a
 // lookup costs the node's pods in that namespace, not a LIST through the API server. A cache may lag
 // behind a pod just bound, so the authorizer asks it first and a consistent source (APIPods) after it
-// when the cache shows no pod that uses the object.
+// when the cache shows no pod that uses the object. The other way round, a pod just deleted still grants
+// its objects until the cache hears of the deletion (as Kubernetes' informer-fed node graph does).
 type CachedPods struct {
 	informer cache.SharedIndexInformer
 }
