@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 )
 
@@ -201,11 +202,20 @@ func TestRayClusterSchema(t *testing.T) {
 		if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "e2eUnknownField"); found {
 			t.Errorf("an unknown spec field was stored, want it pruned")
 		}
-		// A status written through /status sticks; spec changes through /status do not.
-		status := got.DeepCopy()
-		must(t, "set", unstructured.SetNestedField(status.Object, "ready", "status", "state"))
-		must(t, "set", unstructured.SetNestedField(status.Object, "9.9.9", "spec", "rayVersion"))
-		st, err := api.UpdateStatus(ctx, status, metav1.UpdateOptions{})
+		// A status written through /status sticks; spec changes through /status do not. The shared
+		// instance's RayCluster controller writes this cluster's status too, so the write is retried on a
+		// conflict from a fresh read, as any second writer of a status must.
+		var st *unstructured.Unstructured
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			status, err := api.Get(ctx, "raycluster-kuberay", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			must(t, "set", unstructured.SetNestedField(status.Object, "ready", "status", "state"))
+			must(t, "set", unstructured.SetNestedField(status.Object, "9.9.9", "spec", "rayVersion"))
+			st, err = api.UpdateStatus(ctx, status, metav1.UpdateOptions{})
+			return err
+		})
 		must(t, "update status", err)
 		if s, _, _ := unstructured.NestedString(st.Object, "status", "state"); s != "ready" {
 			t.Errorf("status.state = %q after a status update", s)
