@@ -26,6 +26,9 @@ const portForwardIdleTimeout = 4 * time.Hour
 // dialTimeout bounds connecting to a port of a pod.
 const dialTimeout = 10 * time.Second
 
+// replyGrace is how long a failed dial waits before its error resets the streams (see PortForward).
+const replyGrace = 100 * time.Millisecond
+
 // PodNetwork is where the ports of a pod on this node are reached.
 type PodNetwork struct {
 	// UID is the pod's UID.
@@ -85,6 +88,15 @@ func (f podForwarder) PortForward(ctx context.Context, _, _ string, port int32, 
 		return err
 	})
 	if err != nil {
+		// The streaming library answers an error by writing it on the pair's error stream and resetting
+		// both streams, and it hands a stream to this function before it has sent the stream's reply: a
+		// dial refused at once (a closed port on loopback) can reset the data stream before the client
+		// saw it accepted, and client-go then drops the connection without reading the error, so
+		// kubectl port-forward neither reports it nor ends. Waiting a moment lets the reply go first.
+		select {
+		case <-time.After(replyGrace):
+		case <-ctx.Done():
+		}
 		return err
 	}
 	defer conn.Close()
