@@ -33,6 +33,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/pkg/procstop"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
 
@@ -387,13 +388,7 @@ func startProcess(c *exec.Cmd) (<-chan struct{}, error) {
 
 // stopProcess ends c, started by startProcess, with SIGTERM, then SIGKILL after 30 s.
 func stopProcess(c *exec.Cmd, exited <-chan struct{}) {
-	_ = c.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		_ = c.Process.Kill()
-		<-exited
-	}
+	procstop.Child(c.Process.Pid, false, exited, 30*time.Second)
 }
 
 // tail is the last n bytes of s.
