@@ -19,32 +19,23 @@ import (
 // the pod's node (/portForward/{namespace}/{pod} there), which speaks portforward.k8s.io over SPDY. A SPDY
 // client's upgrade is proxied to the kubelet as is; a WebSocket client tunneling SPDY
 // (SPDY/3.1+portforward.k8s.io, kubectl's first choice) has its tunnel unwrapped here towards the kubelet.
-type PortForwardREST struct {
-	pods    rest.Getter
-	kubelet *kubeletClient
-}
+type PortForwardREST struct{ streamREST }
 
 var _ rest.Connecter = &PortForwardREST{}
 
 // New returns an empty PodPortForwardOptions.
 func (r *PortForwardREST) New() runtime.Object { return &corev1.PodPortForwardOptions{} }
 
-// Destroy does nothing: the pod store owns the storage.
-func (r *PortForwardREST) Destroy() {}
-
 // NewConnectOptions returns the options the query parameters decode into; pods/portforward takes no subpath.
 func (r *PortForwardREST) NewConnectOptions() (runtime.Object, bool, string) {
 	return &corev1.PodPortForwardOptions{}, false, ""
 }
 
-// ConnectMethods are the methods a stream upgrade comes with: GET for WebSocket, POST for SPDY.
-func (r *PortForwardREST) ConnectMethods() []string { return []string{http.MethodGet, http.MethodPost} }
-
 // Connect returns the handler that connects the client's streams to the pod's ports.
 func (r *PortForwardREST) Connect(ctx context.Context, name string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
-	opts, ok := options.(*corev1.PodPortForwardOptions)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	opts, err := connectOptions[corev1.PodPortForwardOptions](options)
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range opts.Ports {
 		if p <= 0 || p > 65535 {
@@ -55,8 +46,8 @@ func (r *PortForwardREST) Connect(ctx context.Context, name string, options runt
 	if err != nil {
 		return nil, err
 	}
-	if pod.Spec.NodeName == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	if err := checkScheduled(pod); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	for _, p := range opts.Ports {
@@ -66,7 +57,6 @@ func (r *PortForwardREST) Connect(ctx context.Context, name string, options runt
 	if err != nil {
 		return nil, err
 	}
-	spdyProxy := r.kubelet.upgradeProxy(loc, responder)
-	tunnel := translator.NewTunnelingHandler(spdyProxy)
-	return translator.NewTranslatingHandler(spdyProxy, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
+	tunnel := func(spdyProxy http.Handler) http.Handler { return translator.NewTunnelingHandler(spdyProxy) }
+	return r.upgradeHandler(loc, responder, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
 }

@@ -46,8 +46,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ku
 	kubelet := newKubeletClient(kubelets)
 	storage["pods/binding"] = &BindingREST{store: main.Store}
 	storage["pods/log"] = &LogREST{pods: main.Store, kubelet: kubelet}
-	storage["pods/exec"] = &ExecREST{pods: main.Store, kubelet: kubelet}
-	storage["pods/portforward"] = &PortForwardREST{pods: main.Store, kubelet: kubelet}
+	streams := streamREST{pods: main.Store, kubelet: kubelet}
+	storage["pods/exec"] = &ExecREST{streams}
+	storage["pods/portforward"] = &PortForwardREST{streams}
 	storage["pods/proxy"] = &ProxyREST{pods: main.Store, transport: proxyrest.NewTransport()}
 	return storage, nil
 }
