@@ -18,21 +18,13 @@ import (
 // (/exec/{namespace}/{pod}/{container} there), which speaks the remote command protocol over SPDY.
 // A SPDY client's upgrade is proxied to the kubelet as is; a WebSocket client speaking
 // v5.channel.k8s.io (kubectl's first choice) is served here and translated to SPDY towards the kubelet.
-type ExecREST struct{ streamREST }
+type ExecREST struct{ execStreams }
 
 var _ rest.Connecter = &ExecREST{}
 
-// New returns an empty PodExecOptions.
-func (r *ExecREST) New() runtime.Object { return &corev1.PodExecOptions{} }
-
-// NewConnectOptions returns the options the query parameters decode into; pods/exec takes no subpath.
-func (r *ExecREST) NewConnectOptions() (runtime.Object, bool, string) {
-	return &corev1.PodExecOptions{}, false, ""
-}
-
 // Connect returns the handler that connects the client's streams to the command in the container.
 func (r *ExecREST) Connect(ctx context.Context, name string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
-	opts, err := connectOptions[corev1.PodExecOptions](options)
+	opts, err := r.options(options)
 	if err != nil {
 		return nil, err
 	}

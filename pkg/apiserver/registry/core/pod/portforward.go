@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -19,21 +18,13 @@ import (
 // the pod's node (/portForward/{namespace}/{pod} there), which speaks portforward.k8s.io over SPDY. A SPDY
 // client's upgrade is proxied to the kubelet as is; a WebSocket client tunneling SPDY
 // (SPDY/3.1+portforward.k8s.io, kubectl's first choice) has its tunnel unwrapped here towards the kubelet.
-type PortForwardREST struct{ streamREST }
+type PortForwardREST struct{ portForwardStreams }
 
 var _ rest.Connecter = &PortForwardREST{}
 
-// New returns an empty PodPortForwardOptions.
-func (r *PortForwardREST) New() runtime.Object { return &corev1.PodPortForwardOptions{} }
-
-// NewConnectOptions returns the options the query parameters decode into; pods/portforward takes no subpath.
-func (r *PortForwardREST) NewConnectOptions() (runtime.Object, bool, string) {
-	return &corev1.PodPortForwardOptions{}, false, ""
-}
-
 // Connect returns the handler that connects the client's streams to the pod's ports.
 func (r *PortForwardREST) Connect(ctx context.Context, name string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
-	opts, err := connectOptions[corev1.PodPortForwardOptions](options)
+	opts, err := r.options(options)
 	if err != nil {
 		return nil, err
 	}

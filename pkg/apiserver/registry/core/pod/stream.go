@@ -13,22 +13,42 @@ import (
 )
 
 // streamREST is what pods/exec and pods/portforward share: they read the pod from the pod store, keep
-// no storage of their own, and connect the client's streams to the kubelet of the pod's node, taking
-// the upgrade by GET (WebSocket) or POST (SPDY).
-type streamREST struct {
+// no storage of their own, decode their query into options of type T (*T is a runtime.Object), take no
+// subpath, and connect the client's streams to the kubelet of the pod's node, taking the upgrade by GET
+// (WebSocket) or POST (SPDY).
+type streamREST[T any, PT interface {
+	*T
+	runtime.Object
+}] struct {
 	pods    rest.Getter
 	kubelet *kubeletClient
 }
 
+// execStreams and portForwardStreams are the streamREST of pods/exec and of pods/portforward.
+type (
+	execStreams        = streamREST[corev1.PodExecOptions, *corev1.PodExecOptions]
+	portForwardStreams = streamREST[corev1.PodPortForwardOptions, *corev1.PodPortForwardOptions]
+)
+
+// New returns empty options of the subresource.
+func (r *streamREST[T, PT]) New() runtime.Object { return PT(new(T)) }
+
 // Destroy does nothing: the pod store owns the storage.
-func (r *streamREST) Destroy() {}
+func (r *streamREST[T, PT]) Destroy() {}
+
+// NewConnectOptions returns the options the query parameters decode into, and that there is no subpath.
+func (r *streamREST[T, PT]) NewConnectOptions() (runtime.Object, bool, string) {
+	return PT(new(T)), false, ""
+}
 
 // ConnectMethods are the methods a stream upgrade comes with: GET for WebSocket, POST for SPDY.
-func (r *streamREST) ConnectMethods() []string { return []string{http.MethodGet, http.MethodPost} }
+func (r *streamREST[T, PT]) ConnectMethods() []string {
+	return []string{http.MethodGet, http.MethodPost}
+}
 
-// connectOptions is options as the subresource's own options type, or a BadRequest.
-func connectOptions[T any](options runtime.Object) (*T, error) {
-	opts, ok := any(options).(*T)
+// options is options as the subresource's own options type, or a BadRequest.
+func (r *streamREST[T, PT]) options(options runtime.Object) (PT, error) {
+	opts, ok := options.(PT)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
 	}
@@ -46,7 +66,7 @@ func checkScheduled(pod *corev1.Pod) error {
 // upgradeHandler serves a stream upgrade towards the kubelet at loc: a SPDY client's upgrade is proxied
 // as it is; a WebSocket client's request (as isWebSocket tells) goes to the handler websocket makes
 // from that SPDY proxy.
-func (r *streamREST) upgradeHandler(loc *url.URL, responder rest.Responder, websocket func(spdyProxy http.Handler) http.Handler,
+func (r *streamREST[T, PT]) upgradeHandler(loc *url.URL, responder rest.Responder, websocket func(spdyProxy http.Handler) http.Handler,
 	isWebSocket func(*http.Request) bool) http.Handler {
 	spdyProxy := r.kubelet.upgradeProxy(loc, responder)
 	return translator.NewTranslatingHandler(spdyProxy, websocket(spdyProxy), isWebSocket)
