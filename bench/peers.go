@@ -16,6 +16,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,6 +34,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/pkg/procstop"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
 
@@ -230,35 +232,69 @@ func peersJSON(m peersMedians, runs int, load string) suiteResult {
 // the ray.io CRDs Established, samples their RSS 3 s later, and stops them.
 func peerStart(dir string, peers peerPaths, cold bool) (peerSample, error) {
 	var s peerSample
-	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "pki"), "peer-ca")
+	keys, err := newPeerPKI(dir)
 	if err != nil {
 		return s, err
 	}
-	loopback := []net.IP{net.ParseIP("127.0.0.1")}
-	serving, err := ca.Serving("apiserver", []string{"localhost"}, loopback)
-	if err != nil {
-		return s, err
+	// etcd and kube-apiserver take ports by number only (kube-apiserver serves nothing on port 0), so
+	// the ports are picked here, free a moment before the processes bind them. Another process may take
+	// one in that moment; the start is then made again with fresh ports, the peer's log saying so.
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(3)
+		if err != nil {
+			return s, err
+		}
+		s, err = peerRun(dir, peers, keys, ports)
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			return s, err
+		}
+		fmt.Fprintf(os.Stderr, "peer: %v; starting again with fresh ports\n", err)
+		if cold { // what the failed start wrote is not a cold start's
+			if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
+				return s, err
+			}
+		}
 	}
-	admin, err := ca.Client("admin", "peer-admin", []string{"system:masters"})
-	if err != nil {
-		return s, err
+}
+
+// peerPKI are the peer's CA, serving and admin key pairs, and service account public key file.
+type peerPKI struct {
+	ca             *pki.Authority
+	serving, admin *pki.KeyPair
+	saPub          string
+}
+
+// newPeerPKI makes (or loads) the peer's keys under dir/pki.
+func newPeerPKI(dir string) (k peerPKI, err error) {
+	if k.ca, err = pki.LoadOrCreateCA(filepath.Join(dir, "pki"), "peer-ca"); err != nil {
+		return k, err
 	}
-	saKey, err := ca.SigningKey("sa")
-	if err != nil {
-		return s, err
+	if k.serving, err = k.ca.Serving("apiserver", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return k, err
 	}
-	saPub := filepath.Join(dir, "pki", "sa.pub")
+	if k.admin, err = k.ca.Client("admin", "peer-admin", []string{"system:masters"}); err != nil {
+		return k, err
+	}
+	saKey, err := k.ca.SigningKey("sa")
+	if err != nil {
+		return k, err
+	}
 	der, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
 	if err != nil {
-		return s, err
+		return k, err
 	}
-	if err := os.WriteFile(saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
-		return s, err
-	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return s, err
-	}
+	k.saPub = filepath.Join(dir, "pki", "sa.pub")
+	return k, os.WriteFile(k.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600)
+}
+
+// errPortTaken says that a port picked by freePorts was taken before the peer bound it.
+var errPortTaken = errors.New("a port picked for the peer was taken before it bound it")
+
+// peerRun is one start of the peer on ports (etcd client, etcd peer, kube-apiserver), measured as
+// peerStart says; the error wraps errPortTaken when either process could not bind its port.
+func peerRun(dir string, peers peerPaths, keys peerPKI, ports []int) (peerSample, error) {
+	var s peerSample
+	ca, serving, admin, saPub := keys.ca, keys.serving, keys.admin, keys.saPub
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	etcd := exec.Command(peers.etcd, "--name", "peer", "--data-dir", filepath.Join(dir, "etcd"),
@@ -312,6 +348,9 @@ func peerStart(dir string, peers peerPaths, cold bool) (peerSample, error) {
 	}()
 	if err := waitReadyz(ctx, cfg.Host, tlsCfg); err != nil {
 		b, _ := os.ReadFile(filepath.Join(dir, "peer.log"))
+		if strings.Contains(string(b), "address already in use") {
+			err = fmt.Errorf("%w (%w)", errPortTaken, err)
+		}
 		return s, fmt.Errorf("%w\n%s", err, tail(string(b), 3000))
 	}
 	s.readyz = time.Since(t0)
@@ -387,13 +426,7 @@ func startProcess(c *exec.Cmd) (<-chan struct{}, error) {
 
 // stopProcess ends c, started by startProcess, with SIGTERM, then SIGKILL after 30 s.
 func stopProcess(c *exec.Cmd, exited <-chan struct{}) {
-	_ = c.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		_ = c.Process.Kill()
-		<-exited
-	}
+	procstop.Child(c.Process.Pid, false, exited, 30*time.Second)
 }
 
 // tail is the last n bytes of s.

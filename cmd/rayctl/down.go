@@ -12,6 +12,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/controlplane"
 	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/procstop"
 )
 
 func newDownCommand(g *globalFlags) *cobra.Command {
@@ -67,18 +68,14 @@ func down(out io.Writer, dataDir string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := syscall.Kill(st.PID, syscall.SIGTERM); err != nil {
+	killed, err := procstop.PIDs([]int{st.PID}, syscall.SIGTERM, timeout, nil)
+	switch {
+	case err != nil:
 		return err
+	case len(killed) > 0:
+		fmt.Fprintf(out, "rayctl (pid %d) did not stop within %s and was killed\n", st.PID, timeout)
+	default:
+		fmt.Fprintf(out, "stopped rayctl (pid %d)\n", st.PID)
 	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(st.PID, 0) != nil {
-			fmt.Fprintf(out, "stopped rayctl (pid %d)\n", st.PID)
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = syscall.Kill(st.PID, syscall.SIGKILL)
-	fmt.Fprintf(out, "rayctl (pid %d) did not stop within %s and was killed\n", st.PID, timeout)
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rayctl/rayctl/pkg/procstop"
 )
 
 // DefaultReadyTimeout bounds the wait for the ready line when Options.ReadyTimeout is zero.
@@ -183,14 +185,10 @@ func (p *Process) RESTConfig(qps float32, burst int) (*rest.Config, error) {
 // Stop sends SIGTERM and waits up to timeout for the process to exit; after that it kills the process
 // group and says so.
 func (p *Process) Stop(timeout time.Duration) error {
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(timeout):
-		p.Kill()
+	if procstop.Child(p.Cmd.Process.Pid, true, p.exited, timeout) {
 		return fmt.Errorf("rayctl up did not stop within %s", timeout)
 	}
+	return nil
 }
 
 // Kill ends the process and its group with SIGKILL, as a crash would, and waits for it to be gone.

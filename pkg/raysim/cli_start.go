@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/hostmem"
+	"github.com/rayctl/rayctl/pkg/procstop"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
@@ -378,18 +379,9 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 	if f.isSet("force") {
 		sig = syscall.SIGKILL
 	}
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig)
-	}
-	deadline := time.Now().Add(time.Duration(grace) * time.Second)
-	for _, pid := range pids {
-		for processAlive(pid) && !isZombie(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if processAlive(pid) && !isZombie(pid) {
-			fmt.Fprintf(stderr, "raysim: pid %d did not exit within %ds; sending SIGKILL\n", pid, grace)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	killed, _ := procstop.PIDs(pids, sig, time.Duration(grace)*time.Second, func(pid int) bool { return processAlive(pid) && !isZombie(pid) })
+	for _, pid := range killed {
+		fmt.Fprintf(stderr, "raysim: pid %d did not exit within %ds; sending SIGKILL\n", pid, grace)
 	}
 	fmt.Fprintf(stdout, "raysim: stopped %d raysim process(es).\n", len(pids))
 	return 0

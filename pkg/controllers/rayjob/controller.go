@@ -23,7 +23,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,7 +30,6 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
@@ -62,21 +60,13 @@ type Options struct {
 	Resolver Resolver
 	// NewJobsAPI returns the client for a dashboard base URL; nil means raydashboard.New.
 	NewJobsAPI func(baseURL string) JobsAPI
-	// Recorder records the RayJob's events; Setup fills it from the manager.
-	Recorder record.EventRecorder
-	// RequeueAfter is the polling period of a RayJob in progress; 0 means DefaultRequeue.
-	RequeueAfter time.Duration
-	// MaxConcurrentReconciles is the number of workers; 0 means 1, as KubeRay.
-	MaxConcurrentReconciles int
 	// DeleteRayJobAfterJobFinishes makes shutdownAfterJobFinishes delete the
 	// RayJob itself rather than its RayCluster (KubeRay's
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
 	DeleteRayJobAfterJobFinishes bool
-	// Hooks reports the controller's trigger chain (events, maps, enqueues,
-	// reconciles, status writes) to the chain recorder; nil means hooks that record nothing.
-	Hooks *chainhooks.Hooks
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// ReconcilerOptions are the recorder of the RayJob's events, the chain hooks, the number of
+	// workers, the clock and the polling period of a RayJob in progress (0 means DefaultRequeue).
+	ctrlmanager.ReconcilerOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -89,21 +79,7 @@ func (o Options) withDefaults() Options {
 	if o.NewJobsAPI == nil {
 		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.New(u) }
 	}
-	if o.Recorder == nil {
-		o.Recorder = &record.FakeRecorder{}
-	}
-	if o.RequeueAfter <= 0 {
-		o.RequeueAfter = DefaultRequeue
-	}
-	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = 1
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Hooks == nil {
-		o.Hooks = chainhooks.New(Name, nil)
-	}
+	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
 	return o
 }
 
@@ -133,13 +109,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	o.Recorder, o.Hooks = env.Recorder, env.Hooks
-	if env.ReconcileConcurrency > 0 {
-		o.MaxConcurrentReconciles = env.ReconcileConcurrency
-	}
-	if o.Recorder == nil {
-		o.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
-	}
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }
 

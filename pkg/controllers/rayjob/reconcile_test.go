@@ -23,6 +23,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
@@ -152,12 +153,14 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h.r = NewReconciler(c, Options{
 		Resolver:   func(context.Context, *rayv1.RayCluster) (string, error) { return "http://fake:8265", nil },
 		NewJobsAPI: func(string) JobsAPI { return h.api },
-		Recorder:   h.events,
-		Now: func() time.Time {
-			if !h.now.IsZero() {
-				return h.now
-			}
-			return time.Now()
+		ReconcilerOptions: ctrlmanager.ReconcilerOptions{
+			Recorder: h.events,
+			Now: func() time.Time {
+				if !h.now.IsZero() {
+					return h.now
+				}
+				return time.Now()
+			},
 		},
 	})
 	return h

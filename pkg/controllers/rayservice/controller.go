@@ -28,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -59,16 +58,9 @@ type Options struct {
 	Resolver raydashboard.Resolver
 	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
 	NewClient func(baseURL string) ServeAPI
-	// Recorder records the RayService's events; Setup fills it from the manager.
-	Recorder record.EventRecorder
-	// RequeueAfter is how often a RayService is looked at again; 0 means DefaultRequeue.
-	RequeueAfter time.Duration
-	// MaxConcurrentReconciles is the number of workers; 0 means 1.
-	MaxConcurrentReconciles int
-	// Hooks reports the controller's trigger chain to the chain recorder; nil means hooks that record nothing.
-	Hooks *chainhooks.Hooks
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// ReconcilerOptions are the recorder of the RayService's events, the chain hooks, the number of
+	// workers, the clock and how often a RayService is looked at again (0 means DefaultRequeue).
+	ctrlmanager.ReconcilerOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -78,21 +70,7 @@ func (o Options) withDefaults() Options {
 	if o.NewClient == nil {
 		o.NewClient = func(u string) ServeAPI { return raydashboard.New(u) }
 	}
-	if o.Recorder == nil {
-		o.Recorder = &record.FakeRecorder{}
-	}
-	if o.RequeueAfter <= 0 {
-		o.RequeueAfter = DefaultRequeue
-	}
-	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = 1
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Hooks == nil {
-		o.Hooks = chainhooks.New(Name, nil)
-	}
+	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
 	return o
 }
 
@@ -128,13 +106,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	o.Recorder, o.Hooks = env.Recorder, env.Hooks
-	if env.ReconcileConcurrency > 0 {
-		o.MaxConcurrentReconciles = env.ReconcileConcurrency
-	}
-	if o.Recorder == nil {
-		o.Recorder = mgr.GetEventRecorderFor(Name + "-controller") //nolint:staticcheck // core/v1 events, which kubectl describe shows
-	}
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller")
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }
 

@@ -21,8 +21,13 @@ import (
 // metav1.Status on the error stream) to v3's terminal resizing.
 const execProtocol = "v4.channel.k8s.io"
 
-// streamCreationTimeout bounds how long the client may take to open its streams.
-const streamCreationTimeout = 30 * time.Second
+// The timeouts of exec and port-forward streams, the kubelet's defaults.
+const (
+	// streamCreationTimeout bounds how long the client may take to open its streams.
+	streamCreationTimeout = 30 * time.Second
+	// streamIdleTimeout ends a connection that carried nothing for this long.
+	streamIdleTimeout = 4 * time.Hour
+)
 
 type streamAndReply struct {
 	stream    httpstream.Stream
@@ -70,7 +75,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		return // The upgrader wrote the error.
 	}
 	defer conn.Close()
-	conn.SetIdleTimeout(4 * time.Hour)
+	conn.SetIdleTimeout(streamIdleTimeout)
 
 	var errStream, stdin, stdout, stderr, resize httpstream.Stream
 	expected := 1

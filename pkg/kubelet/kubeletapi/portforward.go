@@ -19,10 +19,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
-// portForwardIdleTimeout ends a port-forward connection that carried nothing for this long, the
-// kubelet's default streaming idle timeout.
-const portForwardIdleTimeout = 4 * time.Hour
-
 // dialTimeout bounds connecting to a port of a pod.
 const dialTimeout = 10 * time.Second
 
@@ -68,7 +64,7 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	portforward.ServePortForward(conn, r, podForwarder{netns: pn.NetNSPath}, name+"_"+ns, pn.UID, opts,
-		portForwardIdleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
+		streamIdleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
 }
 
 // podForwarder connects port-forward streams to ports in one pod's network namespace.

@@ -20,6 +20,8 @@ import (
 
 	ctrd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/rayctl/rayctl/pkg/procstop"
 )
 
 // Namespace is the containerd namespace rayctl keeps its images and containers in.
@@ -259,13 +261,7 @@ func (d *Daemon) Stop() error {
 	if cmd == nil || cmd.Process == nil {
 		return nil
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	procstop.Child(cmd.Process.Pid, false, done, 10*time.Second)
 	var ee *exec.ExitError
 	if err := d.exitErr(); err != nil && !errors.As(err, &ee) {
 		return err
@@ -310,18 +306,7 @@ func ImportImageFile(ctx context.Context, c *ctrd.Client, path string) ([]string
 // grace.
 func stopOrphans(cfgPath string, grace time.Duration) error {
 	pids := containerdPIDs(cfgPath)
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(grace)
-	for _, pid := range pids {
-		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if syscall.Kill(pid, 0) == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	_, _ = procstop.PIDs(pids, syscall.SIGTERM, grace, nil)
 	for _, pid := range pids {
 		for i := 0; i < 250 && syscall.Kill(pid, 0) == nil; i++ {
 			time.Sleep(20 * time.Millisecond)

@@ -1,7 +1,6 @@
 package network
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/network/nettest"
 )
 
 func randomHex(t *testing.T, n int) string {
@@ -74,17 +73,6 @@ func listenIn(t *testing.T, nsPath, addr, word string) net.Listener {
 	return ln
 }
 
-func dialAndRead(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp4", addr, 5*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
-}
-
 func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 	m := testManager(t)
 	a, err := m.Setup("pod-a")
@@ -106,17 +94,17 @@ func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 	listenIn(t, a.NetNSPath, ":7000", "from-a")
 	listenIn(t, b.NetNSPath, ":7000", "from-b")
 
-	got, err := dialAndRead(net.JoinHostPort(a.IP.String(), "7000"))
+	got, err := nettest.ReadLine(net.JoinHostPort(a.IP.String(), "7000"))
 	if err != nil || got != "from-a" {
 		t.Fatalf("host → pod a: %q, %v", got, err)
 	}
 	err = Do(b.NetNSPath, func() error {
-		got, err := dialAndRead(net.JoinHostPort(a.IP.String(), "7000"))
+		got, err := nettest.ReadLine(net.JoinHostPort(a.IP.String(), "7000"))
 		if err != nil || got != "from-a" {
 			return fmt.Errorf("pod b → pod a: %q, %v", got, err)
 		}
 		// Inside b, its own port 7000 is b's listener, on loopback too.
-		got, err = dialAndRead("127.0.0.1:7000")
+		got, err = nettest.ReadLine("127.0.0.1:7000")
 		if err != nil || got != "from-b" {
 			return fmt.Errorf("pod b → its own loopback: %q, %v", got, err)
 		}
@@ -145,7 +133,7 @@ func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 		}
 	}()
 	err = Do(a.NetNSPath, func() error {
-		got, err := dialAndRead(hostLn.Addr().String())
+		got, err := nettest.ReadLine(hostLn.Addr().String())
 		if err != nil || got != "from-host" {
 			return fmt.Errorf("pod a → host: %q, %v", got, err)
 		}
@@ -225,7 +213,7 @@ func TestSetupIsIdempotentAndSurvivesARestart(t *testing.T) {
 		t.Fatalf("rebuild: %+v, %v", rebuilt, err)
 	}
 	listenIn(t, rebuilt.NetNSPath, ":7001", "back")
-	if got, err := dialAndRead(net.JoinHostPort(rebuilt.IP.String(), "7001")); err != nil || got != "back" {
+	if got, err := nettest.ReadLine(net.JoinHostPort(rebuilt.IP.String(), "7001")); err != nil || got != "back" {
 		t.Fatalf("rebuilt pod unreachable: %q %v", got, err)
 	}
 }

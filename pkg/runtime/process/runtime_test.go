@@ -1,7 +1,6 @@
 package process
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -22,6 +21,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/network/nettest"
 )
 
 func randHex(n int) string {
@@ -355,7 +355,7 @@ func TestPodsGetTheirOwnIPsAndMounts(t *testing.T) {
 	for _, pod := range []*runtime.Sandbox{a, b} {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			line, err := dialRead(net.JoinHostPort(pod.IP, "9000"))
+			line, err := nettest.ReadLine(net.JoinHostPort(pod.IP, "9000"))
 			if err == nil && line == "hello from "+pod.Config.Name {
 				break
 			}
@@ -386,17 +386,6 @@ func TestPodsGetTheirOwnIPsAndMounts(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dst, "data.txt")); !os.IsNotExist(err) {
 		t.Errorf("the bind mount leaked to the host: %v", err)
 	}
-}
-
-func dialRead(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
 }
 
 func TestImageNotesSayWhichRayRuns(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 )
 
 // Node identities, as kubelets present them: the user system:node:<name> in the group system:nodes.
@@ -110,7 +111,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 		}
 	}
 	if err != nil {
-		return authorizer.DecisionDeny, "node authorizer: cannot list the node's pods", err
+		// A deny with its reason, as Kubernetes' authorizers answer when they cannot decide: an error
+		// beside it would make the API server answer 500 instead of 403. The error goes to the log.
+		klog.FromContext(ctx).Error(err, "node authorizer: listing a node's pods failed; its read is refused", "node", node, "namespace", ns, "resource", attrs.GetResource(), "name", name)
+		return authorizer.DecisionDeny, fmt.Sprintf("node authorizer: the pods of node %q in namespace %q could not be listed, so its use of %s %q is not known", node, ns, kind, name), nil
 	}
 	return authorizer.DecisionDeny, fmt.Sprintf("node authorizer: no pod bound to node %q in namespace %q uses %s %q", node, ns, kind, name), nil
 }

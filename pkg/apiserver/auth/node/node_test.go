@@ -3,6 +3,8 @@ package node_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -10,6 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 )
@@ -131,16 +136,36 @@ func TestSourcesAreAskedInOrder(t *testing.T) {
 		a       *node.Authorizer
 		name    string
 		want    authorizer.Decision
-		wantErr bool
+		wantErr bool // never: a deny carries its reason, not an error (which the API server turns into a 500)
 	}{
 		{"cache behind, API has it", node.New(podsOn{}, podsOn{pod}), "cm", authorizer.DecisionAllow, false},
 		{"cache fails, API has it", node.New(failing{}, podsOn{pod}), "cm", authorizer.DecisionAllow, false},
 		{"no source uses it", node.New(podsOn{pod}, podsOn{pod}), "other", authorizer.DecisionDeny, false},
-		{"every source fails", node.New(failing{}, failing{}), "cm", authorizer.DecisionDeny, true},
+		{"every source fails", node.New(failing{}, failing{}), "cm", authorizer.DecisionDeny, false},
 	} {
 		d, _, err := tc.a.Authorize(context.Background(), get(tc.name))
 		if d != tc.want || (err != nil) != tc.wantErr {
 			t.Errorf("%s: got %v, %v; want %v (error %v)", tc.what, d, err, tc.want, tc.wantErr)
 		}
+	}
+}
+
+// When no source can list the node's pods, the node's read is refused as any other it may not make:
+// 403 Forbidden with the reason, through the API server's own authorization filter, not a 500.
+func TestAReadThatCannotBeDecidedIsForbidden(t *testing.T) {
+	reached := false
+	h := filters.WithAuthorization(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }),
+		node.New(failing{}, failing{}), scheme.Codecs)
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/configmaps/cm", nil)
+	ctx := request.WithUser(req.Context(), &user.DefaultInfo{Name: "system:node:a", Groups: []string{"system:nodes"}})
+	ctx = request.WithRequestInfo(ctx, &request.RequestInfo{IsResourceRequest: true, Path: req.URL.Path, Verb: "get",
+		APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "configmaps", Name: "cm"})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req.WithContext(ctx))
+	if reached || rec.Code != http.StatusForbidden {
+		t.Fatalf("status %d (handler reached: %v), want 403:\n%s", rec.Code, reached, rec.Body)
+	}
+	if want := `the pods of node \"a\" in namespace \"ns\" could not be listed`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("the refusal does not say why (%s):\n%s", want, rec.Body)
 	}
 }

@@ -18,32 +18,15 @@ import (
 // (/exec/{namespace}/{pod}/{container} there), which speaks the remote command protocol over SPDY.
 // A SPDY client's upgrade is proxied to the kubelet as is; a WebSocket client speaking
 // v5.channel.k8s.io (kubectl's first choice) is served here and translated to SPDY towards the kubelet.
-type ExecREST struct {
-	pods    rest.Getter
-	kubelet *kubeletClient
-}
+type ExecREST struct{ execStreams }
 
 var _ rest.Connecter = &ExecREST{}
 
-// New returns an empty PodExecOptions.
-func (r *ExecREST) New() runtime.Object { return &corev1.PodExecOptions{} }
-
-// Destroy does nothing: the pod store owns the storage.
-func (r *ExecREST) Destroy() {}
-
-// NewConnectOptions returns the options the query parameters decode into; pods/exec takes no subpath.
-func (r *ExecREST) NewConnectOptions() (runtime.Object, bool, string) {
-	return &corev1.PodExecOptions{}, false, ""
-}
-
-// ConnectMethods are the methods a stream upgrade comes with: GET for WebSocket, POST for SPDY.
-func (r *ExecREST) ConnectMethods() []string { return []string{http.MethodGet, http.MethodPost} }
-
 // Connect returns the handler that connects the client's streams to the command in the container.
 func (r *ExecREST) Connect(ctx context.Context, name string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
-	opts, ok := options.(*corev1.PodExecOptions)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	opts, err := r.options(options)
+	if err != nil {
+		return nil, err
 	}
 	pod, err := getPod(ctx, r.pods, name)
 	if err != nil {
@@ -53,8 +36,8 @@ func (r *ExecREST) Connect(ctx context.Context, name string, options runtime.Obj
 	if err != nil {
 		return nil, err
 	}
-	if pod.Spec.NodeName == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	if err := checkScheduled(pod); err != nil {
+		return nil, err
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase))
@@ -63,12 +46,12 @@ func (r *ExecREST) Connect(ctx context.Context, name string, options runtime.Obj
 	if err != nil {
 		return nil, err
 	}
-	transport := r.kubelet.transport
-	spdyProxy := r.kubelet.upgradeProxy(loc, responder)
-	websocket := translator.NewStreamTranslatorHandler(loc, transport, 0, translator.Options{
-		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY,
-	})
-	return translator.NewTranslatingHandler(spdyProxy, websocket, wsstream.IsWebSocketRequestWithStreamCloseProtocol), nil
+	websocket := func(http.Handler) http.Handler {
+		return translator.NewStreamTranslatorHandler(loc, r.kubelet.transport, 0, translator.Options{
+			Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY,
+		})
+	}
+	return r.upgradeHandler(loc, responder, websocket, wsstream.IsWebSocketRequestWithStreamCloseProtocol), nil
 }
 
 // execQuery is the kubelet's query for opts.

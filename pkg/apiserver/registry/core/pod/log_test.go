@@ -192,7 +192,7 @@ func TestLogWaiting(t *testing.T) {
 
 func TestExecConnect(t *testing.T) {
 	r, ctx := logFixture(runningPod())
-	exec := &ExecREST{pods: r.pods, kubelet: r.kubelet}
+	exec := &ExecREST{execStreams{pods: r.pods, kubelet: r.kubelet}}
 	if _, err := exec.Connect(ctx, "p", &corev1.PodExecOptions{Command: []string{"true"}, Stdout: true}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestExecConnect(t *testing.T) {
 	done := runningPod()
 	done.Status.Phase = corev1.PodSucceeded
 	r, ctx = logFixture(done)
-	exec = &ExecREST{pods: r.pods, kubelet: r.kubelet}
+	exec = &ExecREST{execStreams{pods: r.pods, kubelet: r.kubelet}}
 	if _, err := exec.Connect(ctx, "p", &corev1.PodExecOptions{Command: []string{"true"}}, nil); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "completed pod") {
 		t.Errorf("a completed pod: got %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -19,32 +18,15 @@ import (
 // the pod's node (/portForward/{namespace}/{pod} there), which speaks portforward.k8s.io over SPDY. A SPDY
 // client's upgrade is proxied to the kubelet as is; a WebSocket client tunneling SPDY
 // (SPDY/3.1+portforward.k8s.io, kubectl's first choice) has its tunnel unwrapped here towards the kubelet.
-type PortForwardREST struct {
-	pods    rest.Getter
-	kubelet *kubeletClient
-}
+type PortForwardREST struct{ portForwardStreams }
 
 var _ rest.Connecter = &PortForwardREST{}
 
-// New returns an empty PodPortForwardOptions.
-func (r *PortForwardREST) New() runtime.Object { return &corev1.PodPortForwardOptions{} }
-
-// Destroy does nothing: the pod store owns the storage.
-func (r *PortForwardREST) Destroy() {}
-
-// NewConnectOptions returns the options the query parameters decode into; pods/portforward takes no subpath.
-func (r *PortForwardREST) NewConnectOptions() (runtime.Object, bool, string) {
-	return &corev1.PodPortForwardOptions{}, false, ""
-}
-
-// ConnectMethods are the methods a stream upgrade comes with: GET for WebSocket, POST for SPDY.
-func (r *PortForwardREST) ConnectMethods() []string { return []string{http.MethodGet, http.MethodPost} }
-
 // Connect returns the handler that connects the client's streams to the pod's ports.
 func (r *PortForwardREST) Connect(ctx context.Context, name string, options runtime.Object, responder rest.Responder) (http.Handler, error) {
-	opts, ok := options.(*corev1.PodPortForwardOptions)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options object: %T", options))
+	opts, err := r.options(options)
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range opts.Ports {
 		if p <= 0 || p > 65535 {
@@ -55,8 +37,8 @@ func (r *PortForwardREST) Connect(ctx context.Context, name string, options runt
 	if err != nil {
 		return nil, err
 	}
-	if pod.Spec.NodeName == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	if err := checkScheduled(pod); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	for _, p := range opts.Ports {
@@ -66,7 +48,6 @@ func (r *PortForwardREST) Connect(ctx context.Context, name string, options runt
 	if err != nil {
 		return nil, err
 	}
-	spdyProxy := r.kubelet.upgradeProxy(loc, responder)
-	tunnel := translator.NewTunnelingHandler(spdyProxy)
-	return translator.NewTranslatingHandler(spdyProxy, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
+	tunnel := func(spdyProxy http.Handler) http.Handler { return translator.NewTunnelingHandler(spdyProxy) }
+	return r.upgradeHandler(loc, responder, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol), nil
 }

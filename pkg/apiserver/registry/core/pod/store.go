@@ -46,8 +46,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ku
 	kubelet := newKubeletClient(kubelets)
 	storage["pods/binding"] = &BindingREST{store: main.Store}
 	storage["pods/log"] = &LogREST{pods: main.Store, kubelet: kubelet}
-	storage["pods/exec"] = &ExecREST{pods: main.Store, kubelet: kubelet}
-	storage["pods/portforward"] = &PortForwardREST{pods: main.Store, kubelet: kubelet}
+	storage["pods/exec"] = &ExecREST{execStreams{pods: main.Store, kubelet: kubelet}}
+	storage["pods/portforward"] = &PortForwardREST{portForwardStreams{pods: main.Store, kubelet: kubelet}}
 	storage["pods/proxy"] = &ProxyREST{pods: main.Store, transport: proxyrest.NewTransport()}
 	return storage, nil
 }
