@@ -259,7 +259,11 @@ type informerCRDs struct {
 }
 
 func (i informerCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	if !cache.WaitForCacheSync(ctx.Done(), i.informer.HasSynced) {
+	// Told when it has synced, not polled for every 100 ms as cache.WaitForCacheSync does: on a restart,
+	// the CRDs stored Established, this wait is the install's only one.
+	select {
+	case <-i.informer.HasSyncedChecker().Done():
+	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	obj, exists, err := i.informer.GetStore().GetByKey(name)
