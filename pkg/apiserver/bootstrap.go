@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -34,8 +35,8 @@ import (
 // SystemNamespaces exist from the first start, as on a real cluster.
 var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// bootstrap creates the system namespaces, installs the CRDs, waiting until each is Established, and
-// applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
+// bootstrap creates the system namespaces, installs the CRDs, waiting until each is Established and its
+// custom resources' watch cache is filled (see warmWatchCaches), and applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
 // fails until it is done. crdInformer is the server's own informer on CRDs, which the install reads
 // instead of the API (see informerCRDs).
 func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
@@ -63,7 +64,14 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer
 	if err != nil {
 		return err
 	}
-	wg.Go(func() { errs[len(SystemNamespaces)] = installCRDs(ctx, extensions, crds, informerCRDs{crdInformer}) })
+	wg.Go(func() {
+		view := informerCRDs{crdInformer}
+		names, err := installCRDs(ctx, extensions, crds, view)
+		if err == nil {
+			err = warmWatchCaches(ctx, client.CoreV1().RESTClient(), view, names)
+		}
+		errs[len(SystemNamespaces)] = err
+	})
 	// The policy holds Roles in system namespaces, so it follows them.
 	namespaces.Wait()
 	errs[len(SystemNamespaces)+1] = applyRBAC(ctx, client, rbacPolicy, authz)
@@ -116,7 +124,8 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 	if err != nil {
 		return err
 	}
-	return installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()})
+	_, err = installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()})
+	return err
 }
 
 // crdView is where the installer reads the CRDs' state from.
@@ -128,8 +137,8 @@ type crdView interface {
 }
 
 // installCRDs creates or updates each CRD manifest through client and waits until all are Established,
-// reading their state from state.
-func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView) error {
+// reading their state from state. It returns the CRDs' names.
+func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView) ([]string, error) {
 	names := make([]string, len(manifests))
 	errs := make([]error, len(manifests))
 	ready := make([]bool, len(manifests))
@@ -143,7 +152,7 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, mani
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
 	klog.InfoS("CRDs written", "count", len(names))
 	pending := map[string]bool{}
@@ -156,10 +165,55 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, mani
 		waitCtx, cancel := context.WithTimeout(ctx, establishTimeout)
 		defer cancel()
 		if err := state.waitEstablished(waitCtx, pending); err != nil {
-			return fmt.Errorf("CRDs %v did not become Established within %s: %w", sortedKeys(pending), establishTimeout, err)
+			return nil, fmt.Errorf("CRDs %v did not become Established within %s: %w", sortedKeys(pending), establishTimeout, err)
 		}
 	}
 	klog.InfoS("CRDs established", "count", len(names))
+	return names, nil
+}
+
+// warmWatchCaches makes the server build the storage of every served version of the CRDs named and
+// waits until each one's watch cache has its initial list. The API server builds a custom resource's
+// storage, and starts filling its watch cache, on the first request for it; until the cache is filled
+// every watch is refused with 429 and Retry-After: 1, so a client's first watch (a controller's
+// informer) would wait a second after /readyz said ready. A watch accepted is the cache's own answer
+// that it is filled; it is closed at once.
+func warmWatchCaches(ctx context.Context, rc rest.Interface, state crdView, names []string) error {
+	var gvrs []schema.GroupVersionResource
+	for _, name := range names {
+		crd, err := state.get(ctx, name)
+		if err != nil {
+			return fmt.Errorf("reading CRD %s: %w", name, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				gvrs = append(gvrs, schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural})
+			}
+		}
+	}
+	errs := make([]error, len(gvrs))
+	var wg sync.WaitGroup
+	for i, gvr := range gvrs {
+		wg.Go(func() {
+			errs[i] = retry(ctx, func() error {
+				// Not client-go's own retry of a 429, which would wait the second Retry-After asks for.
+				body, err := rc.Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).
+					Param("watch", "true").Param("resourceVersion", "0").MaxRetries(0).Stream(ctx)
+				if err == nil {
+					body.Close()
+				}
+				return err
+			})
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("watching %s: %w", gvr.GroupResource(), errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	klog.InfoS("custom resources' watch caches filled", "count", len(gvrs))
 	return nil
 }
 
@@ -205,7 +259,11 @@ type informerCRDs struct {
 }
 
 func (i informerCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	if !cache.WaitForCacheSync(ctx.Done(), i.informer.HasSynced) {
+	// Told when it has synced, not polled for every 100 ms as cache.WaitForCacheSync does: on a restart,
+	// the CRDs stored Established, this wait is the install's only one.
+	select {
+	case <-i.informer.HasSyncedChecker().Done():
+	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	obj, exists, err := i.informer.GetStore().GetByKey(name)

@@ -459,6 +459,9 @@ func readRBAC(manifests [][]byte) ([]runtime.Object, error) {
 	return objs, nil
 }
 
+// Close releases a server that is never to run: its listener.
+func (s *Server) Close() { s.listeners.Close() }
+
 // Run serves until ctx ends, then shuts down in order.
 func (s *Server) Run(ctx context.Context) error {
 	return s.prepared.RunWithContext(ctx)

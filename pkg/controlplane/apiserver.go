@@ -15,29 +15,50 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 )
 
-// startEtcd is the "etcd" step: the embedded etcd on the data dir, which it marks initialized.
-func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
-	store, err := etcd.Start(ctx, cp.certs.etcd.ServerConfig(etcd.Config{
+// startEtcd is the "etcd" step: the embedded etcd on the data dir, which it marks initialized. While
+// the member elects itself and serves (tens of milliseconds of waiting), the API server with crds is
+// built beside it (see buildAPIServer), its clients waiting for etcd to answer: the channel returned
+// gives it.
+func (cp *ControlPlane) startEtcd(ctx context.Context, crds [][]byte) (<-chan builtServer, error) {
+	store, err := etcd.Launch(cp.certs.etcd.ServerConfig(etcd.Config{
 		Dir: cp.dir.Join("etcd"), Logger: cp.logger.Named("etcd"), RequireData: cp.dir.Initialized(), Fatal: etcdFatal(cp.dir, cp.cfg.Err),
 		QuotaBackendBytes: cp.cfg.EtcdQuota,
 	}))
 	if err != nil {
-		return "", damaged(cp.dir, err)
+		return nil, damaged(cp.dir, err)
+	}
+	built := make(chan builtServer, 1)
+	go func() {
+		server, err := cp.buildAPIServer(store, crds)
+		built <- builtServer{server, err}
+	}()
+	if err := store.WaitServing(ctx); err != nil {
+		// etcd has stopped; the server built on it never runs.
+		if b := <-built; b.err == nil {
+			b.server.Close()
+		}
+		return nil, damaged(cp.dir, err)
 	}
 	cp.store = store
-	return store.Endpoint, cp.dir.MarkInitialized()
+	return built, cp.dir.MarkInitialized()
 }
 
-// startAPIServer is the "apiserver" step: the API server on etcd, with crds installed and the chain
-// recorder (when on) as its audit backend, run until Stop; it returns once the server is ready.
-func (cp *ControlPlane) startAPIServer(ctx context.Context, crds [][]byte) (string, error) {
+// builtServer is buildAPIServer's outcome.
+type builtServer struct {
+	server *apiserver.Server
+	err    error
+}
+
+// buildAPIServer builds the API server on store, with crds installed and the chain recorder (when on)
+// as its audit backend; nothing runs until startAPIServer.
+func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds [][]byte) (*apiserver.Server, error) {
 	c := cp.certs
 	cfg := apiserver.Config{
 		Port: cp.cfg.Port, CA: c.ca, Serving: c.serving, Loopback: c.loopback, KubeletClient: c.kubeletClient, ServiceAccountKey: c.saKey,
-		EtcdEndpoint: cp.store.Endpoint, EtcdClient: c.etcd.APIServerClient, EtcdCAFile: c.etcd.CA.CertFile(), CRDs: crds,
+		EtcdEndpoint: store.Endpoint, EtcdClient: c.etcd.APIServerClient, EtcdCAFile: c.etcd.CA.CertFile(), CRDs: crds,
 		// etcd-readiness (the API server's own) reads through etcd at most every second and waits up to
 		// 2 s; this one says at once when raft has no leader.
-		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("etcd-leader", func(*http.Request) error { return cp.store.HasLeader() })},
+		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("etcd-leader", func(*http.Request) error { return store.HasLeader() })},
 	}
 	if cp.cfg.ChainBuffer > 0 {
 		cp.recorder = chain.New(cp.cfg.ChainBuffer)
@@ -45,10 +66,16 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, crds [][]byte) (stri
 		cfg.Debug = map[string]http.Handler{chainhttp.PathPrefix: chainhttp.Handler(cp.recorder)}
 		cfg.LongRunning = chainhttp.IsLongRunning
 	}
-	server, err := apiserver.New(cfg)
-	if err != nil {
-		return "", err
+	return apiserver.New(cfg)
+}
+
+// startAPIServer is the "apiserver" step: it runs the server built (with its crds installed, count of
+// them) until Stop, and returns once the server is ready.
+func (cp *ControlPlane) startAPIServer(ctx context.Context, built builtServer, crds int) (string, error) {
+	if built.err != nil {
+		return "", built.err
 	}
+	server := built.server
 	var serverCtx context.Context
 	serverCtx, cp.stopServer = context.WithCancel(context.Background())
 	cp.server, cp.serverDone = server, make(chan error, 1)
@@ -66,5 +93,5 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, crds [][]byte) (stri
 		cp.server = nil
 		return "", fmt.Errorf("stopped: %v (see %s)", err, cp.dir.Join("rayctl.log"))
 	}
-	return cp.serverURL() + fmt.Sprintf(" (%d CRDs established)", len(crds)), nil
+	return cp.serverURL() + fmt.Sprintf(" (%d CRDs established)", crds), nil
 }

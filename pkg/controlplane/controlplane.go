@@ -173,14 +173,21 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	if err := cp.step("pki", cp.issueCertificates); err != nil {
 		return err
 	}
-	if err := cp.step("etcd", func() (string, error) { return cp.startEtcd(ctx) }); err != nil {
-		return err
-	}
 	crds, err := configs.CRDManifests(cp.crdGroups()...)
 	if err != nil {
 		return err
 	}
-	if err := cp.step("apiserver", func() (string, error) { return cp.startAPIServer(ctx, crds) }); err != nil {
+	var built <-chan builtServer
+	if err := cp.step("etcd", func() (string, error) {
+		var err error
+		if built, err = cp.startEtcd(ctx, crds); err != nil {
+			return "", err
+		}
+		return cp.store.Endpoint, nil
+	}); err != nil {
+		return err
+	}
+	if err := cp.step("apiserver", func() (string, error) { return cp.startAPIServer(ctx, <-built, len(crds)) }); err != nil {
 		return err
 	}
 	if cp.ray, err = foundRay(); err != nil {

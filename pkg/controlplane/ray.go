@@ -22,7 +22,7 @@ func findRay(ctx context.Context, o Config, dir *datadir.Dir) func() (*hostray.R
 	switch o.Ray {
 	case selector.RayAuto, selector.RayHost:
 		go func() {
-			r, err := hostray.Find(ctx, hostray.Candidates(o.RayPath), o.RayPath != "", dir.Join("hostray.json"))
+			r, err := hostray.Find(ctx, hostray.Candidates(o.RayPath), o.RayPath != "", hostray.CacheFile(dir.Join("hostray.json")))
 			switch {
 			case err == nil:
 				done <- answer{ray: r}

@@ -67,6 +67,10 @@ type Server struct {
 	guardDone chan struct{}
 	// Endpoint is the client URL, e.g. https://127.0.0.1:40123.
 	Endpoint string
+	// dir, quota and logger are Launch's, for WaitServing.
+	dir    string
+	quota  int64
+	logger *zap.Logger
 }
 
 // readyTimeout bounds how long a single member may take to serve: with rayctl's raft ticks it needs well
@@ -75,7 +79,22 @@ const readyTimeout = 30 * time.Second
 
 // Start starts etcd and returns once it serves clients, or with an error when it cannot. Data etcd
 // would crash on, hang on or silently replace with an empty store (see Check) gives a *DamagedError.
-func Start(ctx context.Context, c Config) (s *Server, err error) {
+func Start(ctx context.Context, c Config) (*Server, error) {
+	s, err := Launch(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.WaitServing(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Launch starts etcd and returns once its client listener is bound (Endpoint is known), before it
+// serves: the member's election and its first raft round happen meanwhile, while the caller prepares
+// its clients (a client's requests wait for the leader). WaitServing says whether it came to serve;
+// until it has said so, Close must not be called. Launch's errors are Start's.
+func Launch(c Config) (s *Server, err error) {
 	if err := Check(c.Dir, c.RequireData); err != nil {
 		return nil, err
 	}
@@ -150,25 +169,32 @@ func Start(ctx context.Context, c Config) (s *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd in %s: %w", c.Dir, err)
 	}
+	return &Server{etcd: e, Endpoint: "https://" + e.Clients[0].Addr().String(), dir: c.Dir, quota: quota, logger: logger}, nil
+}
+
+// WaitServing returns once the etcd Launch started serves clients, or with an error when it cannot
+// (etcd then stopped again; data it hangs on gives a *DamagedError). Call it once.
+func (s *Server) WaitServing(ctx context.Context) error {
+	e := s.etcd
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
 		closeWithin(e, closeTimeout)
-		return nil, fmt.Errorf("etcd failed: %w", err)
+		return fmt.Errorf("etcd failed: %w", err)
 	case <-time.After(readyTimeout):
 		closeWithin(e, closeTimeout)
-		return nil, &DamagedError{Path: c.Dir, Problem: fmt.Sprintf("etcd did not become ready on it within %s: the data may be damaged (etcd's log says more)", readyTimeout)}
+		return &DamagedError{Path: s.dir, Problem: fmt.Sprintf("etcd did not become ready on it within %s: the data may be damaged (etcd's log says more)", readyTimeout)}
 	case <-ctx.Done():
 		closeWithin(e, closeTimeout)
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	gctx, stopGuard := context.WithCancel(context.Background())
-	s = &Server{etcd: e, Endpoint: "https://" + e.Clients[0].Addr().String(), stopGuard: stopGuard, guardDone: make(chan struct{})}
+	s.stopGuard, s.guardDone = stopGuard, make(chan struct{})
 	go func() {
 		defer close(s.guardDone)
-		guardSpace(gctx, e, quota, time.Second, logger)
+		guardSpace(gctx, e, s.quota, time.Second, s.logger)
 	}()
-	return s, nil
+	return nil
 }
 
 // dataError tells the errors etcd's write-ahead log and snapshot readers return on damaged files.

@@ -68,8 +68,8 @@ var ErrNotFound = errors.New("no Ray on this host")
 
 // Find returns the first candidate that is a working `ray[default]`. An explicit path (the first
 // candidate when required is true) that does not work is an error, not skipped. cacheFile, when set,
-// remembers the answer for an unchanged executable, so that a restart does not pay for Python's start
-// twice.
+// remembers the answer per executable for as long as the executable is unchanged, so that a start
+// does not pay for Python's start twice (see CacheFile).
 func Find(ctx context.Context, candidates []string, required bool, cacheFile string) (*Ray, error) {
 	var problems []string
 	for i, c := range candidates {
@@ -95,11 +95,55 @@ func Find(ctx context.Context, candidates []string, required bool, cacheFile str
 	return nil, fmt.Errorf("%w that works: %s", ErrNotFound, strings.Join(problems, "; "))
 }
 
-// cached is what the cache file holds: the answer for an executable of that size and time.
+// CacheFile is where Find's answers are best remembered: a file in the user's cache directory
+// ($XDG_CACHE_HOME/rayctl, else ~/.cache/rayctl), shared by every data dir, so that a new data dir
+// does not check an unchanged Ray again (two Python starts, about two seconds of CPU, beside the
+// control plane's own start). Without a user cache directory it is fallback.
+func CacheFile(fallback string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return fallback
+	}
+	dir = filepath.Join(dir, "rayctl")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fallback
+	}
+	return filepath.Join(dir, "hostray.json")
+}
+
+// cached is one answer the cache file holds: the Ray found at an executable of that size and time.
 type cached struct {
 	Ray
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"modTime"`
+}
+
+// readCache returns the answers cacheFile holds, by executable (none when it cannot be read).
+func readCache(cacheFile string) map[string]cached {
+	var m map[string]cached
+	if b, err := os.ReadFile(cacheFile); err == nil && json.Unmarshal(b, &m) == nil && m != nil {
+		return m
+	}
+	return map[string]cached{}
+}
+
+// remember adds r, found at an executable st describes, to cacheFile. The file is replaced whole (a
+// temporary file renamed over it), so that rayctl instances starting at once never read half of one.
+func remember(cacheFile string, r *Ray, st os.FileInfo) {
+	m := readCache(cacheFile)
+	m[r.Path] = cached{Ray: *r, Size: st.Size(), ModTime: st.ModTime()}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(cacheFile), ".hostray-*.json")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), cacheFile) != nil {
+		os.Remove(tmp.Name())
+	}
 }
 
 // versionLine is `ray --version`'s answer: "ray, version 2.60.0".
@@ -114,9 +158,7 @@ func check(ctx context.Context, path string, st os.FileInfo, cacheFile string) (
 		return nil, err
 	}
 	if cacheFile != "" {
-		var c cached
-		if b, err := os.ReadFile(cacheFile); err == nil && json.Unmarshal(b, &c) == nil &&
-			c.Path == abs && c.Size == st.Size() && c.ModTime.Equal(st.ModTime()) {
+		if c, ok := readCache(cacheFile)[abs]; ok && c.Path == abs && c.Size == st.Size() && c.ModTime.Equal(st.ModTime()) {
 			return &c.Ray, nil
 		}
 	}
@@ -138,9 +180,7 @@ func check(ctx context.Context, path string, st os.FileInfo, cacheFile string) (
 		return nil, fmt.Errorf("%s is Ray %s without the dashboard's extras (install ray[default]): %s", abs, r.Version, lastLine(out))
 	}
 	if cacheFile != "" {
-		if b, err := json.Marshal(cached{Ray: *r, Size: st.Size(), ModTime: st.ModTime()}); err == nil {
-			_ = os.WriteFile(cacheFile, b, 0o600)
-		}
+		remember(cacheFile, r, st)
 	}
 	return r, nil
 }

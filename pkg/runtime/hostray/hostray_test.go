@@ -77,3 +77,61 @@ func TestFindTheMakeRayVenv(t *testing.T) {
 		t.Errorf("from the cache: %+v, %v; want %+v", again, err, r)
 	}
 }
+
+// fakeRay writes, into a directory of its own, a python that answers like Ray's (logging each of its
+// runs to log) and a ray script run by it.
+func fakeRay(t *testing.T, log string) string {
+	t.Helper()
+	dir := t.TempDir()
+	python := filepath.Join(dir, "python")
+	body := "#!/bin/sh\necho \"$*\" >> " + log + "\n[ \"$1\" = -c ] && exit 0\necho 'ray, version 2.60.0'\n"
+	if err := os.WriteFile(python, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ray := filepath.Join(dir, "ray")
+	if err := os.WriteFile(ray, []byte("#!"+python+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ray
+}
+
+// TestFindRemembersEachExecutable: one cache file remembers the answers for several executables (as
+// the per-user cache does for every data dir), so none is checked twice while it is unchanged, and a
+// changed one is checked again.
+func TestFindRemembersEachExecutable(t *testing.T) {
+	ctx := context.Background()
+	log := filepath.Join(t.TempDir(), "runs")
+	runs := func() int {
+		b, _ := os.ReadFile(log)
+		return strings.Count(string(b), "\n")
+	}
+	a, b := fakeRay(t, log), fakeRay(t, log)
+	cache := filepath.Join(t.TempDir(), "hostray.json")
+	for _, p := range []string{a, b} {
+		if r, err := hostray.Find(ctx, []string{p}, true, cache); err != nil || r.Version != "2.60.0" {
+			t.Fatalf("Find(%s) = %v, %v", p, r, err)
+		}
+	}
+	checked := runs()
+	if checked != 4 {
+		t.Fatalf("%d runs of python checking two executables, want 4 (--version and the extras each)", checked)
+	}
+	for _, p := range []string{a, b, a} {
+		if r, err := hostray.Find(ctx, []string{p}, true, cache); err != nil || r.Path != p {
+			t.Fatalf("Find(%s) from the cache = %v, %v", p, r, err)
+		}
+	}
+	if n := runs(); n != checked {
+		t.Errorf("python ran %d more times for executables already checked, want none", n-checked)
+	}
+	// A changed executable is checked again.
+	if err := os.WriteFile(a, []byte("#!"+filepath.Join(filepath.Dir(a), "python")+"\n# changed\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostray.Find(ctx, []string{a}, true, cache); err != nil {
+		t.Fatal(err)
+	}
+	if n := runs(); n != checked+2 {
+		t.Errorf("python ran %d more times for a changed executable, want 2", n-checked)
+	}
+}
