@@ -34,10 +34,11 @@ PYTHON          ?= python3
 
 all: build
 
-## build: compile rayctl (static) into _output/bin/rayctl
+## build: compile rayctl (static) into _output/bin/rayctl, and raysim alone beside it (the raysim image's ray)
 build:
 	@mkdir -p $(BIN_DIR)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(RAYCTL) ./cmd/rayctl
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/raysim ./cmd/raysim
 
 ## run: build, then start the control plane in the foreground (Ctrl-C stops it)
 run: build

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
@@ -58,14 +62,20 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 	return choice.Reason, nil
 }
 
-// simImage builds the raysim image from this very binary, unless the runtime already holds the image
-// made from it (recorded by the binary's size and modification time).
+// simImage builds the raysim image from simBinary and this very binary, unless the runtime already
+// holds the image made from them (recorded by the binaries' paths, sizes and modification times).
 func simImage(dir *datadir.Dir, version string) preload.Image {
-	self, _ := os.Executable()
+	rayctl, _ := os.Executable()
+	self := simBinary(rayctl, version)
 	marker := dir.Join("raysim-image")
 	key := ""
-	if st, err := os.Stat(self); err == nil {
-		key = fmt.Sprintf("%s %s %d %d\n", SimImageRef, self, st.Size(), st.ModTime().UnixNano())
+	for _, bin := range slices.Compact([]string{self, rayctl}) {
+		st, err := os.Stat(bin)
+		if err != nil {
+			key = ""
+			break
+		}
+		key += fmt.Sprintf("%s %s %d %d\n", SimImageRef, bin, st.Size(), st.ModTime().UnixNano())
 	}
 	return preload.Image{
 		Ref: SimImageRef,
@@ -77,9 +87,37 @@ func simImage(dir *datadir.Dir, version string) preload.Image {
 			return err == nil && slices.ContainsFunc(images, func(i *runtime.Image) bool { return i.Ref == SimImageRef })
 		},
 		Write: func(w io.Writer) error {
-			_, err := image.BuildSimImage(w, image.SimImageOptions{RayBinary: self, Version: version, Ref: SimImageRef})
+			_, err := image.BuildSimImage(w, image.SimImageOptions{RayBinary: self, RayctlBinary: rayctlIfApart(rayctl, self), Version: version, Ref: SimImageRef})
 			return err
 		},
 		Loaded: func() { _ = os.WriteFile(marker, []byte(key), 0o600) },
 	}
+}
+
+// simBinary is what the raysim image carries as /usr/bin/ray: the raysim binary that `make build` puts
+// beside rayctl (self) when it reports rayctl's own version, else rayctl itself, which is raysim too
+// when invoked as `ray`. Each `ray` or `wget` a pod runs is a new process, several of them one after
+// another on the way to a RayJob's completion; raysim alone starts in ~10 ms, rayctl in 0.1–0.2 s.
+// An unversioned build ("dev") cannot tell a stale raysim from a fresh one and always uses rayctl.
+func simBinary(self, version string) string {
+	if self == "" || version == "" || version == "dev" {
+		return self
+	}
+	sim := filepath.Join(filepath.Dir(self), "raysim")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, sim, "--version").Output()
+	if err != nil || !strings.Contains(string(out), "version "+version+"+raysim") {
+		return self
+	}
+	return sim
+}
+
+// rayctlIfApart is rayctl when the image's ray (sim) is another binary (it then goes in as
+// /usr/bin/rayctl), else "".
+func rayctlIfApart(rayctl, sim string) string {
+	if sim == rayctl {
+		return ""
+	}
+	return rayctl
 }

@@ -120,6 +120,8 @@ type Kubelet struct {
 	workers map[types.UID]*podworker.Worker
 	wg      sync.WaitGroup
 	ready   chan struct{}
+	// exited asks the relist loop to relist now: the runtime told of a container's exit.
+	exited chan struct{}
 }
 
 // New checks cfg and prepares a kubelet; Run starts it.
@@ -176,7 +178,8 @@ func New(cfg Config) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{cfg: cfg, client: client, eventClient: eventClient, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{})}
+	k := &Kubelet{cfg: cfg, client: client, eventClient: eventClient, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{}),
+		exited: make(chan struct{}, 1)}
 	k.statusMgr = status.NewManager(client, cfg.OnStatusWrite)
 	k.sources = newSources(client)
 	return k, nil
@@ -420,12 +423,23 @@ func (k *Kubelet) podDeleted(obj any) {
 
 // relistLoop lists the runtime's containers every RelistPeriod and wakes the workers of pods whose
 // containers changed state (the kubelet's PLEG); containers of pods without a worker are removed.
+// A runtime that tells of exits (runtime.ExitNotifier) has it relist at once, so that the next init
+// container starts, or a finished pod's phase is written, as soon as a container exits rather than
+// up to RelistPeriod later.
 func (k *Kubelet) relistLoop(ctx context.Context) {
 	type seen struct {
 		state    runtime.ContainerState
 		finished time.Time
 	}
 	last := map[string]seen{}
+	if n, ok := k.cfg.Runtime.(runtime.ExitNotifier); ok {
+		n.NotifyExits(func(string) {
+			select {
+			case k.exited <- struct{}{}:
+			default: // a relist is already due; it will see this exit too
+			}
+		})
+	}
 	ticker := time.NewTicker(k.cfg.RelistPeriod)
 	defer ticker.Stop()
 	for {
@@ -433,6 +447,7 @@ func (k *Kubelet) relistLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-k.exited:
 		}
 		list, err := k.cfg.Runtime.ListContainers(ctx)
 		if err != nil {

@@ -88,3 +88,55 @@ func TestWithTheProcessRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestExitsNoticedWithoutRelist: with relists and resyncs an hour apart, a pod still goes from its
+// init container to its main container and then to Succeeded, because the runtime tells the kubelet
+// of each exit (runtime.ExitNotifier) instead of leaving it to the next relist. Each container outlives
+// the status writes its start causes, so none of their echoes can wake the pod worker in its place.
+func TestExitsNoticedWithoutRelist(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh to run containers with")
+	}
+	inst := apiServer(t)
+	dir := t.TempDir()
+	nm, err := network.New(network.Config{StateDir: filepath.Join(dir, "net"), HostOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, err := process.New(ctx, process.Options{StateDir: filepath.Join(dir, "state"), Network: nm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, client: inst.Client, node: uniqueName("exit-node"), ns: uniqueName("ns"), dir: filepath.Join(dir, "pods")}
+	createNamespace(t, inst, e.ns)
+	kl, err := kubelet.New(kubelet.Config{
+		NodeName: e.node, RESTConfig: inst.Config, Runtime: rt, PodsDir: e.dir,
+		RelistPeriod: time.Hour, ResyncPeriod: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- kl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		rt.Close()
+		_ = e.client.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{})
+	})
+	<-kl.Ready()
+
+	e.create(e.pod("init-then-main", func(p *corev1.Pod) {
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: p.Spec.Containers[0].Image,
+			Command: []string{"/bin/sh", "-c", "sleep 1; echo init done"}}}
+		p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "sleep 1; echo main done"}
+	}))
+	p, _ := e.waitPod("init-then-main", 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p != nil && p.Status.Phase == corev1.PodSucceeded })
+	for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			t.Errorf("container %s: %+v", cs.Name, cs.State)
+		}
+	}
+}

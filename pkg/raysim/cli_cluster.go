@@ -2,8 +2,10 @@ package raysim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -60,13 +62,38 @@ func cmdHealthCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raysim:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := gcs.NewClient(addr).Health(ctx); err != nil {
+	if err := waitHealthy(gcs.NewClient(addr), time.Duration(envInt(healthCheckWaitEnv, 45))*time.Second); err != nil {
 		fmt.Fprintf(stderr, "raysim: GCS at %s is not healthy: %v\n", addr, err)
 		return 1
 	}
 	return 0
+}
+
+// healthCheckWaitEnv bounds, in seconds, how long `ray health-check` waits for a GCS it cannot reach.
+const healthCheckWaitEnv = "RAYSIM_HEALTH_CHECK_WAIT_S"
+
+// waitHealthy asks the GCS for its health; while nothing answers at its address (refused, unreachable,
+// or its name not yet resolving) it asks again, soon at first and then once a second, for up to wait.
+// Ray's own `ray health-check` does the same: its GCS client waits for the GCS to become available
+// (Ray 2.60 gave up on a closed port after ~45 s, "Timed out while waiting for GCS to become
+// available") rather than failing at the first refused connection. So KubeRay's wait-gcs-ready init
+// container, started next to a head still coming up, sees the GCS as soon as it listens instead of
+// sleeping between attempts. A GCS that answers, even unhealthy, is reported at once.
+func waitHealthy(c *gcs.Client, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Health(ctx)
+		cancel()
+		var netErr *net.OpError
+		var dnsErr *net.DNSError
+		if err == nil || !(errors.As(err, &netErr) || errors.As(err, &dnsErr)) || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {

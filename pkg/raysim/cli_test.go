@@ -176,7 +176,7 @@ func closedPort(t *testing.T) string {
 
 func TestHealthCheckExitCodes(t *testing.T) {
 	c := newCluster(t)
-	if r := c.ray(nil, "health-check", "--address", closedPort(t)); r.code != 1 {
+	if r := c.ray([]string{"RAYSIM_HEALTH_CHECK_WAIT_S=1"}, "health-check", "--address", closedPort(t)); r.code != 1 {
 		t.Fatalf("health-check of nothing: %+v", r)
 	}
 	head, info := c.startHead()
@@ -193,8 +193,22 @@ func TestHealthCheckExitCodes(t *testing.T) {
 	if code := head.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("head exited %d on SIGTERM", code)
 	}
-	if r := c.ray(nil, "health-check", "--address", info.GCSAddress); r.code != 1 {
+	if r := c.ray([]string{"RAYSIM_HEALTH_CHECK_WAIT_S=1"}, "health-check", "--address", info.GCSAddress); r.code != 1 {
 		t.Fatalf("health-check after the head stopped: %+v", r)
+	}
+}
+
+// TestHealthCheckWaitsForTheGCS: as Ray's, a health-check started before the head waits for its GCS
+// to come up and then succeeds (KubeRay's wait-gcs-ready init container starts beside the head).
+func TestHealthCheckWaitsForTheGCS(t *testing.T) {
+	c := newCluster(t)
+	addr := closedPort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	check := c.spawn(nil, "health-check", "--address", addr)
+	time.Sleep(300 * time.Millisecond) // the check is refused at least once
+	c.startHead("--port=" + port)
+	if code := check.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("health-check begun before the head: exit %d\n%s", code, check.out.String())
 	}
 }
 

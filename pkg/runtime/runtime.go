@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -69,6 +70,39 @@ type Runtime interface {
 
 	// Close releases the runtime's connections (containers keep running).
 	Close() error
+}
+
+// ExitNotifier is a Runtime that tells the kubelet when a container exits, so that the kubelet need not
+// wait for its next relist to notice (Kubernetes' Evented PLEG hears the same from CRI container events).
+// A relist remains the authority; a notification only makes it come sooner.
+type ExitNotifier interface {
+	// NotifyExits has fn called with a container's ID each time one exits, once its exit is recorded
+	// (ContainerStatus and ListContainers already report it exited). fn must not block.
+	NotifyExits(fn func(id string))
+}
+
+// Exits is the part of a Runtime that keeps the functions ExitNotifier registers; embed it and call
+// Exited after recording a container's exit.
+type Exits struct {
+	mu  sync.Mutex
+	fns []func(id string)
+}
+
+// NotifyExits registers fn (ExitNotifier).
+func (e *Exits) NotifyExits(fn func(id string)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fns = append(e.fns, fn)
+}
+
+// Exited tells every registered function that container id has exited.
+func (e *Exits) Exited(id string) {
+	e.mu.Lock()
+	fns := e.fns
+	e.mu.Unlock()
+	for _, fn := range fns {
+		fn(id)
+	}
 }
 
 // ErrNotFound is returned (wrapped) for a sandbox, container or image that does not exist.

@@ -26,7 +26,7 @@ import (
 // saDir is where every container finds its service account's token, the cluster CA and its namespace.
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// TestInClusterClients runs kubectl inside a pod (the rayctl binary of the raysim image, called as kubectl,
+// TestInClusterClients runs kubectl inside a pod (the rayctl binary of the raysim image, /usr/bin/rayctl, called as kubectl,
 // which falls back to in-cluster configuration) on its own network namespace on the pod bridge: it reaches
 // the API server through KUBERNETES_SERVICE_HOST/PORT and through kubernetes.default, with the projected
 // token and CA, and is held to its ServiceAccount's Role. Then the token API and the authenticator's
@@ -48,7 +48,7 @@ func TestInClusterClients(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}}}, metav1.CreateOptions{})
 	must(t, "creating the RoleBinding", err)
 
-	pod := nodePod("client", corev1.RestartPolicyAlways, 0, nodeSh("c", "ln -s /usr/bin/ray /tmp/kubectl && exec sleep 3600"))
+	pod := nodePod("client", corev1.RestartPolicyAlways, 0, nodeSh("c", "ln -s /usr/bin/rayctl /tmp/kubectl && exec sleep 3600"))
 	pod.Spec.ServiceAccountName = "reader"
 	running, _ := nodeStartPod(t, ctx, in, ns, pod)
 	// inPod runs script in the pod's container; it returns stdout, and stderr with the error.

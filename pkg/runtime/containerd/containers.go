@@ -264,6 +264,7 @@ func (r *Runtime) track(id string, a *attachment, exitC <-chan ctrd.ExitStatus) 
 		a.closeLog()
 		if ok {
 			r.recordExit(id, int(st.ExitCode()), st.ExitTime())
+			r.Exited(id)
 		}
 	}()
 }

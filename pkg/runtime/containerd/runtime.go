@@ -57,9 +57,15 @@ type Runtime struct {
 	mu       sync.Mutex
 	attached map[string]*attachment // container id → its log copier
 	starting map[string]bool        // containers StartContainer is starting now
+
+	// Exits tells of the exits the log copiers record.
+	runtime.Exits
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime      = (*Runtime)(nil)
+	_ runtime.ExitNotifier = (*Runtime)(nil)
+)
 
 // New connects to containerd at opts.Address, and picks up the output of
 // containers a previous Runtime started that are still running.

@@ -50,6 +50,10 @@ type SimImageOptions struct {
 	// RayBinary is a statically linked rayctl (or raysim) binary, installed as
 	// /usr/bin/ray. Required.
 	RayBinary string
+	// RayctlBinary is the statically linked rayctl, installed as /usr/bin/rayctl (in-cluster
+	// kubectl: `rayctl kubectl`, or a link named kubectl) when RayBinary is raysim alone; empty
+	// means RayBinary is rayctl, and /usr/bin/rayctl links to /usr/bin/ray.
+	RayctlBinary string
 	// BusyboxPath is a statically linked busybox; empty means the first of
 	// DefaultBusyboxPaths that exists.
 	BusyboxPath string
@@ -66,7 +70,8 @@ type SimImageOptions struct {
 // BuildSimImage writes the raysim image to w as an OCI image layout tar and
 // returns its reference. The image holds:
 //
-//	/usr/bin/ray            the rayctl binary (raysim when run as `ray`)
+//	/usr/bin/ray            RayBinary: rayctl (raysim when run as `ray`), or raysim alone
+//	/usr/bin/rayctl         RayctlBinary, or a link to /usr/bin/ray
 //	/bin/busybox + applets  sh (ash, with ulimit), nslookup, nc, coreutils…
 //	/bin/wget               a script running `ray raysim-wget` (busybox-static's
 //	                        wget crashes with -T, which KubeRay probes pass)
@@ -109,7 +114,12 @@ func BuildSimImage(w io.Writer, opts SimImageOptions) (ref string, err error) {
 		ref = SimImageRef(opts.Version)
 	}
 
-	layer, err := buildSimLayer(opts.RayBinary, busybox, bash)
+	if opts.RayctlBinary != "" {
+		if _, err := checkStatic(opts.RayctlBinary, "the rayctl binary", "build it with CGO_ENABLED=0"); err != nil {
+			return "", err
+		}
+	}
+	layer, err := buildSimLayer(opts.RayBinary, opts.RayctlBinary, busybox, bash)
 	if err != nil {
 		return "", err
 	}
@@ -215,7 +225,7 @@ func (h *hashingWriter) Write(p []byte) (int, error) {
 }
 
 // buildSimLayer writes the image's single layer to a temp file.
-func buildSimLayer(ray, busybox, bash string) (Layer, error) {
+func buildSimLayer(ray, rayctl, busybox, bash string) (Layer, error) {
 	f, err := os.CreateTemp("", "raysim-layer-*.tar.gz")
 	if err != nil {
 		return Layer{}, err
@@ -295,6 +305,12 @@ func buildSimLayer(ray, busybox, bash string) (Layer, error) {
 			return file("bin/bash", 0o755, []byte("#!/bin/sh\n# raysim image: no bash-static was available; busybox sh stands in.\nexec /bin/sh \"$@\"\n"))
 		},
 		func() error { return hostFile("usr/bin/ray", ray) },
+		func() error {
+			if rayctl == "" {
+				return link("usr/bin/rayctl", "ray")
+			}
+			return hostFile("usr/bin/rayctl", rayctl)
+		},
 		func() error {
 			// busybox-static's wget crashes with -T (which KubeRay's probes pass); raysim's own wget stands in.
 			return file("bin/wget", 0o755, []byte("#!/bin/sh\n# raysim image: wget is served by raysim (busybox's stays available as `busybox wget`).\nexec /usr/bin/ray "+WgetSubcommand+" \"$@\"\n"))

@@ -165,6 +165,9 @@ func TestBuildSimImageLayout(t *testing.T) {
 			t.Errorf("%s is not a busybox link: %+v", name, h)
 		}
 	}
+	if h := files["usr/bin/rayctl"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "ray" {
+		t.Errorf("usr/bin/rayctl is not a link to ray when the image's ray is rayctl: %+v", h)
+	}
 	if h := files["tmp/"]; h == nil || h.Mode&0o1777 != 0o1777 {
 		t.Errorf("/tmp is not world-writable and sticky: %+v", h)
 	}

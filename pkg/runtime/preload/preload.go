@@ -97,3 +97,11 @@ func (r *Runtime) Sweep(ctx context.Context, live map[string]bool) ([]string, er
 	}
 	return nil, nil
 }
+
+// NotifyExits is the wrapped runtime's (see runtime.ExitNotifier); with a runtime that cannot tell of
+// exits, fn is never called and the kubelet's relist notices them.
+func (r *Runtime) NotifyExits(fn func(id string)) {
+	if n, ok := r.Runtime.(runtime.ExitNotifier); ok {
+		n.NotifyExits(fn)
+	}
+}

@@ -300,7 +300,7 @@ func (r *Runtime) follow(id, logPath string, readers []*os.File) *watch {
 	return w
 }
 
-// finish records the exit and wakes StopContainer.
+// finish records the exit, wakes StopContainer and tells the kubelet (ExitNotifier).
 func (r *Runtime) finish(id string, w *watch, code int, message string) {
 	_ = r.updateUnlessClosed(id, func(rec *record) {
 		rec.State, rec.ExitCode, rec.Reason, rec.FinishedAt = runtime.StateExited, code, exitReason(code), now()
@@ -309,6 +309,7 @@ func (r *Runtime) finish(id string, w *watch, code int, message string) {
 		}
 	})
 	close(w.exited)
+	r.Exited(id)
 }
 
 // exitCode is the shell's way of telling an exit: the status, or 128+signal.

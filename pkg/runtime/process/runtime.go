@@ -84,9 +84,15 @@ type Runtime struct {
 	// closed: Close was called; the containers belong to the next Runtime, and this one writes no
 	// more of their records (a late write could bring back a record the next one removed).
 	closed bool
+
+	// Exits tells of the exits the watching goroutines record.
+	runtime.Exits
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime      = (*Runtime)(nil)
+	_ runtime.ExitNotifier = (*Runtime)(nil)
+)
 
 // watch follows one running container.
 type watch struct {
