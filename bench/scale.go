@@ -57,6 +57,7 @@ type scaleResult struct {
 	rssReady, rssPeak float64
 	etcdMB            float64
 	reconciles        float64
+	statusWrites      float64               // RayCluster status writes the API server accepted, per cluster
 	cpuSeconds        float64               // rayctl's CPU time (user+system) from the first create to all ready
 	queues            map[string]queueStats // by controller
 	verbs             []verbLatency
@@ -106,7 +107,7 @@ func runScale(rayctl, out string, o scaleOptions) error {
 	fmt.Fprintf(&b, "Each size has its own fresh `rayctl up --runtime=fake --node-capacity pods=2000,…%s`; N RayClusters of 1 head + %d workers (each worker with KubeRay's `wait-gcs-ready` init container, which the fake runtime ends with exit 0 after %s) "+
 		"are created at once and timed from the first create to every RayCluster `ready`. "+
 		"API latency is the API server's own histogram over the run (all clients), interpolated within its buckets; the etcd db is its file's size (bbolt grows it in steps). Goal (issue 15 §2): 1,000 pods ready ≤ 15 s with API p99 ≤ 100 ms.\n\n", strings.Join(append([]string{""}, o.upArgs...), " "), scaleWorkers, fake.InitRunFor)
-	fmt.Fprintf(&b, "| RayClusters | pods | all ready | per 100 pods | API p50 / p99 (all verbs) | peak RSS | RSS when ready | etcd db | reconciles per cluster | goal |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| RayClusters | pods | all ready | per 100 pods | rayctl CPU | API p50 / p99 (all verbs) | peak RSS | RSS when ready | etcd db | reconciles per cluster | status writes per cluster | goal |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	res := suiteResult{Suite: "scale", Title: "Many RayClusters at once (fake runtime)", Machine: machine() + ", shared with other builds; load average " + load}
 	wall := series{Name: "all RayClusters ready (s)"}
 	rssPeak, rssReady := series{Name: "peak RSS"}, series{Name: "RSS when all ready"}
@@ -124,8 +125,8 @@ func runScale(rayctl, out string, o scaleOptions) error {
 			res.Figures = append(res.Figures, figure{Name: fmt.Sprintf("%d pods (%d RayClusters) → all ready", r.pods, r.clusters), Value: fmt.Sprintf("%.1f s", r.wall.Seconds())})
 		}
 		res.Figures = append(res.Figures, figure{Name: fmt.Sprintf("peak RSS, %d pods", r.pods), Value: fmt.Sprintf("%.0f MB", r.rssPeak)})
-		fmt.Fprintf(&b, "| %d | %d | %.1f s | %.2f s | %s / %s | %.0f MB | %.0f MB | %.1f MB | %.1f | %s |\n", r.clusters, r.pods, r.wall.Seconds(),
-			r.wall.Seconds()*100/float64(r.pods), latencyMS(all.p50), latencyMS(all.p99), r.rssPeak, r.rssReady, r.etcdMB, r.reconciles, goal)
+		fmt.Fprintf(&b, "| %d | %d | %.1f s | %.2f s | %.1f s | %s / %s | %.0f MB | %.0f MB | %.1f MB | %.1f | %.1f | %s |\n", r.clusters, r.pods, r.wall.Seconds(),
+			r.wall.Seconds()*100/float64(r.pods), r.cpuSeconds, latencyMS(all.p50), latencyMS(all.p99), r.rssPeak, r.rssReady, r.etcdMB, r.reconciles, r.statusWrites, goal)
 		x := float64(r.pods)
 		wall.Points = append(wall.Points, [2]float64{x, r.wall.Seconds()})
 		rssPeak.Points = append(rssPeak.Points, [2]float64{x, r.rssPeak})
@@ -362,6 +363,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	}
 	res.verbs = latencyDiff(latencyBefore, latencyAfter)
 	res.failed = failedAnswers(before, after)
+	res.statusWrites = statusWrites(before, after) / float64(n)
 	queuesAfter, err := controllerQueues(metricsAddr)
 	if err != nil {
 		return res, err
@@ -504,6 +506,25 @@ func apiMetrics(ctx context.Context, kube kubernetes.Interface) (map[string]*dto
 		return nil, fmt.Errorf("reading the API server's /metrics: %w", err)
 	}
 	return parseMetrics(raw)
+}
+
+// statusWrites counts the RayCluster status writes (PUT or PATCH of rayclusters/status) the API server
+// accepted between before and after (its apiserver_request_total).
+func statusWrites(before, after map[string]*dto.MetricFamily) float64 {
+	count := func(families map[string]*dto.MetricFamily) float64 {
+		var n float64
+		for _, m := range families["apiserver_request_total"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["resource"] == "rayclusters" && l["subresource"] == "status" && (l["verb"] == "PUT" || l["verb"] == "PATCH") && strings.HasPrefix(l["code"], "2") {
+				n += m.GetCounter().GetValue()
+			}
+		}
+		return n
+	}
+	return count(after) - count(before)
 }
 
 // failedAnswers counts the API server's answers other than 2xx between before and after (its
