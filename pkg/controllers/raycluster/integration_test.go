@@ -377,6 +377,14 @@ func TestClusterComesUpAndScales(t *testing.T) {
 		h := pods(ctx, t, ns, client.MatchingLabels{"ray.io/node-type": "head"})
 		return len(h) == 1 && h[0].Name != head.Name
 	}, desc)
+
+	// Scaling up by several workers at once: exactly that many come.
+	patchSpec(ctx, t, ns, name, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](5) })
+	eventually(ctx, t, "5 workers", func() bool { return len(workers(ctx, t, ns)) == 5 }, desc)
+	runPods(ctx, t, ns)
+	eventually(ctx, t, "5 ready workers, no more", func() bool {
+		return isReady(get(ctx, t, ns, name), 5) && len(workers(ctx, t, ns)) == 5
+	}, desc)
 }
 
 func TestWorkersToDeleteAndFailedPods(t *testing.T) {
