@@ -20,39 +20,10 @@ import (
 // TestWithTheProcessRuntime runs real processes: one that prints and exits 3, one that runs until its
 // pod is deleted.
 func TestWithTheProcessRuntime(t *testing.T) {
-	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("no /bin/sh to run containers with")
-	}
-	inst := apiServer(t)
-	dir := t.TempDir()
-	nm, err := network.New(network.Config{StateDir: filepath.Join(dir, "net"), HostOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := process.New(ctx, process.Options{StateDir: filepath.Join(dir, "state"), Network: nm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{t: t, client: inst.Client, node: uniqueName("proc-node"), ns: uniqueName("ns"), dir: filepath.Join(dir, "pods")}
-	createNamespace(t, inst, e.ns)
-	kl, err := kubelet.New(kubelet.Config{
-		NodeName: e.node, RESTConfig: inst.Config, Runtime: rt, PodsDir: e.dir,
+	e, ctx, rt := processKubelet(t, "proc-node", kubelet.Config{
 		CrashLoopBackOff: podworker.BackoffConfig{Initial: 300 * time.Millisecond, Max: time.Second},
 		RelistPeriod:     100 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- kl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		rt.Close()
-		_ = e.client.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{})
-	})
-	<-kl.Ready()
 
 	e.create(e.pod("printer", func(p *corev1.Pod) {
 		p.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -94,38 +65,7 @@ func TestWithTheProcessRuntime(t *testing.T) {
 // of each exit (runtime.ExitNotifier) instead of leaving it to the next relist. Each container outlives
 // the status writes its start causes, so none of their echoes can wake the pod worker in its place.
 func TestExitsNoticedWithoutRelist(t *testing.T) {
-	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("no /bin/sh to run containers with")
-	}
-	inst := apiServer(t)
-	dir := t.TempDir()
-	nm, err := network.New(network.Config{StateDir: filepath.Join(dir, "net"), HostOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := process.New(ctx, process.Options{StateDir: filepath.Join(dir, "state"), Network: nm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{t: t, client: inst.Client, node: uniqueName("exit-node"), ns: uniqueName("ns"), dir: filepath.Join(dir, "pods")}
-	createNamespace(t, inst, e.ns)
-	kl, err := kubelet.New(kubelet.Config{
-		NodeName: e.node, RESTConfig: inst.Config, Runtime: rt, PodsDir: e.dir,
-		RelistPeriod: time.Hour, ResyncPeriod: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- kl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		rt.Close()
-		_ = e.client.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{})
-	})
-	<-kl.Ready()
+	e, _, _ := processKubelet(t, "exit-node", kubelet.Config{RelistPeriod: time.Hour, ResyncPeriod: time.Hour})
 
 	e.create(e.pod("init-then-main", func(p *corev1.Pod) {
 		p.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -139,4 +79,44 @@ func TestExitsNoticedWithoutRelist(t *testing.T) {
 			t.Errorf("container %s: %+v", cs.Name, cs.State)
 		}
 	}
+}
+
+// processKubelet starts a kubelet configured as cfg (its node, API server, runtime and pods dir filled
+// in) on the process runtime against a test API server, waits until it is ready and stops it when the
+// test ends. It returns the test's environment, the kubelet's context and its runtime.
+func processKubelet(t *testing.T, nodePrefix string, cfg kubelet.Config) (*testEnv, context.Context, *process.Runtime) {
+	t.Helper()
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh to run containers with")
+	}
+	inst := apiServer(t)
+	dir := t.TempDir()
+	nm, err := network.New(network.Config{StateDir: filepath.Join(dir, "net"), HostOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, err := process.New(ctx, process.Options{StateDir: filepath.Join(dir, "state"), Network: nm})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, client: inst.Client, node: uniqueName(nodePrefix), ns: uniqueName("ns"), dir: filepath.Join(dir, "pods")}
+	createNamespace(t, inst, e.ns)
+	cfg.NodeName, cfg.RESTConfig, cfg.Runtime, cfg.PodsDir = e.node, inst.Config, rt, e.dir
+	kl, err := kubelet.New(cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- kl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		rt.Close()
+		_ = e.client.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{})
+	})
+	<-kl.Ready()
+	return e, ctx, rt
 }
