@@ -108,7 +108,7 @@ func runScale(rayctl, out string, o scaleOptions) error {
 		"are created at once and timed from the first create to every RayCluster `ready`. "+
 		"API latency is the API server's own histogram over the run (all clients), interpolated within its buckets; the etcd db is its file's size (bbolt grows it in steps). Goal (issue 15 §2): 1,000 pods ready ≤ 15 s with API p99 ≤ 100 ms.\n\n", strings.Join(append([]string{""}, o.upArgs...), " "), scaleWorkers, fake.InitRunFor)
 	fmt.Fprintf(&b, "| RayClusters | pods | all ready | per 100 pods | rayctl CPU | API p50 / p99 (all verbs) | peak RSS | RSS when ready | etcd db | reconciles per cluster | status writes per cluster | goal |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	res := suiteResult{Suite: "scale", Title: "Many RayClusters at once (fake runtime)", Machine: machine() + ", shared with other builds; load average " + load}
+	res := suiteResult{Suite: "scale", Title: "Many RayClusters at once (fake runtime)", Machine: machine() + "; load average " + load}
 	wall := series{Name: "all RayClusters ready (s)"}
 	rssPeak, rssReady := series{Name: "peak RSS"}, series{Name: "RSS when all ready"}
 	p99 := map[string]*series{}
