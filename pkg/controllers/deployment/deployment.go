@@ -355,7 +355,11 @@ func (p *pass) createNewRS(ctx context.Context, rev int64) error {
 }
 
 // newReplicasForRollingUpdate is what the new ReplicaSet may grow to now: up to spec.replicas while
-// all ReplicaSets together stay within spec.replicas + maxSurge.
+// all ReplicaSets together stay within spec.replicas + maxSurge pods. An old ReplicaSet counts its
+// pods until its controller reports them gone (status.replicas), not only its spec: right after a
+// scale-down the pods still live, and growing the new ReplicaSet into that room would put more than
+// maxSurge extra pods on the node for a moment (the upstream controller counts specs alone and allows
+// that overshoot).
 func (p *pass) newReplicasForRollingUpdate(current int32) int32 {
 	want := replicas(p.d)
 	if current >= want {
@@ -364,7 +368,7 @@ func (p *pass) newReplicasForRollingUpdate(current int32) int32 {
 	surge, _ := surgeAndUnavailable(p.d)
 	total := current
 	for _, rs := range p.old {
-		total += rsReplicas(rs)
+		total += max(rsReplicas(rs), rs.Status.Replicas)
 	}
 	room := want + surge - total
 	if room <= 0 {
