@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/test/loadgen"
 )
@@ -48,10 +50,17 @@ func runLoad(rayctl, out string) error {
 	defer cancel()
 	load := loadAverage()
 	fmt.Fprintf(os.Stderr, "load: %d clients for %d s...\n", loadgen.Clients, seconds)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	peakParts := watchMemParts(ctx, kube, up.Pid())
 	r, err := loadgen.Run(ctx, cfg, up.Pid(), d, nil)
 	if err != nil {
 		return err
 	}
+	during := peakParts()
+	after := memPartsOrNil(ctx, kube, up.Pid(), "after the load")
 	cores := 0
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		cores = strings.Count(string(b), "processor\t:")
@@ -73,12 +82,19 @@ func runLoad(rayctl, out string) error {
 	if r.FirstErr != nil {
 		fmt.Fprintf(&b, "\nFirst error: `%v`\n", r.FirstErr)
 	}
+	if during != nil && after != nil {
+		fmt.Fprintf(&b, "\nWhere the memory lay (`/proc/PID/smaps` and the Go runtime's memory classes from `/metrics`, read every %s during the load; bench/memparts.go):\n\n- the largest reading under load: %s\n- after the load: %s\n",
+			memPartsEvery, during, after)
+	}
 	res := suiteResult{Suite: "load", Title: "API server under load", Machine: machine() + "; load average " + load, Figures: []figure{
 		goalFigure("peak RSS, 50 clients", fmt.Sprintf("%.0f MB", r.RSSPeak), "≤ 400 MB", r.RSSPeak <= 400),
 		goalFigure("mutating latency p99", fmt.Sprintf("%d ms", r.P99.Milliseconds()), "≤ 1 s", r.P99 <= time.Second),
 		goalFigure("failed requests", fmt.Sprint(r.Errors), "0", r.Errors == 0),
 		goalFigure("watch events received / expected", fmt.Sprintf("%d / %d", r.EventsGot, r.EventsWant), "all", r.EventsGot == r.EventsWant),
 	}}
+	if during != nil && after != nil {
+		res.Plots = []plotSpec{memPartsPlot("load-memory.png", "rayctl's RSS by part under the load and after it", []string{"under load (largest)", "after"}, []*memParts{during, after})}
+	}
 	if err := writeSuite(out, res, b.String()); err != nil {
 		return err
 	}

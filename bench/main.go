@@ -133,6 +133,13 @@ func run(rayctl, out, samples string, runs int) error {
 		"(configs/samples/rayjob-k8sjob.yaml with the entrypoint `echo hello` and shutdownAfterJobFinishes, so the controller deletes its RayCluster) "+
 		"ran to Complete and its cluster's pods were gone %s after the apply; RSS %.0f s later: **%.0f MB** (goal ≤ %d MB %s).\n",
 		mem.idleMB, mem.took.Round(100*time.Millisecond), rayjobSettle.Seconds(), mem.afterMB, rayjobRSSGoalMB, mark(memMet))
+	var plots []plotSpec
+	if mem.idleParts != nil && mem.afterParts != nil {
+		fmt.Fprintf(&b, "\nWhere that memory lies (`/proc/PID/smaps` and the Go runtime's memory classes from `/metrics`; bench/memparts.go):\n\n- idle: %s\n- after the RayJob: %s\n",
+			mem.idleParts, mem.afterParts)
+		plots = append(plots, memPartsPlot("startup-memory.png", "rayctl's RSS by part, idle and after a RayJob (containerd, raysim)",
+			[]string{"idle", "after the RayJob"}, []*memParts{mem.idleParts, mem.afterParts}))
+	}
 	fmt.Fprintf(&b, "\nWhere the time went (ms per component, as rayctl printed it), median and slowest run:\n\n")
 	for _, set := range []struct {
 		name string
@@ -150,7 +157,7 @@ func run(rayctl, out, samples string, runs int) error {
 		goalFigure("RSS 3 s after ready, idle, median", fmt.Sprintf("%.0f MB", rss[len(rss)/2]), "≤ 150 MB", rss[len(rss)/2] <= 150),
 		goalFigure(fmt.Sprintf("RSS %.0f s after a RayJob ran and its cluster was deleted (containerd, raysim)", rayjobSettle.Seconds()),
 			fmt.Sprintf("%.0f MB (idle %.0f MB)", mem.afterMB, mem.idleMB), fmt.Sprintf("≤ %d MB", rayjobRSSGoalMB), memMet),
-	}}
+	}, Plots: plots}
 	return writeSuite(out, res, b.String())
 }
 

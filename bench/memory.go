@@ -41,10 +41,12 @@ const (
 	podCyclesGoal = 1.2
 )
 
-// memAfter is rayctl's RSS idle and after some work (MB).
+// memAfter is rayctl's RSS idle and after some work (MB), and where it lay each time (nil when it could
+// not be read).
 type memAfter struct {
-	idleMB, afterMB float64
-	took            time.Duration // the work, settle time not counted
+	idleMB, afterMB       float64
+	took                  time.Duration // the work, settle time not counted
+	idleParts, afterParts *memParts
 }
 
 // settledRSS waits d and reads pid's RSS.
@@ -72,6 +74,7 @@ func rssAfterRayJob(rayctl, samples string) (memAfter, error) {
 	if err != nil {
 		return m, err
 	}
+	m.idleParts = memPartsOrNil(context.Background(), kube, up.Pid(), "idle")
 	job, _, err := sampleRayJob(samples, "rayjob-k8sjob.yaml")
 	if err != nil {
 		return m, err
@@ -114,6 +117,7 @@ func rssAfterRayJob(rayctl, samples string) (memAfter, error) {
 	}
 	m.took = time.Since(t0)
 	m.afterMB = settledRSS(up.Pid(), rayjobSettle)
+	m.afterParts = memPartsOrNil(ctx, kube, up.Pid(), "after the RayJob")
 	fmt.Fprintf(os.Stderr, "memory: RayJob ran and its cluster went in %v; RSS %.0f MB idle, %.0f MB %v after\n", m.took.Round(time.Millisecond), m.idleMB, m.afterMB, rayjobSettle)
 	// The submitter's pod remains; delete the RayJob and wait for it, so no container outlives the instance.
 	bg := metav1.DeletePropagationBackground

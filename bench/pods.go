@@ -96,9 +96,15 @@ func runPods(rayctl, out string, cycles int) error {
 				r.runtime, r.cyclesDone, podCycleWorkers, m.took.Round(time.Second), podCyclesSettle.Seconds(), m.afterMB, m.idleMB, 100*(m.afterMB/m.idleMB-1), 100*(podCyclesGoal-1), mark(met))
 			res.Figures = append(res.Figures, goalFigure(fmt.Sprintf("RSS %.0f s after %d pod create/delete cycles (%s runtime)", podCyclesSettle.Seconds(), r.cyclesDone, r.runtime),
 				fmt.Sprintf("%.0f MB (idle %.0f MB, %+.0f%%)", m.afterMB, m.idleMB, 100*(m.afterMB/m.idleMB-1)), fmt.Sprintf("within %.0f%% of idle", 100*(podCyclesGoal-1)), met))
+			if m.idleParts != nil && m.afterParts != nil {
+				fmt.Fprintf(&b, "\nWhere that memory lies (`/proc/PID/smaps` and the Go runtime's memory classes from `/metrics`; bench/memparts.go):\n\n- idle: %s\n- after the cycles: %s\n",
+					m.idleParts, m.afterParts)
+				res.Plots = append(res.Plots, memPartsPlot("pods-memory.png", fmt.Sprintf("rayctl's RSS by part, idle and after %d pod cycles (%s runtime)", r.cyclesDone, r.runtime),
+					[]string{"idle", "after the cycles"}, []*memParts{m.idleParts, m.afterParts}))
+			}
 		}
 	}
-	res.Plots = []plotSpec{dist}
+	res.Plots = append([]plotSpec{dist}, res.Plots...)
 	return writeSuite(out, res, b.String())
 }
 
@@ -121,12 +127,14 @@ func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
 	if err != nil {
 		return res, err
 	}
-	var idleMB float64
-	if cycles > 0 {
-		idleMB = settledRSS(up.Pid(), 3*time.Second)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	var idleMB float64
+	var idleParts *memParts
+	if cycles > 0 {
+		idleMB = settledRSS(up.Pid(), 3*time.Second)
+		idleParts = memPartsOrNil(ctx, client, up.Pid(), "idle")
+	}
 	const ns = "bench-pods"
 	if err := podNamespace(ctx, client, ns); err != nil {
 		return res, err
@@ -193,8 +201,9 @@ func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
 		if err := podCycles(ctx, client, ns, cycles); err != nil {
 			return res, fmt.Errorf("pod create/delete cycles: %w (see %s)", err, filepath.Join(dir, "rayctl.log"))
 		}
-		res.cycles = &memAfter{idleMB: idleMB, took: time.Since(t0)}
+		res.cycles = &memAfter{idleMB: idleMB, took: time.Since(t0), idleParts: idleParts}
 		res.cycles.afterMB = settledRSS(up.Pid(), podCyclesSettle)
+		res.cycles.afterParts = memPartsOrNil(ctx, client, up.Pid(), "after the pod cycles")
 		res.cyclesDone = cycles
 		fmt.Fprintf(os.Stderr, "%s: %d pod create/delete cycles in %s; RSS %.0f MB idle, %.0f MB %s after\n", rt, cycles, res.cycles.took.Round(time.Second),
 			idleMB, res.cycles.afterMB, podCyclesSettle)

@@ -29,7 +29,8 @@ func draw(p benchjson.Plot, path string) error {
 			return err
 		}
 		plt.BackgroundColor = color.White
-		return plt.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+		// Many categories get a wider canvas, so that their names stay apart.
+		return plt.Save(max(16, 2*vg.Length(len(p.Categories)))*vg.Centimeter, 10*vg.Centimeter, path)
 	}
 	for i, s := range p.Series {
 		var xys plotter.XYs
@@ -103,8 +104,9 @@ func draw(p benchjson.Plot, path string) error {
 // bars adds p's series to plt as groups of bars, one group per category, a series' bars side by side
 // in the order of the series.
 func bars(plt *plot.Plot, p benchjson.Plot) error {
-	const width = vg.Length(22)
 	n := len(p.Series)
+	// Bars 22 points wide, narrower when a group's would crowd its neighbours (a category is 2 cm or more).
+	width := min(vg.Length(22), vg.Centimeter*1.6/vg.Length(max(n, 1)))
 	top := 0.0
 	for i, s := range p.Series {
 		if len(s.Values) != len(p.Categories) {
