@@ -44,6 +44,7 @@ func main() {
 	chainRuns := flag.Int("chain-cycles", chainCycles, "measured cycles per instance (suite chain)")
 	sizes := flag.String("scale-sizes", "10,30,100", "RayClusters (1 head + 9 workers each) per run of suite scale, comma-separated")
 	profileDir := flag.String("scale-cpuprofile", "", "a directory for a CPU profile of the largest run of suite scale (15 s, from 2 s after the first create; scale-<pods>.pprof)")
+	flag.StringVar(&heapProfileDir, "heap-profiles", "", "a directory for heap profiles of rayctl taken with each memory reading of suites startup, pods and load (<suite>-<when>.pprof)")
 	scaleUpArgs := flag.String("scale-up-args", "", "more `rayctl up` flags for suite scale, space-separated (e.g. --reconcile-concurrency=4)")
 	peers := peerPaths{}
 	flag.StringVar(&peers.etcd, "etcd", "etcd", "the peer's etcd (suite peers; Debian: apt-get install etcd-server)")

@@ -74,7 +74,7 @@ func rssAfterRayJob(rayctl, samples string) (memAfter, error) {
 	if err != nil {
 		return m, err
 	}
-	m.idleParts = memPartsOrNil(context.Background(), kube, up.Pid(), "idle")
+	m.idleParts = memPartsOrNil(context.Background(), kube, up.Pid(), "idle", "startup-idle")
 	job, _, err := sampleRayJob(samples, "rayjob-k8sjob.yaml")
 	if err != nil {
 		return m, err
@@ -117,7 +117,7 @@ func rssAfterRayJob(rayctl, samples string) (memAfter, error) {
 	}
 	m.took = time.Since(t0)
 	m.afterMB = settledRSS(up.Pid(), rayjobSettle)
-	m.afterParts = memPartsOrNil(ctx, kube, up.Pid(), "after the RayJob")
+	m.afterParts = memPartsOrNil(ctx, kube, up.Pid(), "after the RayJob", "startup-after-rayjob")
 	fmt.Fprintf(os.Stderr, "memory: RayJob ran and its cluster went in %v; RSS %.0f MB idle, %.0f MB %v after\n", m.took.Round(time.Millisecond), m.idleMB, m.afterMB, rayjobSettle)
 	// The submitter's pod remains; delete the RayJob and wait for it, so no container outlives the instance.
 	bg := metav1.DeletePropagationBackground

@@ -49,7 +49,13 @@ type memParts struct {
 	Runtime float64 `json:"runtimeMB"`
 	// Goroutines is how many goroutines ran.
 	Goroutines float64 `json:"goroutines"`
+	// heapProfile is the API server's /debug/pprof/heap at the reading, when heapProfileDir is set.
+	heapProfile []byte
 }
+
+// heapProfileDir, when set (-heap-profiles), receives a heap profile with each reading that is kept
+// (go tool pprof -sample_index=inuse_space shows what holds the live heap).
+var heapProfileDir string
 
 // String is the reading on one line, largest parts named.
 func (m memParts) String() string {
@@ -87,7 +93,27 @@ func readMemParts(ctx context.Context, kube kubernetes.Interface, pid int) (memP
 	m.Runtime = (v["go_memory_classes_metadata_mcache_inuse_bytes"] + v["go_memory_classes_metadata_mspan_inuse_bytes"] +
 		v["go_memory_classes_metadata_other_bytes"] + v["go_memory_classes_profiling_buckets_bytes"] + v["go_memory_classes_other_bytes"]) / mb
 	m.Goroutines = v["go_sched_goroutines_goroutines"]
+	if heapProfileDir != "" {
+		if m.heapProfile, err = kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx); err != nil {
+			return m, fmt.Errorf("reading /debug/pprof/heap: %w", err)
+		}
+	}
 	return m, nil
+}
+
+// saveHeapProfile writes the reading's heap profile, if it has one, as heapProfileDir/name.pprof.
+func (m *memParts) saveHeapProfile(name string) {
+	if m == nil || m.heapProfile == nil {
+		return
+	}
+	path := filepath.Join(heapProfileDir, name+".pprof")
+	if err := os.MkdirAll(heapProfileDir, 0o755); err == nil {
+		if err := os.WriteFile(path, m.heapProfile, 0o644); err == nil {
+			fmt.Fprintf(os.Stderr, "wrote %s (go tool pprof -sample_index=inuse_space -top %s)\n", path, path)
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "could not write %s\n", path)
 }
 
 // goMetrics are the go_* gauges and counters of a Prometheus text exposition, by name.
@@ -156,14 +182,16 @@ func (m *memParts) readSmaps(pid int) error {
 	return sc.Err()
 }
 
-// memPartsOrNil reads memParts, or says on stderr why it could not (a benchmark still has its RSS).
-func memPartsOrNil(ctx context.Context, kube kubernetes.Interface, pid int, when string) *memParts {
+// memPartsOrNil reads memParts, or says on stderr why it could not (a benchmark still has its RSS);
+// the heap profile, if taken, is saved under name.
+func memPartsOrNil(ctx context.Context, kube kubernetes.Interface, pid int, when, name string) *memParts {
 	m, err := readMemParts(ctx, kube, pid)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "memory %s: where the RSS lies: %v\n", when, err)
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "memory %s: %s\n", when, m)
+	m.saveHeapProfile(name)
 	return &m
 }
 
@@ -185,8 +213,8 @@ func memPartsPlot(file, title string, names []string, readings []*memParts) plot
 const memPartsEvery = 10 * time.Second
 
 // watchMemParts reads memParts every memPartsEvery until the function it returns is called, which
-// gives the reading of the largest RSS (nil if none could be read).
-func watchMemParts(ctx context.Context, kube kubernetes.Interface, pid int) func() *memParts {
+// gives the reading of the largest RSS (nil if none could be read), its heap profile saved under name.
+func watchMemParts(ctx context.Context, kube kubernetes.Interface, pid int, name string) func() *memParts {
 	stop, done := make(chan struct{}), make(chan *memParts, 1)
 	go func() {
 		var largest *memParts
@@ -212,6 +240,7 @@ func watchMemParts(ctx context.Context, kube kubernetes.Interface, pid int) func
 		m := <-done
 		if m != nil {
 			fmt.Fprintf(os.Stderr, "memory, largest reading: %s\n", m)
+			m.saveHeapProfile(name)
 		}
 		return m
 	}

@@ -133,7 +133,7 @@ func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
 	var idleParts *memParts
 	if cycles > 0 {
 		idleMB = settledRSS(up.Pid(), 3*time.Second)
-		idleParts = memPartsOrNil(ctx, client, up.Pid(), "idle")
+		idleParts = memPartsOrNil(ctx, client, up.Pid(), "idle", "pods-idle")
 	}
 	const ns = "bench-pods"
 	if err := podNamespace(ctx, client, ns); err != nil {
@@ -203,7 +203,7 @@ func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
 		}
 		res.cycles = &memAfter{idleMB: idleMB, took: time.Since(t0), idleParts: idleParts}
 		res.cycles.afterMB = settledRSS(up.Pid(), podCyclesSettle)
-		res.cycles.afterParts = memPartsOrNil(ctx, client, up.Pid(), "after the pod cycles")
+		res.cycles.afterParts = memPartsOrNil(ctx, client, up.Pid(), "after the pod cycles", "pods-after-cycles")
 		res.cyclesDone = cycles
 		fmt.Fprintf(os.Stderr, "%s: %d pod create/delete cycles in %s; RSS %.0f MB idle, %.0f MB %s after\n", rt, cycles, res.cycles.took.Round(time.Second),
 			idleMB, res.cycles.afterMB, podCyclesSettle)

@@ -134,6 +134,8 @@ func bars(plt *plot.Plot, p benchjson.Plot) error {
 		}
 		for k := range l.TextStyle {
 			l.TextStyle[k].XAlign = vgdraw.XCenter
+			// Narrow bars get smaller figures, so that neighbours' do not run together.
+			l.TextStyle[k].Font.Size = l.TextStyle[k].Font.Size * min(1, width/22)
 		}
 		l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
 		plt.Add(l)
