@@ -451,7 +451,7 @@ func writeChain(out string, insts []*chainInstance, samples []chainSample, missi
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Trigger chain: kubelet status write → RayCluster Reconcile start (`make bench`, suite chain)\n\n")
-	fmt.Fprintf(&b, "Measured %s. Machine: %s; load average %s when the suite started, %s when it ended (other work shared the machine).\n\n",
+	fmt.Fprintf(&b, "Measured %s. Machine: %s; load average %s when the suite started, %s when it ended.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), loadBefore, loadAfter)
 	fmt.Fprintf(&b, "Two `rayctl up --runtime fake` side by side, the recorder on (`--chain-buffer=%d`, the default) and off (`--chain-buffer=0`). ", chain.DefaultSize)
 	fmt.Fprintf(&b, "Each holds one RayCluster with a head only; a cycle deletes the head Pod and waits until the RayCluster's status shows the replacement ready "+

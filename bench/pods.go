@@ -87,7 +87,7 @@ func runPods(rayctl, out string, cycles int) error {
 			podsMS(percentile(r.samples, 0.50)), podsMS(percentile(r.samples, 0.90)), podsMS(percentile(r.samples, 0.99)),
 			podsMS(percentile(r.samples, 0)), podsMS(percentile(r.samples, 1)), podsMS(r.warmup), goal)
 	}
-	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. Other engineers' test runs shared the machine, hence the load average.\n", podsCount, podsCount)
+	fmt.Fprintf(&b, "\nPercentiles are nearest-rank over the %d samples (with %d samples p99 is the slowest pod). The warm-up pod includes waiting for the raysim image to be loaded into the runtime. The load average says how busy the machine was.\n", podsCount, podsCount)
 	for _, r := range results {
 		if m := r.cycles; m != nil {
 			met := m.afterMB <= podCyclesGoal*m.idleMB

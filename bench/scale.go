@@ -101,8 +101,7 @@ func runScale(rayctl, out string, o scaleOptions) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Many RayClusters at once (`make bench`, suite scale)\n\n")
-	fmt.Fprintf(&b, "Measured %s on the fake runtime (no processes: API server, etcd, controllers, binder and kubelet alone). Machine: %s; load average %s when the suite started, %s when it ended. "+
-		"The machine was shared with other engineers' builds and tests while this ran, so the timings are indicative.\n\n",
+	fmt.Fprintf(&b, "Measured %s on the fake runtime (no processes: API server, etcd, controllers, binder and kubelet alone). Machine: %s; load average %s when the suite started, %s when it ended.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), load, loadAverage())
 	fmt.Fprintf(&b, "Each size has its own fresh `rayctl up --runtime=fake --node-capacity pods=2000,…%s`; N RayClusters of 1 head + %d workers (each worker with KubeRay's `wait-gcs-ready` init container, which the fake runtime ends with exit 0 after %s) "+
 		"are created at once and timed from the first create to every RayCluster `ready`. "+
