@@ -106,10 +106,13 @@ generate:
 ## peer, many RayClusters at once; tables, JSON, plots and an index (README.md) in bench/results/. SUITE=scale (or
 ## startup, pods, rayjob, load, chain, peers) runs one suite (the peer also needs Debian's etcd-server:
 ## apt-get install etcd-server). bench/report draws the plots: a module of its own, keeping gonum/plot out of go.mod.
+## BENCH_ARGS adds flags, e.g. BENCH_ARGS="-heap-profiles _output/profiles -scale-cpuprofile _output/profiles" keeps
+## the profiles that show what holds the memory and where the CPU goes (go run ./bench -h lists them all).
 SUITE ?= all
+BENCH_ARGS ?=
 
 bench: build $(if $(filter all peers,$(SUITE)),peer-apiserver)
-	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -kube-apiserver $(CURDIR)/$(PEER_APISERVER) -out bench/results -suite $(SUITE)
+	$(GO) run ./bench -rayctl $(CURDIR)/$(RAYCTL) -kube-apiserver $(CURDIR)/$(PEER_APISERVER) -out bench/results -suite $(SUITE) $(BENCH_ARGS)
 	cd bench/report && $(GO) run . -results $(CURDIR)/bench/results
 
 ## peer-apiserver: kube-apiserver of k8s.io/kubernetes $(K8S_VERSION), built from its Go module (bench/peers/go.mod pins
