@@ -44,6 +44,7 @@ func main() {
 	chainRuns := flag.Int("chain-cycles", chainCycles, "measured cycles per instance (suite chain)")
 	sizes := flag.String("scale-sizes", "10,30,100", "RayClusters (1 head + 9 workers each) per run of suite scale, comma-separated")
 	profileDir := flag.String("scale-cpuprofile", "", "a directory for a CPU profile of the largest run of suite scale (15 s, from 2 s after the first create; scale-<pods>.pprof)")
+	flag.StringVar(&startupProfileDir, "startup-cpuprofile", "", "a directory that keeps the CPU profiles of suite startup's profiled cold start and warm restart, from exec to ready (startup-cold.pprof, startup-warm.pprof)")
 	flag.StringVar(&heapProfileDir, "heap-profiles", "", "a directory for heap profiles of rayctl taken with each memory reading of suites startup, pods and load (<suite>-<when>.pprof)")
 	scaleUpArgs := flag.String("scale-up-args", "", "more `rayctl up` flags for suite scale, space-separated (e.g. --reconcile-concurrency=4)")
 	peers := peerPaths{}
@@ -83,6 +84,42 @@ func main() {
 	}
 }
 
+// startupProfileDir, when set (-startup-cpuprofile), keeps the CPU profiles of suite startup's profiled
+// start-ups (startup-cold.pprof, startup-warm.pprof); otherwise they go to a temporary directory.
+var startupProfileDir string
+
+// profiledStartups starts rayctl once more cold and warm, each with --startup-cpuprofile, after the
+// measured runs (profiling costs a little CPU, so those stay unprofiled), and sums the profiles up.
+func profiledStartups(rayctl string) (cold, warm cpuSummary, err error) {
+	profDir := startupProfileDir
+	if profDir == "" {
+		if profDir, err = os.MkdirTemp("", "rayctl-bench-prof-"); err != nil {
+			return cold, warm, err
+		}
+		defer os.RemoveAll(profDir)
+	} else if err := os.MkdirAll(profDir, 0o755); err != nil {
+		return cold, warm, err
+	}
+	dir, err := os.MkdirTemp("", "rayctl-bench-")
+	if err != nil {
+		return cold, warm, err
+	}
+	defer os.RemoveAll(dir)
+	args := instance.OwnNetwork([]string{"--port", "0"})
+	summaries := make([]cpuSummary, 2)
+	for i, name := range []string{"startup-cold", "startup-warm"} {
+		path := filepath.Join(profDir, name+".pprof")
+		if _, err := startOnce(rayctl, dir, append(append([]string(nil), args...), "--startup-cpuprofile", path), false, i == 0); err != nil {
+			return cold, warm, fmt.Errorf("%s: %w", name, err)
+		}
+		if summaries[i], err = summarizeCPUProfile(path); err != nil {
+			return cold, warm, err
+		}
+		fmt.Fprintf(os.Stderr, "%s, profiled: %s\n", name, summaries[i])
+	}
+	return summaries[0], summaries[1], nil
+}
+
 type sample struct {
 	wall     time.Duration // exec → ready line
 	reported time.Duration // what rayctl printed
@@ -111,6 +148,10 @@ func run(rayctl, out, samples string, runs int) error {
 		warm = append(warm, s)
 		os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "run %d: cold %v, warm %v\n", i+1, cold[i].wall.Round(time.Millisecond), warm[i].wall.Round(time.Millisecond))
+	}
+	profCold, profWarm, err := profiledStartups(rayctl)
+	if err != nil {
+		return fmt.Errorf("profiled start-up: %w", err)
 	}
 	mem, err := rssAfterRayJob(rayctl, samples)
 	if err != nil {
@@ -141,6 +182,9 @@ func run(rayctl, out, samples string, runs int) error {
 		plots = append(plots, memPartsPlot("startup-memory.png", "rayctl's RSS by part, idle and after a RayJob (containerd, raysim)",
 			[]string{"idle", "after the RayJob"}, []*memParts{mem.idleParts, mem.afterParts}))
 	}
+	fmt.Fprintf(&b, "\nWhere the CPU went: one more cold start and warm restart, each with `rayctl up --startup-cpuprofile` "+
+		"(a CPU profile from exec to ready; bench/cpuprofile.go sums it up: a sample counts for every part its stack passes through, so parts overlap). "+
+		"With 2 cores, a start-up cannot end before half its CPU time.\n\n- cold: %s\n- warm: %s\n", profCold, profWarm)
 	fmt.Fprintf(&b, "\nWhere the time went (ms per component, as rayctl printed it), median and slowest run:\n\n")
 	for _, set := range []struct {
 		name string
@@ -155,6 +199,8 @@ func run(rayctl, out, samples string, runs int) error {
 	res := suiteResult{Suite: "startup", Title: "rayctl start-up", Machine: machine() + "; load average " + loadAverage(), Figures: []figure{
 		goalFigure("cold `rayctl up` → ready, median", fmt.Sprintf("%.2f s", coldWall), "≤ 1.0 s", coldWall <= 1.0),
 		goalFigure("warm restart → ready, median", fmt.Sprintf("%.2f s", warmWall), "≤ 0.5 s", warmWall <= 0.5),
+		{Name: "cold start, profiled: CPU in the CRDs' machinery / all CPU / wall", Value: fmt.Sprintf("%.2f s / %.2f s / %.2f s", profCold.parts[0].Seconds(), profCold.cpu.Seconds(), profCold.wall.Seconds())},
+		{Name: "warm restart, profiled: CPU in the CRDs' machinery / all CPU / wall", Value: fmt.Sprintf("%.2f s / %.2f s / %.2f s", profWarm.parts[0].Seconds(), profWarm.cpu.Seconds(), profWarm.wall.Seconds())},
 		goalFigure("RSS 3 s after ready, idle, median", fmt.Sprintf("%.0f MB", rss[len(rss)/2]), "≤ 150 MB", rss[len(rss)/2] <= 150),
 		goalFigure(fmt.Sprintf("RSS %.0f s after a RayJob ran and its cluster was deleted (containerd, raysim)", rayjobSettle.Seconds()),
 			fmt.Sprintf("%.0f MB (idle %.0f MB)", mem.afterMB, mem.idleMB), fmt.Sprintf("≤ %d MB", rayjobRSSGoalMB), memMet),

@@ -61,6 +61,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	f.StringVar(&ctrl.HealthAddr, "health-probe-bind-address", "0", "where the Ray controllers serve /healthz and /readyz, e.g. 127.0.0.1:8086 (0 = off)")
 	f.IntVar(&c.ChainBuffer, "chain-buffer", chain.DefaultSize, "trigger-chain events kept for rayctl trace and rayctl diagnose (0 turns the recorder off)")
 	f.BoolVar(&ctrl.LeaderElect, "leader-elect", true, "hold a Lease before running controllers, so two rayctl instances on one API server never both act")
+	f.StringVar(&c.StartupCPUProfile, "startup-cpuprofile", "", "write a CPU profile of the start-up (until ready) to this file, for go tool pprof")
+	_ = f.MarkHidden("startup-cpuprofile") // a developer's tool (make bench BENCH_ARGS=-startup-cpuprofile=DIR)
 	return cmd
 }
 

@@ -20,7 +20,8 @@ import (
 
 // TestStartReadyStop starts a control plane in this process (no kubelet, no controllers, the fake
 // runtime), writes through its API server with the admin kubeconfig, stops it, and starts it again on
-// the same data dir: the object is still there, and each start printed a line per component.
+// the same data dir: the object is still there, and each start printed a line per component; the second
+// start writes the start-up's CPU profile it was asked for.
 func TestStartReadyStop(t *testing.T) {
 	dataDir := t.TempDir()
 	cfg := Config{
@@ -76,8 +77,14 @@ func TestStartReadyStop(t *testing.T) {
 		t.Errorf("rayctl.state after Stop: %v", err)
 	}
 
+	// The second start is profiled (--startup-cpuprofile): the file is a gzipped profile once ready.
+	profile := filepath.Join(t.TempDir(), "startup.pprof")
+	cfg.StartupCPUProfile = profile
 	cp, out := start() // the data dir was unlocked
 	defer cp.Stop()
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the start-up CPU profile: %d bytes, %v; want a gzipped pprof profile", len(b), err)
+	}
 	if _, err := client().CoreV1().ConfigMaps("default").Get(context.Background(), "kept", metav1.GetOptions{}); err != nil {
 		t.Errorf("after a restart: %v", err)
 	}
