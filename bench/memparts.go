@@ -30,25 +30,25 @@ import (
 
 // memParts is one reading of where a process's RSS lies, in MB.
 type memParts struct {
-	RSS float64 `json:"rssMB"`
+	RSS float64
 	// Binary, EtcdDB and OtherFiles are resident pages of mapped files.
-	Binary     float64 `json:"binaryMB"`
-	EtcdDB     float64 `json:"etcdDatabaseMB"`
-	OtherFiles float64 `json:"otherFilesMB"`
+	Binary     float64
+	EtcdDB     float64
+	OtherFiles float64
 	// Live and Dead are the Go heap's objects: reachable at the last collection, and allocated since
 	// or unreachable and not yet swept.
-	Live float64 `json:"heapLiveMB"`
-	Dead float64 `json:"heapDeadMB"`
+	Live float64
+	Dead float64
 	// Fragmentation is the unused space in heap spans that hold objects; Free the free heap pages not
 	// yet returned to the system.
-	Fragmentation float64 `json:"heapFragmentationMB"`
-	Free          float64 `json:"heapFreeMB"`
+	Fragmentation float64
+	Free          float64
 	// Stacks are goroutine stacks; Runtime the runtime's metadata, profiling buckets and the rest it
 	// accounts for.
-	Stacks  float64 `json:"stacksMB"`
-	Runtime float64 `json:"runtimeMB"`
+	Stacks  float64
+	Runtime float64
 	// Goroutines is how many goroutines ran.
-	Goroutines float64 `json:"goroutines"`
+	Goroutines float64
 	// heapProfile is the API server's /debug/pprof/heap at the reading, when heapProfileDir is set.
 	heapProfile []byte
 }
@@ -93,12 +93,21 @@ func readMemParts(ctx context.Context, kube kubernetes.Interface, pid int) (memP
 	m.Runtime = (v["go_memory_classes_metadata_mcache_inuse_bytes"] + v["go_memory_classes_metadata_mspan_inuse_bytes"] +
 		v["go_memory_classes_metadata_other_bytes"] + v["go_memory_classes_profiling_buckets_bytes"] + v["go_memory_classes_other_bytes"]) / mb
 	m.Goroutines = v["go_sched_goroutines_goroutines"]
-	if heapProfileDir != "" {
-		if m.heapProfile, err = kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx); err != nil {
-			return m, fmt.Errorf("reading /debug/pprof/heap: %w", err)
-		}
-	}
 	return m, nil
+}
+
+// takeHeapProfile fetches the API server's heap profile into the reading, when heapProfileDir asks
+// for one; only a reading that is kept takes it.
+func (m *memParts) takeHeapProfile(ctx context.Context, kube kubernetes.Interface) error {
+	if heapProfileDir == "" {
+		return nil
+	}
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("reading /debug/pprof/heap: %w", err)
+	}
+	m.heapProfile = raw
+	return nil
 }
 
 // saveHeapProfile writes the reading's heap profile, if it has one, as heapProfileDir/name.pprof.
@@ -186,6 +195,9 @@ func (m *memParts) readSmaps(pid int) error {
 // the heap profile, if taken, is saved under name.
 func memPartsOrNil(ctx context.Context, kube kubernetes.Interface, pid int, when, name string) *memParts {
 	m, err := readMemParts(ctx, kube, pid)
+	if err == nil {
+		err = m.takeHeapProfile(ctx, kube)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "memory %s: where the RSS lies: %v\n", when, err)
 		return nil
@@ -230,7 +242,7 @@ func watchMemParts(ctx context.Context, kube kubernetes.Interface, pid int, name
 				return
 			case <-t.C:
 			}
-			if m, err := readMemParts(ctx, kube, pid); err == nil && (largest == nil || m.RSS > largest.RSS) {
+			if m, err := readMemParts(ctx, kube, pid); err == nil && (largest == nil || m.RSS > largest.RSS) && m.takeHeapProfile(ctx, kube) == nil {
 				largest = &m
 			}
 		}

@@ -158,15 +158,17 @@ const (
 // stopped again. ctx is the control plane's life: the runtime and etcd watch it.
 func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	cp.started = time.Now()
-	// Start-up allocates much and keeps little (CRD schemas decoded, converted and compiled, OpenAPI
-	// specs built): collecting less often until ready saves a large share of its CPU on small machines.
-	gcPercent, memLimit := debug.SetGCPercent(startupGCPercent), debug.SetMemoryLimit(startupMemoryLimit)
-	cp.restoreGC = func() { debug.SetGCPercent(gcPercent); debug.SetMemoryLimit(memLimit) }
+	// Started before anything else changes, so that a profile that cannot be written leaves nothing to
+	// undo.
 	stopProfile, err := startCPUProfile(cp.cfg.StartupCPUProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
+	// Start-up allocates much and keeps little (CRD schemas decoded, converted and compiled, OpenAPI
+	// specs built): collecting less often until ready saves a large share of its CPU on small machines.
+	gcPercent, memLimit := debug.SetGCPercent(startupGCPercent), debug.SetMemoryLimit(startupMemoryLimit)
+	cp.restoreGC = func() { debug.SetGCPercent(gcPercent); debug.SetMemoryLimit(memLimit) }
 	defer func() {
 		if err != nil {
 			cp.shutdown()
