@@ -30,7 +30,9 @@ TEST_FLAGS   ?=
 # the binary (_output/ray/bin/ray) and runs Ray's images on with the process runtime.
 RAY_REQUIREMENT := $(shell cat hack/ray-version)
 RAY_VENV        := _output/ray
-PYTHON          ?= python3
+# The system's Python when there is one: a venv links to the Python it is made from, and one under a
+# home dir (pyenv's under /root) is out of reach of the unprivileged user pods run as and of other users.
+PYTHON          ?= $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3)
 
 all: build
 

@@ -44,6 +44,9 @@ func status(ctx context.Context, out io.Writer, dataDir string) error {
 	fmt.Fprintf(out, "rayctl is running (pid %d, data dir %s)\n", st.PID, dir.Path)
 	fmt.Fprintf(out, "  api server   %s\n", st.Server)
 	fmt.Fprintf(out, "  kubeconfig   %s\n", dir.Kubeconfig())
+	if st.Sandbox != "" {
+		fmt.Fprintf(out, "  sandbox      %s\n", st.Sandbox)
+	}
 	fmt.Fprintf(out, "  started in   %d ms", st.ReadyMillis)
 	names := make([]string, 0, len(st.Components))
 	for n := range st.Components {

@@ -15,6 +15,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controlplane"
 	"github.com/rayctl/rayctl/pkg/instance"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 func newUpCommand(g *globalFlags) *cobra.Command {
@@ -34,6 +35,18 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 			if detach {
 				return upDetached(cmd.OutOrStdout(), g.dataDir)
 			}
+			sb, err := controlplane.DecideSandbox(c.PodNetwork)
+			if err != nil {
+				return err
+			}
+			if sb.Reexec {
+				// Not root: the same command again, inside a user namespace of rayctl's own.
+				code, err := userns.Reexec(os.Args[1:], nil)
+				if err != nil {
+					return err
+				}
+				os.Exit(code)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return cp.Run(ctx)
@@ -46,7 +59,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	f.StringVar(&c.Ray, "ray", selector.RayAuto, "what runs Ray's images (rayproject/ray…): auto (the host's Ray when found, else the images on containerd, else raysim), host (the host's Ray, on the process runtime, or fail), image (containerd pulls and runs them), or sim (raysim, on the process runtime)")
 	f.StringVar(&c.RayPath, "ray-path", "", "the host's ray executable (default: the venv that make ray makes beside rayctl, then ray on PATH)")
 	f.StringVar(&c.PodCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
-	f.StringVar(&c.Bridge, "bridge", "rayctl0", "the Linux bridge pods attach to")
+	f.StringVar(&c.Bridge, "bridge", "rayctl0", "the Linux bridge pods attach to (in rayctl's node network namespace)")
+	f.StringVar(&c.PodNetwork, "pod-network", controlplane.PodNetworkAuto, "how pods are networked: auto (a network namespace each, in rayctl's node namespace, which nothing on the host reaches; as an ordinary user inside a user namespace of rayctl's own; the host's network where none can be made), sandbox (the same, or refuse to start), or host (pods share the host's network)")
 	f.StringVar(&c.NodeName, "node-name", controlplane.DefaultNodeName(), "the name of this machine's Node")
 	f.StringToStringVar(&c.NodeCapacity, "node-capacity", nil, "what the Node advertises instead of the host's measure, e.g. cpu=8,memory=16Gi (more than the host has lets samples sized for a bigger machine schedule, and overcommits it)")
 	f.BoolVar(&c.Kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")

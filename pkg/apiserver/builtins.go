@@ -39,6 +39,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/ingress"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/ingressclass"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/networkpolicy"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/proxyrest"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/storage/storageclass"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
@@ -53,7 +54,7 @@ type builtins map[schema.GroupVersion]registry.Storage
 // newBuiltins builds the storage of every built-in resource. kubeletTLS is the client configuration
 // pods/log, pods/exec and pods/portforward reach kubelets with (nil turns them off); tokens signs what
 // serviceaccounts/token issues.
-func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config, tokens *satoken.Issuer) (builtins, error) {
+func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config, tokens *satoken.Issuer, podDial proxyrest.DialFunc) (builtins, error) {
 	b := builtins{}
 	add := func(gv schema.GroupVersion, s registry.Storage, err error) error {
 		if err != nil {
@@ -77,7 +78,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	if err := add(core, nodes, err); err != nil {
 		return nil, err
 	}
-	pods, err := pod.NewStorage(s, optsGetter, pod.Kubelets{Nodes: nodeStore, TLS: kubeletTLS})
+	pods, err := pod.NewStorage(s, optsGetter, pod.Kubelets{Nodes: nodeStore, TLS: kubeletTLS}, podDial)
 	if err := add(core, pods, err); err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 	if err := add(endpointslice.Resource.GroupVersion(), slices, err); err != nil {
 		return nil, err
 	}
-	services, err := service.NewStorage(s, optsGetter, serviceCIDR, sliceStore.Store)
+	services, err := service.NewStorage(s, optsGetter, serviceCIDR, sliceStore.Store, podDial)
 	if err := add(core, services, err); err != nil {
 		return nil, err
 	}

@@ -53,6 +53,9 @@ import (
 
 // Config is what the API server needs from the rest of rayctl.
 type Config struct {
+	// PodDial is how pods/proxy and services/proxy reach pod IPs (rayctl's dials inside the node network
+	// namespace); nil dials from this process's own network.
+	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Listener, if set, is where the server serves; else it listens on BindAddress:Port.
 	Listener net.Listener
 	// BindAddress is the address to listen on; nil means 127.0.0.1.
@@ -403,7 +406,7 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, generic *generic
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
 	}
-	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, a.rbac, serviceCIDR, kubeletTLS, a.tokens)
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, a.rbac, serviceCIDR, kubeletTLS, a.tokens, c.PodDial)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,7 @@ func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds [][]byte) (*apis
 		// etcd-readiness (the API server's own) reads through etcd at most every second and waits up to
 		// 2 s; this one says at once when raft has no leader.
 		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("etcd-leader", func(*http.Request) error { return store.HasLeader() })},
+		PodDial:     cp.dialPods,
 	}
 	if cp.cfg.ChainBuffer > 0 {
 		cp.recorder = chain.New(cp.cfg.ChainBuffer)

@@ -199,6 +199,7 @@ func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
 	opts.JobSelector = manager.KubeRayJobSelector
 	opts.WatchNamespaces = f.WatchNamespaces
 	opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
+	opts.PodDial = cp.dialPods
 	if hostRay := cp.rt.HostRay; hostRay != nil {
 		opts.HostRayVersion = func(image string) string {
 			if hostray.RunsImage(image) {

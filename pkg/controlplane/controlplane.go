@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,8 +32,10 @@ import (
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 // Config is everything a control plane needs; `rayctl up`'s flags fill it.
@@ -48,6 +51,9 @@ type Config struct {
 	Ray, RayPath string
 	// PodCIDR is the range pod IPs come from; Bridge the Linux bridge pods attach to.
 	PodCIDR, Bridge string
+	// PodNetwork is PodNetworkAuto (also when empty), PodNetworkSandbox or PodNetworkHost: see
+	// DecideSandbox.
+	PodNetwork string
 	// NodeName names this machine's Node.
 	NodeName string
 	// NodeCapacity overrides what the Node advertises (cpu=8, memory=16Gi).
@@ -121,7 +127,9 @@ type ControlPlane struct {
 	serverDone chan error
 	stopServer context.CancelFunc
 	ray        *hostray.Ray
+	sandbox    Sandbox
 	rt         *selector.Choice
+	podNet     atomic.Pointer[network.Manager] // the pod network, once the runtime is chosen
 	images     *preload.Runtime
 	podAPI     podAPIAddress
 	clusterDNS []string
@@ -174,10 +182,23 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 			cp.shutdown()
 		}
 	}()
+	if cp.sandbox, err = DecideSandbox(cp.cfg.PodNetwork); err != nil {
+		return err
+	}
+	if cp.sandbox.Reexec {
+		return errors.New("rayctl must run again inside a user namespace of its own first (userns.Reexec) to give pods network namespaces")
+	}
+	if cp.sandbox.Mode == SandboxRootless {
+		// What rayctl mounts (namespace files, volumes) stays in its own mount namespace.
+		if err := userns.PrivateMounts(); err != nil {
+			return err
+		}
+	}
 	if err := cp.openDataDir(); err != nil {
 		return err
 	}
 	fmt.Fprintf(cp.out, "rayctl up (data dir %s)\n", cp.dir.Path)
+	fmt.Fprintf(cp.out, "  %-10s %s\n", "sandbox", cp.sandbox.Why)
 	// Finding the host's Ray starts Python (a second or two the first time): it runs beside the
 	// control plane's start and is awaited only by the runtime.
 	foundRay := findRay(ctx, cp.cfg, cp.dir)
@@ -318,7 +339,7 @@ func (cp *ControlPlane) markReady() error {
 	}
 	readyMs := time.Since(cp.started).Milliseconds()
 	if err := cp.dir.WriteState(datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: cp.times,
-		Runtime: cp.rt.Name, ContainerdSocket: cp.rt.Address}); err != nil {
+		Runtime: cp.rt.Name, ContainerdSocket: cp.rt.Address, Sandbox: cp.sandbox.Why}); err != nil {
 		return err
 	}
 	cp.startup = Startup{Ready: time.Duration(readyMs) * time.Millisecond, Components: cp.times, Server: serverURL, Kubeconfig: cp.dir.Kubeconfig()}

@@ -8,7 +8,8 @@ import (
 )
 
 // startDNS is the "dns" step: the cluster DNS server (identity rayctl:dns) on the pod bridge's gateway,
-// port 53, where pods reach it, answering pods only; the kubelet gives pods its address. Where pods
+// port 53, in the node namespace where pods reach it (nothing on the host does), answering pods only;
+// the kubelet gives pods its address. Where pods
 // share the host's network (the fake runtime, the process runtime without root) there is no pod network
 // to serve: pods use the host's resolver and no DNS server runs.
 func (cp *ControlPlane) startDNS() (string, error) {
@@ -22,8 +23,8 @@ func (cp *ControlPlane) startDNS() (string, error) {
 	}
 	gw, subnet := rt.Network.Gateway(), rt.Network.Subnet()
 	srv, err := dns.New(dns.Options{
-		Listen: []string{net.JoinHostPort(gw.String(), "53")}, FreeBind: true, RESTConfig: cfg,
-		// Pods have addresses in the subnet; a host process reaching the bridge comes from the gateway.
+		Listen: []string{net.JoinHostPort(gw.String(), "53")}, NetNS: rt.Network.NodeNSPath(), RESTConfig: cfg,
+		// Pods have addresses in the subnet; anything else in the node namespace comes from the gateway.
 		AllowClient: func(ip net.IP) bool { return subnet.Contains(ip) && !ip.Equal(gw) },
 	})
 	if err != nil {

@@ -6,15 +6,14 @@ import (
 	"strconv"
 
 	"github.com/rayctl/rayctl/pkg/apiserver"
-	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 // servePods is the "pod-api" step: it makes the API server reachable from pods and publishes where, in
 // default/kubernetes (its Endpoints and EndpointSlice, which the cluster DNS answers
 // kubernetes.default.svc with). Pods with a network of their own reach it on the bridge's gateway, port
 // 443 (the Service's port: rayctl routes no ClusterIPs, so clients dial the endpoint itself), through a
-// second listener of the same server, TLS and authentication; it binds the gateway only, never a
-// wildcard, so nothing beyond the machine reaches it. Pods on the host's network reach the loopback
+// second listener of the same server, TLS and authentication, bound in the node namespace (which holds
+// the bridge; the host's namespace has no route into it) on the gateway only, never a wildcard. Pods on the host's network reach the loopback
 // listener. The address pods are given (KUBERNETES_SERVICE_HOST and _PORT) is kept for the kubelet.
 func (cp *ControlPlane) servePods() (string, error) {
 	ctx, server, rt := cp.compCtx, cp.server, cp.rt
@@ -30,8 +29,7 @@ func (cp *ControlPlane) servePods() (string, error) {
 		cp.podAPI = podAPIAddress{host: net.IPv4(127, 0, 0, 1), port: port}
 	} else {
 		gw := rt.Network.Gateway()
-		// IP_FREEBIND: the bridge, and its address, come with the first pod.
-		ln, err := network.ListenConfig(true).Listen(ctx, "tcp", net.JoinHostPort(gw.String(), strconv.Itoa(apiserver.KubernetesServicePort)))
+		ln, err := rt.Network.Listen(ctx, "tcp", net.JoinHostPort(gw.String(), strconv.Itoa(apiserver.KubernetesServicePort)))
 		if err != nil {
 			return "", fmt.Errorf("listening for pods on the bridge: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,10 +34,11 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 	}
 	logger := cp.logger.Named("runtime")
 	choice, err := selector.Select(ctx, cfg.Runtime, selector.Options{
-		DataDir: dir.Path,
-		Ray:     cfg.Ray,
-		HostRay: cp.ray,
-		Network: network.Config{Bridge: cfg.Bridge, CIDR: cfg.PodCIDR},
+		DataDir:  dir.Path,
+		Ray:      cfg.Ray,
+		HostRay:  cp.ray,
+		Network:  network.Config{Bridge: cfg.Bridge, CIDR: cfg.PodCIDR, HostOnly: cp.sandbox.Mode == SandboxHost},
+		Rootless: cp.sandbox.Mode == SandboxRootless,
 		NewFake: func() (runtime.Runtime, error) {
 			return fake.New(fake.Options{Images: []string{SimImageRef}}), nil
 		},
@@ -50,6 +52,13 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 		return "", err
 	}
 	cp.rt = choice
+	if choice.Network != nil {
+		// The node namespace, with the bridge, exists before anything listens in it for pods.
+		if err := choice.Network.EnsureNode(); err != nil {
+			return "", err
+		}
+		cp.podNet.Store(choice.Network)
+	}
 	if choice.Name == selector.Fake {
 		cp.images = preload.Start(ctx, choice.Runtime)
 	} else {
@@ -60,6 +69,16 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return choice.Reason, nil
+}
+
+// dialPods connects to a pod IP the way the node reaches pods: from inside the node network namespace
+// (the host's has no route to pods), or from the host's where pods share it (and before the runtime
+// is chosen, when no pod exists).
+func (cp *ControlPlane) dialPods(ctx context.Context, network, addr string) (net.Conn, error) {
+	if m := cp.podNet.Load(); m != nil {
+		return m.DialContext(ctx, network, addr)
+	}
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
 }
 
 // simImage builds the raysim image from simBinary and this very binary, unless the runtime already

@@ -119,6 +119,8 @@ type State struct {
 	Server string `json:"server"`
 	// Runtime names the container runtime in use.
 	Runtime string `json:"runtime,omitempty"`
+	// Sandbox says how the node holds its pods (controlplane.Sandbox's Why).
+	Sandbox string `json:"sandbox,omitempty"`
 	// ContainerdSocket is the containerd socket the runtime uses, when it is containerd.
 	ContainerdSocket string `json:"containerdSocket,omitempty"`
 	// ReadyMillis is how long start-up took.

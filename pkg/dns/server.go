@@ -41,6 +41,10 @@ type Options struct {
 	// FreeBind lets Listen name an address no interface has yet (Linux IP_FREEBIND), such as the pod bridge's
 	// gateway before the bridge exists; the server answers there as soon as the address is assigned.
 	FreeBind bool
+	// NetNS, when set, is the network namespace (a namespace file's path) the Listen addresses are bound
+	// in, such as rayctl's node namespace, where the pod bridge is; empty binds in this process's own.
+	// Upstreams are reached from this process's own namespace either way.
+	NetNS string
 	// Upstreams are the resolvers ("ip" or "ip:port") names outside the zone are forwarded to. Nil reads the
 	// nameservers of ResolvConf; empty forwards nothing (SERVFAIL). The server's own addresses are dropped.
 	Upstreams []string
@@ -100,7 +104,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	for _, addr := range opts.Listen {
-		pc, l, err := listenPair(addr, opts.FreeBind)
+		var pc net.PacketConn
+		var l net.Listener
+		err := network.Do(opts.NetNS, func() (err error) {
+			pc, l, err = listenPair(addr, opts.FreeBind)
+			return err
+		})
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("dns: listen on %s: %w", addr, err)

@@ -95,8 +95,7 @@ func (r *rayTarget) http(t *testing.T, method, path, body string) (int, string) 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
-	resp, err := hc.Do(req)
+	resp, err := framework.PodHTTPClient(30 * time.Second).Do(req)
 	must(t, r.name+": "+method+" "+path, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +21,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
 // probeEnv, set in the environment of the test binary, makes it probe the addresses it names (comma
@@ -181,26 +182,36 @@ func TestNoDoorForOtherUsers(t *testing.T) {
 		t.Errorf("the probe answered for %d of %d ports:\n%s", seen, len(addrs), out)
 	}
 
-	// The cluster DNS answers pods, not host processes (whose queries come from the bridge's address).
+	// The pod network is not the host's: no address of the host is in it, so neither the pod nor the
+	// listeners for pods on the bridge's gateway (cluster DNS, the API server's) are among the ports above.
 	pod, err := in.Client.CoreV1().Pods(ns).Get(ctx, "door", metav1.GetOptions{})
 	must(t, "reading the pod", err)
-	if pod.Status.PodIP != "" {
-		gw := gatewayOf(pod.Status.PodIP, local)
-		if gw == "" {
-			t.Fatalf("no host address beside the pod's %s", pod.Status.PodIP)
-		}
-		q := new(dns.Msg).SetQuestion("kubernetes.default.svc.cluster.local.", dns.TypeA)
-		r, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).ExchangeContext(ctx, q, net.JoinHostPort(gw, "53"))
-		must(t, "a DNS query from the host to "+gw, err)
-		if r.Rcode != dns.RcodeRefused {
-			t.Errorf("the cluster DNS answers a host process: rcode %s, want REFUSED", dns.RcodeToString[r.Rcode])
-		}
-		t.Logf("ok   %-21s UDP DNS query from the host: %s", gw+":53", dns.RcodeToString[r.Rcode])
-		// The API server's listener for pods (in-cluster clients) is on the bridge: it was among those probed.
-		if api := net.JoinHostPort(gw, "443"); !slices.Contains(addrs, api) {
-			t.Errorf("the API server's listener for pods, %s, was not among the ports probed: %v", api, addrs)
+	podIP := net.ParseIP(pod.Status.PodIP)
+	if podIP == nil {
+		t.Fatalf("the pod has no IP: %q", pod.Status.PodIP)
+	}
+	if gw := gatewayOf(pod.Status.PodIP, local); gw != "" {
+		t.Errorf("the host has the address %s beside the pod's %s: the pod network reaches into the host's", gw, podIP)
+	}
+	gw := podIP.Mask(net.CIDRMask(24, 32)).To4()
+	gw[3] = 1 // the bridge's address in the instance's /24 (instance.OwnNetwork)
+	for _, a := range addrs {
+		if host, _, _ := net.SplitHostPort(a); host == gw.String() {
+			t.Errorf("%s (%s) listens in the host's network namespace on the pod bridge's gateway", a, owner[a])
 		}
 	}
+	// Even inside the node namespace, the cluster DNS answers pods, not the node (its queries come from the
+	// gateway).
+	q := new(dns.Msg).SetQuestion("kubernetes.default.svc.cluster.local.", dns.TypeA)
+	var r *dns.Msg
+	must(t, "a DNS query from the node namespace to "+gw.String(), framework.InPodNetwork(podIP, func() (err error) {
+		r, _, err = (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).ExchangeContext(ctx, q, net.JoinHostPort(gw.String(), "53"))
+		return err
+	}))
+	if r.Rcode != dns.RcodeRefused {
+		t.Errorf("the cluster DNS answers the node: rcode %s, want REFUSED", dns.RcodeToString[r.Rcode])
+	}
+	t.Logf("ok   %-21s UDP DNS query from the node namespace: %s", gw.String()+":53", dns.RcodeToString[r.Rcode])
 }
 
 // localAddrs returns the IP addresses of this host's interfaces.

@@ -253,10 +253,7 @@ func (e *rayEnv) waitClusterReadyWithin(t *testing.T, name string, workers int, 
 
 // dashboardGet GETs path from the Ray dashboard on a head pod's IP and decodes the JSON answer into out.
 func dashboardGet(ctx context.Context, podIP, path string, out any) error {
-	hc := &http.Client{
-		Transport: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext},
-		Timeout:   10 * time.Second,
-	}
+	hc := framework.PodHTTPClient(10 * time.Second)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "8265")+path, nil)
 	if err != nil {
 		return err

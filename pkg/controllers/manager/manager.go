@@ -11,9 +11,11 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"net"
 	"reflect"
 	"sort"
 	"time"
@@ -105,6 +107,8 @@ type Options struct {
 	RootCA []byte
 	// VolumesDir is passed to the controllers as Env.VolumesDir.
 	VolumesDir string
+	// PodDial is passed to the controllers as Env.PodDial.
+	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// InsufficientHint is passed to the controllers as Env.InsufficientHint.
 	InsufficientHint string
 	// Logger is the manager's logger; the zero value discards.
@@ -243,6 +247,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			HostRayVersion:   opts.HostRayVersion,
 			RootCA:           opts.RootCA,
 			VolumesDir:       opts.VolumesDir,
+			PodDial:          opts.PodDial,
 
 			InsufficientHint: opts.InsufficientHint,
 		}

@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -41,6 +43,10 @@ type Env struct {
 	RootCA []byte
 	// VolumesDir is the host directory local volumes are provisioned under ("" where none are).
 	VolumesDir string
+	// PodDial connects to pod IPs (rayctl's dials inside the node network namespace, which the host's has
+	// no route into): what controllers that call into pods (Ray's dashboard) dial with. Nil dials from this
+	// process's own network.
+	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// InsufficientHint ends the scheduler's FailedScheduling event of a pod that does not fit for want of
 	// a resource, saying what the user can do about it ("" for none).
 	InsufficientHint string

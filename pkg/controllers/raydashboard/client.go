@@ -130,10 +130,24 @@ type Client struct {
 // New returns a client for the dashboard at baseURL (e.g.
 // http://10.244.0.5:8265) with ConnectTimeout and RequestTimeout. Requests made within a reconcile
 // wrapped by chainhooks are reported to its chain sink as dashboard calls (method, URL, status code, latency).
-func New(baseURL string) *Client {
+func New(baseURL string) *Client { return NewDialing(baseURL, nil) }
+
+// DialFunc connects to an address on the pod network.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// NewDialing is New with the connections made by dial (nil: from this process's own network), such as
+// rayctl's dialer into the node network namespace, where pod IPs are reachable.
+func NewDialing(baseURL string, dial DialFunc) *Client {
+	if dial == nil {
+		dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
 	transport := &http.Transport{
-		Proxy:                 nil, // the dashboard is always reached directly
-		DialContext:           (&net.Dialer{Timeout: ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil, // the dashboard is always reached directly
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+			defer cancel()
+			return dial(ctx, network, addr)
+		},
 		ResponseHeaderTimeout: RequestTimeout,
 		IdleConnTimeout:       30 * time.Second,
 		MaxIdleConnsPerHost:   2,

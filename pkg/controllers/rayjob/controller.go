@@ -110,6 +110,9 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 		}
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
+	if o.NewJobsAPI == nil && env.PodDial != nil {
+		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial) }
+	}
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }
 

@@ -107,6 +107,9 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 		}
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller")
+	if o.NewClient == nil && env.PodDial != nil {
+		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial) }
+	}
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }
 

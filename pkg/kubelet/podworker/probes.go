@@ -32,9 +32,9 @@ func (w *Worker) ensureProbes(pod *corev1.Pod, c *corev1.Container, st *runtime.
 			specs[probe.Liveness] = c.LivenessProbe
 		}
 	}
-	podIP := ""
+	podIP, netns := "", ""
 	if w.sandbox != nil {
-		podIP = w.sandbox.IP
+		podIP, netns = w.sandbox.IP, w.sandbox.NetNSPath
 	}
 	for kind, spec := range specs {
 		key := st.ID + "/" + string(kind)
@@ -46,7 +46,7 @@ func (w *Worker) ensureProbes(pod *corev1.Pod, c *corev1.Container, st *runtime.
 		id, name := st.ID, c.Name
 		worker := &probe.Worker{
 			Kind: kind, Spec: spec, StartedAt: st.StartedAt, Prober: w.deps.Prober,
-			Target: probe.Target{ContainerID: id, PodIP: podIP, Container: c},
+			Target: probe.Target{ContainerID: id, PodIP: podIP, NetNSPath: netns, Container: c},
 			OnResult: func(r probe.Result) {
 				w.mu.Lock()
 				if m, ok := w.probeRes[id]; ok {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 // Kind is which of a container's probes this is.
@@ -62,6 +63,9 @@ type Target struct {
 	ContainerID string
 	// PodIP is the default host of httpGet, tcpSocket and grpc probes.
 	PodIP string
+	// NetNSPath is the pod's network namespace, which httpGet, tcpSocket and grpc probes connect from
+	// (the host's namespace has no route to pods); empty for a pod on the host's network.
+	NetNSPath string
 	// Container is the spec, for named ports.
 	Container *corev1.Container
 }
@@ -100,8 +104,7 @@ func (pr *Prober) Run(ctx context.Context, p *corev1.Probe, t Target) (bool, str
 		if err != nil {
 			return false, err.Error()
 		}
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		conn, err := t.dial(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			return false, fmt.Sprintf("dial tcp %s: %v", net.JoinHostPort(host, strconv.Itoa(port)), unwrapOp(err))
 		}
@@ -172,7 +175,7 @@ func (pr *Prober) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target
 		req.Header.Add(hd.Name, hd.Value)
 	}
 	client := &http.Client{
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true, Proxy: nil},
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true, Proxy: nil, DialContext: t.dial},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 10 || req.URL.Hostname() != u.Hostname() {
 				return http.ErrUseLastResponse
@@ -192,9 +195,15 @@ func (pr *Prober) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target
 	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 }
 
+// dial connects to addr from the pod's network namespace (the host's for a pod on the host's network).
+func (t Target) dial(ctx context.Context, network_, addr string) (net.Conn, error) {
+	return network.DialIn(ctx, t.NetNSPath, network_, addr)
+}
+
 func grpcCheck(ctx context.Context, g *corev1.GRPCAction, t Target) (bool, string) {
 	addr := net.JoinHostPort(t.PodIP, strconv.Itoa(int(g.Port)))
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return t.dial(ctx, "tcp", addr) }))
 	if err != nil {
 		return false, err.Error()
 	}

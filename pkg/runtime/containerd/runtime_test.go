@@ -410,11 +410,11 @@ func TestPodsReachEachOther(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// The host reaches the pod too (retrying: the loop restarts nc after each
-	// connection, leaving a moment with no listener).
+	// The node namespace reaches the pod too (retrying: the loop restarts nc after each
+	// connection, leaving a moment with no listener); the host's namespace has no route to it.
 	deadline = time.Now().Add(30 * time.Second)
 	for {
-		line, err := hostRead(net.JoinHostPort(a.IP, "8080"))
+		line, err := nodeRead(e.net, net.JoinHostPort(a.IP, "8080"))
 		if err == nil && line == "hello from server\n" {
 			break
 		}
@@ -425,8 +425,10 @@ func TestPodsReachEachOther(t *testing.T) {
 	}
 }
 
-func hostRead(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+func nodeRead(nm *network.Manager, addr string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := nm.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}

@@ -1,10 +1,13 @@
 package network
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -88,4 +91,23 @@ func Do(path string, fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// dialKeepAlive is the keep-alive period of connections DialIn makes, as net.Dialer's default.
+const dialKeepAlive = 15 * time.Second
+
+// DialIn connects to addr from inside the network namespace at path (from this process's own for an
+// empty path). The socket is made in that namespace and stays there; only the connect waits for ctx.
+func DialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: dialKeepAlive}
+	if path == "" {
+		return d.DialContext(ctx, network, addr)
+	}
+	var conn net.Conn
+	err := Do(path, func() error {
+		var err error
+		conn, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
 }

@@ -55,6 +55,8 @@ type Manager struct {
 	mu      sync.Mutex
 	// hostPorts serialises the port check and record of sandboxes on the host's network.
 	hostPorts sync.Mutex
+	// node is the node namespace's handle, under mu.
+	node nodeState
 }
 
 // Attachment is a pod's place on the network.
@@ -141,6 +143,19 @@ func (m *Manager) Gateway() net.IP {
 
 // Subnet is the pod network.
 func (m *Manager) Subnet() *net.IPNet { return m.subnet }
+
+// nodeNSFile is the node namespace's file in the state dir.
+const nodeNSFile = "node.netns"
+
+// NodeNSPath is the node namespace's file: the namespace that holds the bridge, every pod's veth and
+// the listeners pods reach on the gateway, which the host's namespace has no route into. Empty for a
+// HostOnly manager, whose pods share the host's network.
+func (m *Manager) NodeNSPath() string {
+	if m.cfg.HostOnly {
+		return ""
+	}
+	return filepath.Join(m.cfg.StateDir, nodeNSFile)
+}
 
 // NetNSPath is where the pod's namespace file is (or would be).
 func (m *Manager) NetNSPath(podUID string) string {

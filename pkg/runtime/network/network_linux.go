@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -23,21 +22,25 @@ func (m *Manager) Setup(podUID string) (*Attachment, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	br, err := m.ensureBridge()
+	node, err := m.ensureNode()
 	if err != nil {
 		return nil, err
+	}
+	br, err := node.LinkByName(m.cfg.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("network: the bridge %s in the node namespace: %w", m.cfg.Bridge, err)
 	}
 	ip, err := m.ipam.allocate(podUID)
 	if err != nil {
 		return nil, err
 	}
 	att := m.attachment(podUID, ip)
-	if m.complete(att) {
+	if m.complete(node, att) {
 		return att, nil
 	}
 	// Start from nothing: whatever a crash left half-made goes first.
 	m.removeLinkAndNS(podUID)
-	if err := m.plumb(att, br); err != nil {
+	if err := m.plumb(node, att, br); err != nil {
 		m.removeLinkAndNS(podUID)
 		_ = m.ipam.release(podUID)
 		return nil, fmt.Errorf("network: pod %s: %w", podUID, err)
@@ -45,13 +48,13 @@ func (m *Manager) Setup(podUID string) (*Attachment, error) {
 	return att, nil
 }
 
-// complete reports whether the pod's namespace is mounted, its host veth
-// exists, and eth0 inside carries its IP.
-func (m *Manager) complete(att *Attachment) bool {
+// complete reports whether the pod's namespace is mounted, its veth's node
+// end exists, and eth0 inside carries its IP.
+func (m *Manager) complete(node *netlink.Handle, att *Attachment) bool {
 	if !isNetNS(att.NetNSPath) {
 		return false
 	}
-	if _, err := netlink.LinkByName(att.HostVeth); err != nil {
+	if _, err := node.LinkByName(att.HostVeth); err != nil {
 		return false
 	}
 	ns, err := netns.GetFromPath(att.NetNSPath)
@@ -80,19 +83,19 @@ func (m *Manager) complete(att *Attachment) bool {
 	return false
 }
 
-// ensureBridge makes the bridge with the gateway address and brings it up.
-func (m *Manager) ensureBridge() (netlink.Link, error) {
-	link, err := netlink.LinkByName(m.cfg.Bridge)
+// ensureBridge makes the bridge in the node namespace (node) with the gateway address and brings it up.
+func (m *Manager) ensureBridge(node *netlink.Handle) (netlink.Link, error) {
+	link, err := node.LinkByName(m.cfg.Bridge)
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if !errors.As(err, &nf) {
 			return nil, fmt.Errorf("network: looking up bridge %s: %w", m.cfg.Bridge, err)
 		}
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: m.cfg.Bridge, MTU: m.cfg.MTU}}
-		if err := netlink.LinkAdd(br); err != nil && !os.IsExist(err) {
-			return nil, fmt.Errorf("network: creating bridge %s (needs root): %w", m.cfg.Bridge, err)
+		if err := node.LinkAdd(br); err != nil && !os.IsExist(err) {
+			return nil, fmt.Errorf("network: creating bridge %s: %w", m.cfg.Bridge, err)
 		}
-		if link, err = netlink.LinkByName(m.cfg.Bridge); err != nil {
+		if link, err = node.LinkByName(m.cfg.Bridge); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +104,7 @@ func (m *Manager) ensureBridge() (netlink.Link, error) {
 	}
 	ones, bits := m.subnet.Mask.Size()
 	want := &net.IPNet{IP: m.gateway, Mask: net.CIDRMask(ones, bits)}
-	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	addrs, err := node.AddrList(link, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, err
 	}
@@ -112,17 +115,17 @@ func (m *Manager) ensureBridge() (netlink.Link, error) {
 		}
 	}
 	if !has {
-		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: want}); err != nil && !os.IsExist(err) {
+		if err := node.AddrAdd(link, &netlink.Addr{IPNet: want}); err != nil && !os.IsExist(err) {
 			return nil, fmt.Errorf("network: giving bridge %s the address %s: %w", m.cfg.Bridge, want, err)
 		}
 	}
 	// A Linux bridge whose address was never set takes the lowest of its ports' addresses, so a pod's
 	// veth joining or leaving can change the gateway's MAC under the other pods, whose ARP entries then
 	// point nowhere until they expire (~30 s without the API server or DNS). Setting the address pins it.
-	if err := pinHardwareAddr(link); err != nil {
+	if err := pinHardwareAddr(node, link); err != nil {
 		return nil, fmt.Errorf("network: pinning bridge %s's MAC address: %w", m.cfg.Bridge, err)
 	}
-	if err := netlink.LinkSetUp(link); err != nil {
+	if err := node.LinkSetUp(link); err != nil {
 		return nil, fmt.Errorf("network: bringing bridge %s up: %w", m.cfg.Bridge, err)
 	}
 	return link, nil
@@ -131,17 +134,15 @@ func (m *Manager) ensureBridge() (netlink.Link, error) {
 // addrSet is the kernel's addr_assign_type for an address set from user space (NET_ADDR_SET).
 const addrSet = "3"
 
-// pinHardwareAddr sets link's MAC address to the one it has, unless it was set already.
-func pinHardwareAddr(link netlink.Link) error {
-	b, err := os.ReadFile("/sys/class/net/" + link.Attrs().Name + "/addr_assign_type")
-	if err == nil && strings.TrimSpace(string(b)) == addrSet {
-		return nil
-	}
-	return netlink.LinkSetHardwareAddr(link, link.Attrs().HardwareAddr)
+// pinHardwareAddr sets link's MAC address to the one it has. (It is set on every start: the link
+// lives in the node namespace, whose /sys this process does not see to ask whether it was set.)
+func pinHardwareAddr(node *netlink.Handle, link netlink.Link) error {
+	return node.LinkSetHardwareAddr(link, link.Attrs().HardwareAddr)
 }
 
-// plumb makes the namespace and veth and configures both ends.
-func (m *Manager) plumb(att *Attachment, br netlink.Link) error {
+// plumb makes the namespace and veth and configures both ends: the node end on the bridge in the node
+// namespace, eth0 in the pod's.
+func (m *Manager) plumb(node *netlink.Handle, att *Attachment, br netlink.Link) error {
 	if err := createNetNS(att.NetNSPath); err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func (m *Manager) plumb(att *Attachment, br netlink.Link) error {
 		PeerName:      "eth0",
 		PeerNamespace: netlink.NsFd(int(ns)),
 	}
-	if err := netlink.LinkAdd(veth); err != nil {
+	if err := node.LinkAdd(veth); err != nil {
 		return fmt.Errorf("creating veth %s: %w", att.HostVeth, err)
 	}
 	h, err := netlink.NewHandleAt(ns)
@@ -184,11 +185,11 @@ func (m *Manager) plumb(att *Attachment, br netlink.Link) error {
 	if err := h.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: att.Gateway}); err != nil {
 		return fmt.Errorf("adding the default route via %s: %w", att.Gateway, err)
 	}
-	host, err := netlink.LinkByName(att.HostVeth)
+	host, err := node.LinkByName(att.HostVeth)
 	if err != nil {
 		return err
 	}
-	if err := netlink.LinkSetUp(host); err != nil {
+	if err := node.LinkSetUp(host); err != nil {
 		return fmt.Errorf("bringing %s up: %w", att.HostVeth, err)
 	}
 	return nil
@@ -198,9 +199,12 @@ func (m *Manager) plumb(att *Attachment, br netlink.Link) error {
 // namespace, ignoring what is already gone.
 func (m *Manager) removeLinkAndNS(podUID string) error {
 	var errs []error
-	if link, err := netlink.LinkByName(m.HostVethName(podUID)); err == nil {
-		if err := netlink.LinkDel(link); err != nil {
-			errs = append(errs, fmt.Errorf("deleting veth: %w", err))
+	// Without a node namespace there is no veth left: it went with the namespace.
+	if node := m.openNode(); node != nil {
+		if link, err := node.LinkByName(m.HostVethName(podUID)); err == nil {
+			if err := node.LinkDel(link); err != nil {
+				errs = append(errs, fmt.Errorf("deleting veth: %w", err))
+			}
 		}
 	}
 	if err := removeNetNS(m.NetNSPath(podUID)); err != nil {
@@ -209,18 +213,14 @@ func (m *Manager) removeLinkAndNS(podUID string) error {
 	return errors.Join(errs...)
 }
 
-// RemoveBridge deletes the bridge (for `rayctl down --purge` and tests);
-// a missing bridge is not an error.
+// RemoveBridge deletes the node namespace, and with it the bridge and every veth (for `rayctl down
+// --purge` and tests); a missing one is not an error.
 func (m *Manager) RemoveBridge() error {
 	if m.cfg.HostOnly {
 		return nil
 	}
-	link, err := netlink.LinkByName(m.cfg.Bridge)
-	if err != nil {
-		return nil
-	}
-	if _, ok := link.(*netlink.Bridge); !ok {
-		return fmt.Errorf("network: %s is not a bridge; leaving it", m.cfg.Bridge)
-	}
-	return netlink.LinkDel(link)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closeNode()
+	return removeNetNS(m.NodeNSPath())
 }

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -15,6 +16,11 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nettest"
 )
+
+// hostDial dials from the calling thread's network namespace.
+func hostDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
+}
 
 func randomHex(t *testing.T, n int) string {
 	b := make([]byte, n)
@@ -73,7 +79,9 @@ func listenIn(t *testing.T, nsPath, addr, word string) net.Listener {
 	return ln
 }
 
-func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
+// TestPodsReachEachOtherAndTheNodeReachesThem: pods reach each other and the node namespace's gateway;
+// the node namespace reaches pods; the host's namespace has no bridge and no route to them.
+func TestPodsReachEachOtherAndTheNodeReachesThem(t *testing.T) {
 	m := testManager(t)
 	a, err := m.Setup("pod-a")
 	if err != nil {
@@ -94,21 +102,34 @@ func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 	listenIn(t, a.NetNSPath, ":7000", "from-a")
 	listenIn(t, b.NetNSPath, ":7000", "from-b")
 
-	got, err := nettest.ReadLine(net.JoinHostPort(a.IP.String(), "7000"))
+	got, err := nettest.ReadLine(m.DialContext, net.JoinHostPort(a.IP.String(), "7000"))
 	if err != nil || got != "from-a" {
-		t.Fatalf("host → pod a: %q, %v", got, err)
+		t.Fatalf("node → pod a: %q, %v", got, err)
+	}
+	if _, err := netlink.LinkByName(m.cfg.Bridge); err == nil {
+		t.Errorf("the bridge %s is in the host's namespace", m.cfg.Bridge)
+	}
+	if _, err := netlink.LinkByName(a.HostVeth); err == nil {
+		t.Errorf("pod a's veth %s is in the host's namespace", a.HostVeth)
+	}
+	// No packet is sent to find out (an address with no local route leaves the machine): the host's
+	// route to the pod is not a link of its own.
+	if routes, err := netlink.RouteGet(a.IP); err == nil && len(routes) > 0 && routes[0].Gw == nil {
+		if l, err := netlink.LinkByIndex(routes[0].LinkIndex); err == nil && l.Attrs().Name != "lo" {
+			t.Errorf("the host's namespace routes pod a's %s straight to its link %s", a.IP, l.Attrs().Name)
+		}
 	}
 	err = Do(b.NetNSPath, func() error {
-		got, err := nettest.ReadLine(net.JoinHostPort(a.IP.String(), "7000"))
+		got, err := nettest.ReadLine(hostDial, net.JoinHostPort(a.IP.String(), "7000"))
 		if err != nil || got != "from-a" {
 			return fmt.Errorf("pod b → pod a: %q, %v", got, err)
 		}
 		// Inside b, its own port 7000 is b's listener, on loopback too.
-		got, err = nettest.ReadLine("127.0.0.1:7000")
+		got, err = nettest.ReadLine(hostDial, "127.0.0.1:7000")
 		if err != nil || got != "from-b" {
 			return fmt.Errorf("pod b → its own loopback: %q, %v", got, err)
 		}
-		// And the gateway (the host) is reachable from the pod.
+		// The gateway is not the pod's to bind.
 		hostLn, err := net.Listen("tcp4", m.Gateway().String()+":0")
 		if err == nil {
 			hostLn.Close()
@@ -119,8 +140,8 @@ func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pod reaches a listener on the host through its default route.
-	hostLn, err := net.Listen("tcp4", m.Gateway().String()+":0")
+	// The pod reaches a listener on the gateway in the node namespace.
+	hostLn, err := m.Listen(context.Background(), "tcp4", m.Gateway().String()+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +154,9 @@ func TestPodsReachEachOtherAndTheHostReachesThem(t *testing.T) {
 		}
 	}()
 	err = Do(a.NetNSPath, func() error {
-		got, err := nettest.ReadLine(hostLn.Addr().String())
+		got, err := nettest.ReadLine(hostDial, hostLn.Addr().String())
 		if err != nil || got != "from-host" {
-			return fmt.Errorf("pod a → host: %q, %v", got, err)
+			return fmt.Errorf("pod a → the node's gateway: %q, %v", got, err)
 		}
 		return nil
 	})
@@ -153,16 +174,13 @@ func TestGatewayMACStaysPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	mac := func() string {
-		l, err := netlink.LinkByName(m.cfg.Bridge)
+		l, err := m.openNode().LinkByName(m.cfg.Bridge)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l.Attrs().HardwareAddr.String()
 	}
 	before := mac()
-	if b, err := os.ReadFile("/sys/class/net/" + m.cfg.Bridge + "/addr_assign_type"); err != nil || strings.TrimSpace(string(b)) != addrSet {
-		t.Errorf("bridge address not pinned: addr_assign_type %q, %v", b, err)
-	}
 	for i := 1; i <= 4; i++ {
 		if _, err := m.Setup(fmt.Sprintf("pod-%d", i)); err != nil {
 			t.Fatal(err)
@@ -201,11 +219,12 @@ func TestSetupIsIdempotentAndSurvivesARestart(t *testing.T) {
 		t.Fatalf("after restart: %+v, %v (was %s)", third, err, first.IP)
 	}
 	// A half-torn-down pod (veth gone, as after a crash) is rebuilt with its IP.
-	link, err := netlink.LinkByName(first.HostVeth)
+	node := m.openNode()
+	link, err := node.LinkByName(first.HostVeth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := netlink.LinkDel(link); err != nil {
+	if err := node.LinkDel(link); err != nil {
 		t.Fatal(err)
 	}
 	rebuilt, err := m2.Setup("pod-x")
@@ -213,15 +232,17 @@ func TestSetupIsIdempotentAndSurvivesARestart(t *testing.T) {
 		t.Fatalf("rebuild: %+v, %v", rebuilt, err)
 	}
 	listenIn(t, rebuilt.NetNSPath, ":7001", "back")
-	if got, err := nettest.ReadLine(net.JoinHostPort(rebuilt.IP.String(), "7001")); err != nil || got != "back" {
+	if got, err := nettest.ReadLine(m2.DialContext, net.JoinHostPort(rebuilt.IP.String(), "7001")); err != nil || got != "back" {
 		t.Fatalf("rebuilt pod unreachable: %q %v", got, err)
 	}
 }
 
 func assertGone(t *testing.T, m *Manager, att *Attachment) {
 	t.Helper()
-	if _, err := netlink.LinkByName(att.HostVeth); err == nil {
-		t.Errorf("veth %s still exists", att.HostVeth)
+	if node := m.openNode(); node != nil {
+		if _, err := node.LinkByName(att.HostVeth); err == nil {
+			t.Errorf("veth %s still exists", att.HostVeth)
+		}
 	}
 	if _, err := os.Stat(att.NetNSPath); !os.IsNotExist(err) {
 		t.Errorf("netns file %s still exists (%v)", att.NetNSPath, err)

@@ -2,7 +2,11 @@
 
 package network
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"net"
+)
 
 var errNotLinux = errors.New("network: pod network namespaces need Linux; use a HostOnly manager")
 
@@ -20,4 +24,33 @@ func Do(path string, fn func() error) error {
 		return errNotLinux
 	}
 	return fn()
+}
+
+// nodeState is empty off Linux: there is no node namespace.
+type nodeState struct{}
+
+// EnsureNode has nothing to make off Linux.
+func (m *Manager) EnsureNode() error { return nil }
+
+// DialContext dials from the host: off Linux pods share its network.
+func (m *Manager) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return DialIn(ctx, "", network, addr)
+}
+
+// Listen listens on the host: off Linux pods share its network.
+func (m *Manager) Listen(ctx context.Context, network, addr string) (net.Listener, error) {
+	return (&net.ListenConfig{}).Listen(ctx, network, addr)
+}
+
+// ListenPacket is Listen for packet sockets.
+func (m *Manager) ListenPacket(ctx context.Context, network, addr string) (net.PacketConn, error) {
+	return (&net.ListenConfig{}).ListenPacket(ctx, network, addr)
+}
+
+// DialIn dials from this process's own network: off Linux there are no others.
+func DialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	if path != "" {
+		return nil, errNotLinux
+	}
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
 }

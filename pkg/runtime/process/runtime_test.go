@@ -355,7 +355,7 @@ func TestPodsGetTheirOwnIPsAndMounts(t *testing.T) {
 	for _, pod := range []*runtime.Sandbox{a, b} {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			line, err := nettest.ReadLine(net.JoinHostPort(pod.IP, "9000"))
+			line, err := nettest.ReadLine(f.opts.Network.DialContext, net.JoinHostPort(pod.IP, "9000"))
 			if err == nil && line == "hello from "+pod.Config.Name {
 				break
 			}

@@ -76,6 +76,10 @@ type Options struct {
 	// Logf, when set, is told what happens to a private containerd after
 	// start-up: that it exited, and that it was restarted (or could not be).
 	Logf func(format string, args ...any)
+	// Rootless says that rayctl runs in a user namespace of its own (root there, an ordinary user on
+	// the host): containerd cannot run, and the process runtime's containers end with rayctl, whose
+	// namespaces the next rayctl cannot enter.
+	Rootless bool
 	// Supervise tunes how a private containerd is restarted (defaults when
 	// zero).
 	Supervise containerd.SuperviseOptions
@@ -234,6 +238,9 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		if err := containerdPlatform(goruntime.GOOS); err != nil {
 			return nil, fmt.Errorf("runtime containerd: %w; --runtime=process runs pods as host processes", err)
 		}
+		if opts.Rootless {
+			return nil, errors.New("runtime containerd: rayctl runs as an ordinary user here, and containerd needs root; --runtime=process runs pods as processes in rayctl's own namespaces")
+		}
 		if c, err := useSocket(ctx, opts); err == nil {
 			return c, nil
 		}
@@ -248,7 +255,7 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		switch {
 		case !containerd.Available():
 			return selectProcess(ctx, opts, "no containerd binary on PATH")
-		case os.Geteuid() != 0:
+		case opts.Rootless || os.Geteuid() != 0:
 			return selectProcess(ctx, opts, "containerd needs root")
 		}
 		c, err := startPrivate(ctx, opts)
@@ -275,9 +282,10 @@ func firstLine(s string) string {
 	return s
 }
 
-// useSocket connects to an existing containerd if its socket answers.
+// useSocket connects to an existing containerd if its socket answers. A rootless rayctl takes none: a
+// system containerd would run its pods as the host's root, in namespaces rayctl's user owns.
 func useSocket(ctx context.Context, opts Options) (*Choice, error) {
-	if opts.SystemSocket == "-" {
+	if opts.SystemSocket == "-" || opts.Rootless {
 		return nil, errors.New("no system socket")
 	}
 	if _, err := os.Stat(opts.SystemSocket); err != nil {

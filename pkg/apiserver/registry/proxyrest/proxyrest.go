@@ -4,6 +4,7 @@
 package proxyrest
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -22,13 +23,27 @@ var Methods = []string{
 	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions,
 }
 
-// NewTransport returns the transport to pods. It dials pod IPs directly (the host routes to the pod
-// bridge) and never through a proxy from the environment. Like kube-apiserver's proxy transport it
-// does not verify an https backend's certificate: pods' certificates are not the cluster's.
-func NewTransport() *http.Transport {
+// DialFunc connects to an address on the pod network.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialTimeout bounds a connect to a pod.
+const dialTimeout = 30 * time.Second
+
+// NewTransport returns the transport to pods. It reaches pod IPs through dial (rayctl's dials from
+// inside the node network namespace, since the host's has no route to pods; nil dials from this
+// process's own network) and never through a proxy from the environment. Like kube-apiserver's proxy
+// transport it does not verify an https backend's certificate: pods' certificates are not the cluster's.
+func NewTransport(dial DialFunc) *http.Transport {
+	if dial == nil {
+		dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
 	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			defer cancel()
+			return dial(ctx, network, addr)
+		},
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // as kube-apiserver
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 10,

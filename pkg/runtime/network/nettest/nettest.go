@@ -4,6 +4,7 @@ package nettest
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"strings"
 	"time"
@@ -12,10 +13,15 @@ import (
 // timeout bounds both the connection and the read of ReadLine.
 const timeout = 5 * time.Second
 
-// ReadLine connects to the TCP address addr and returns the first line the other side sends, without
-// its line end.
-func ReadLine(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+// DialFunc connects to an address, as network.Manager.DialContext reaches pods from the node namespace.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// ReadLine connects to the TCP address addr through dial and returns the first line the other side
+// sends, without its line end.
+func ReadLine(dial DialFunc, addr string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}

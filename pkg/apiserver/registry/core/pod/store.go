@@ -34,8 +34,9 @@ var Resource = &registry.Resource{
 }
 
 // NewStorage returns the pods endpoints: pods, pods/status, pods/binding, pods/proxy (straight to the pod's
-// IP), and pods/log, pods/exec and pods/portforward, which reach the kubelet of a pod's node as kubelets says.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kubelets Kubelets) (registry.Storage, error) {
+// IP, dialed with podDial), and pods/log, pods/exec and pods/portforward, which reach the kubelet of a
+// pod's node as kubelets says.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, kubelets Kubelets, podDial proxyrest.DialFunc) (registry.Storage, error) {
 	if err := addQueryConversions(scheme); err != nil {
 		return nil, err
 	}
@@ -48,6 +49,6 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ku
 	storage["pods/log"] = &LogREST{pods: main.Store, kubelet: kubelet}
 	storage["pods/exec"] = &ExecREST{execStreams{pods: main.Store, kubelet: kubelet}}
 	storage["pods/portforward"] = &PortForwardREST{portForwardStreams{pods: main.Store, kubelet: kubelet}}
-	storage["pods/proxy"] = &ProxyREST{pods: main.Store, transport: proxyrest.NewTransport()}
+	storage["pods/proxy"] = &ProxyREST{pods: main.Store, transport: proxyrest.NewTransport(podDial)}
 	return storage, nil
 }

@@ -31,9 +31,10 @@ type ProxyREST struct {
 
 var _ rest.Connecter = &ProxyREST{}
 
-// NewProxyREST returns services/proxy over the services in services and the EndpointSlices in slices.
-func NewProxyREST(services rest.Getter, slices rest.Lister) *ProxyREST {
-	return &ProxyREST{services: services, slices: slices, transport: proxyrest.NewTransport()}
+// NewProxyREST returns services/proxy over the services in services and the EndpointSlices in slices,
+// reaching endpoints with podDial.
+func NewProxyREST(services rest.Getter, slices rest.Lister, podDial proxyrest.DialFunc) *ProxyREST {
+	return &ProxyREST{services: services, slices: slices, transport: proxyrest.NewTransport(podDial)}
 }
 
 // New returns an empty ServiceProxyOptions.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/rayctl/rayctl/pkg/apiserver/registry"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/proxyrest"
 	"github.com/rayctl/rayctl/pkg/apiserver/validation"
 )
 
@@ -42,7 +43,7 @@ var Resource = &registry.Resource{
 
 // NewStorage returns the services endpoints: services, services/status and services/proxy, which reaches
 // the endpoints the EndpointSlices in slices list. ClusterIPs come from cidr.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cidr *net.IPNet, slices rest.Lister) (registry.Storage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cidr *net.IPNet, slices rest.Lister, podDial proxyrest.DialFunc) (registry.Storage, error) {
 	if err := scheme.AddConversionFunc((*url.Values)(nil), (*corev1.ServiceProxyOptions)(nil), func(a, b any, _ conversion.Scope) error {
 		if p := (*a.(*url.Values))["path"]; len(p) > 0 {
 			b.(*corev1.ServiceProxyOptions).Path = p[0]
@@ -58,7 +59,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, ci
 	alloc := newAllocator(cidr, func(ctx context.Context) ([]string, error) { return listClusterIPs(ctx, main.Store) })
 	main.BeginCreate = alloc.beginCreate
 	main.AfterDelete = alloc.afterDelete
-	storage["services/proxy"] = NewProxyREST(main.Store, slices)
+	storage["services/proxy"] = NewProxyREST(main.Store, slices, podDial)
 	return storage, nil
 }
 

@@ -1,0 +1,134 @@
+package network
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// nodeState is the manager's open handle on the node namespace (nil until first needed).
+type nodeState struct {
+	handle *netlink.Handle
+}
+
+// EnsureNode makes the node namespace if it is missing, with its loopback up and the bridge (holding
+// the gateway address) in it, so that listeners for pods can be bound before the first pod starts. A
+// HostOnly manager has no node namespace.
+func (m *Manager) EnsureNode() error {
+	if m.cfg.HostOnly {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.ensureNode()
+	return err
+}
+
+// ensureNode returns a handle on the node namespace, making the namespace, its loopback and its bridge
+// as needed; m.mu is held.
+func (m *Manager) ensureNode() (*netlink.Handle, error) {
+	path := m.NodeNSPath()
+	if m.node.handle != nil && isNetNS(path) {
+		if _, err := m.ensureBridge(m.node.handle); err != nil {
+			return nil, err
+		}
+		return m.node.handle, nil
+	}
+	m.closeNode()
+	if !isNetNS(path) {
+		_ = removeNetNS(path) // a file a crash left unmounted
+		if err := createNetNS(path); err != nil {
+			return nil, fmt.Errorf("network: the node namespace: %w", err)
+		}
+	}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, fmt.Errorf("network: opening the node namespace: %w", err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	ns.Close()
+	if err != nil {
+		return nil, fmt.Errorf("network: a netlink handle in the node namespace: %w", err)
+	}
+	lo, err := h.LinkByName("lo")
+	if err == nil {
+		err = h.LinkSetUp(lo)
+	}
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("network: bringing the node namespace's loopback up: %w", err)
+	}
+	if _, err := m.ensureBridge(h); err != nil {
+		h.Close()
+		return nil, err
+	}
+	m.node.handle = h
+	return h, nil
+}
+
+// openNode returns a handle on the node namespace if it exists, else nil; m.mu is held.
+func (m *Manager) openNode() *netlink.Handle {
+	if m.node.handle != nil {
+		return m.node.handle
+	}
+	if !isNetNS(m.NodeNSPath()) {
+		return nil
+	}
+	ns, err := netns.GetFromPath(m.NodeNSPath())
+	if err != nil {
+		return nil
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return nil
+	}
+	m.node.handle = h
+	return h
+}
+
+// closeNode lets go of the node namespace's handle; m.mu is held.
+func (m *Manager) closeNode() {
+	if m.node.handle != nil {
+		m.node.handle.Close()
+		m.node.handle = nil
+	}
+}
+
+// DialContext connects to addr: to a pod IP from inside the node namespace, where pods are reachable
+// (the host's namespace has no route to them); to anything else (a pod on the host's network) from the
+// host's. A HostOnly manager always dials from the host's namespace.
+func (m *Manager) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && m.subnet.Contains(ip) {
+			return DialIn(ctx, m.NodeNSPath(), network, addr)
+		}
+	}
+	return DialIn(ctx, "", network, addr)
+}
+
+// Listen listens on addr inside the node namespace (the host's for a HostOnly manager): for what pods
+// must reach on the bridge's gateway, such as the cluster DNS and the API server.
+func (m *Manager) Listen(ctx context.Context, network, addr string) (net.Listener, error) {
+	var ln net.Listener
+	err := Do(m.NodeNSPath(), func() error {
+		var err error
+		ln, err = (&net.ListenConfig{}).Listen(ctx, network, addr)
+		return err
+	})
+	return ln, err
+}
+
+// ListenPacket is Listen for packet sockets (UDP).
+func (m *Manager) ListenPacket(ctx context.Context, network, addr string) (net.PacketConn, error) {
+	var pc net.PacketConn
+	err := Do(m.NodeNSPath(), func() error {
+		var err error
+		pc, err = (&net.ListenConfig{}).ListenPacket(ctx, network, addr)
+		return err
+	})
+	return pc, err
+}
