@@ -14,10 +14,16 @@ import (
 // isolatedFixture is a fixture whose containers get their own namespaces.
 func isolatedFixture(t *testing.T) *fixture {
 	t.Helper()
+	return isolatedFixtureWith(t, nil)
+}
+
+// isolatedFixtureWith is isolatedFixture with options set by set.
+func isolatedFixtureWith(t *testing.T, set func(*Options)) *fixture {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("namespaces need root")
 	}
-	f := newFixture(t)
+	f := newFixtureWith(t, set)
 	if !f.r.Isolated() {
 		t.Fatal("root on Linux should isolate")
 	}

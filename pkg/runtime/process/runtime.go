@@ -66,6 +66,28 @@ type Options struct {
 	// HostRay runs Ray's images (rayproject/ray…): their `ray`, `python` and the rest come from it. Nil
 	// means raysim stands in for Ray.
 	HostRay *hostray.Ray
+	// RunAs, when set, is the user every process of every container runs as
+	// (exec'd ones too), whatever the image or the pod's runAsUser and
+	// runAsGroup ask: a pod asking for uid 0, or for the uid of a host user
+	// such as 1000, must not get that host user's rights. rayctl sets it
+	// (to PodUser's) when it runs as real root. It must not be 0 and must be
+	// mapped in rayctl's user namespace. Such a container sees itself named
+	// in /etc/passwd and /etc/group ("ray" for Ray's images, else
+	// "rayctl-pod"), owns its home, and reaches raysim and the host's Ray.
+	// Nil keeps the pod's runAsUser (else uid 0): the mode of a rayctl
+	// inside a user namespace of its own, where 0 is the user who started
+	// it; ids that namespace does not map become 0 there, with a note in
+	// the container's status. A runtime that is not isolated (root with a
+	// HostOnly network) applies RunAs too, but its containers see host
+	// paths: raysim's bin dir and Ray images' homes, under the data dir,
+	// are then out of their reach.
+	RunAs *User
+	// ReadOnlyHost makes the host's filesystem read-only inside isolated
+	// containers, save their writable mounts (volumes not mounted
+	// ReadOnly, the private /tmp and home, their cgroups), /dev (with
+	// /dev/shm) and their /proc. Mounts that were read-only already stay
+	// so.
+	ReadOnlyHost bool
 }
 
 // Runtime runs containers as host processes.
@@ -78,6 +100,11 @@ type Runtime struct {
 	// isolated: containers get their own mount, UTS and network namespaces.
 	isolated bool
 	images   *imageStore
+	// runAs and readOnlyHost are Options' RunAs and ReadOnlyHost; ids what
+	// rayctl's user namespace maps.
+	runAs        *User
+	readOnlyHost bool
+	ids          idMaps
 
 	mu   sync.Mutex
 	live map[string]*watch // containers this Runtime watches
@@ -124,7 +151,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
 		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
-		images:   newImageStore(dir), live: map[string]*watch{}}
+		images:   newImageStore(dir), live: map[string]*watch{},
+		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, ids: currentIDMaps()}
+	if err := r.checkRunAs(); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{r.binDir, filepath.Join(dir, "containers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -142,6 +173,21 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// checkRunAs refuses a RunAs that is root or that rayctl's user namespace
+// cannot give to a process.
+func (r *Runtime) checkRunAs() error {
+	u := r.runAs
+	switch {
+	case u == nil:
+		return nil
+	case u.UID == 0 || u.GID == 0:
+		return fmt.Errorf("process runtime: RunAs %d:%d is root's", u.UID, u.GID)
+	case !r.ids.uids.has(u.UID) || !r.ids.gids.has(u.GID):
+		return fmt.Errorf("process runtime: RunAs %d:%d is not mapped in rayctl's user namespace", u.UID, u.GID)
+	}
+	return nil
 }
 
 // Name is "process".
