@@ -371,7 +371,8 @@ func exitCode(st *os.ProcessState, err error) int {
 	return st.ExitCode()
 }
 
-// readopt watches the running containers a previous Runtime started.
+// readopt watches the running containers a previous Runtime started, or, with
+// ContainersEndWithRuntime, kills them.
 func (r *Runtime) readopt() error {
 	entries, err := os.ReadDir(filepath.Join(r.dir, "containers"))
 	if err != nil {
@@ -388,6 +389,11 @@ func (r *Runtime) readopt() error {
 		}
 		if !sameProcess(rec.Pid, rec.StartTicks) {
 			r.finish(id, &watch{exited: make(chan struct{})}, 255, "the process ended while no rayctl watched it; its exit status is unknown")
+			continue
+		}
+		if r.endWithRuntime {
+			killLeftover(rec.Pid, rec.StartTicks)
+			r.finish(id, &watch{exited: make(chan struct{})}, 128+int(unix.SIGKILL), leftoverMessage)
 			continue
 		}
 		var readers []*os.File

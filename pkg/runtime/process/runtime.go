@@ -88,6 +88,14 @@ type Options struct {
 	// /dev/shm) and their /proc. Mounts that were read-only already stay
 	// so.
 	ReadOnlyHost bool
+	// ContainersEndWithRuntime makes containers live no longer than the
+	// Runtime: New kills those a previous Runtime left running (they are
+	// recorded exited, and say why) instead of re-adopting them, and Close
+	// stops every running container (SIGTERM, then SIGKILL after 5 s) and
+	// the pods' shared PID namespaces. For a rootless rayctl, whose user
+	// namespace dies with it: the next one, in a namespace of its own,
+	// cannot enter the namespaces its containers live in.
+	ContainersEndWithRuntime bool
 }
 
 // Runtime runs containers as host processes.
@@ -100,11 +108,12 @@ type Runtime struct {
 	// isolated: containers get their own mount, UTS and network namespaces.
 	isolated bool
 	images   *imageStore
-	// runAs and readOnlyHost are Options' RunAs and ReadOnlyHost; ids what
-	// rayctl's user namespace maps.
-	runAs        *User
-	readOnlyHost bool
-	ids          idMaps
+	// runAs, readOnlyHost and endWithRuntime are Options' RunAs, ReadOnlyHost
+	// and ContainersEndWithRuntime; ids what rayctl's user namespace maps.
+	runAs          *User
+	readOnlyHost   bool
+	endWithRuntime bool
+	ids            idMaps
 
 	mu   sync.Mutex
 	live map[string]*watch // containers this Runtime watches
@@ -152,7 +161,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
 		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
 		images:   newImageStore(dir), live: map[string]*watch{},
-		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, ids: currentIDMaps()}
+		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, endWithRuntime: opts.ContainersEndWithRuntime, ids: currentIDMaps()}
 	if err := r.checkRunAs(); err != nil {
 		return nil, err
 	}
@@ -171,6 +180,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	if err := r.readopt(); err != nil {
 		return nil, err
+	}
+	if r.endWithRuntime { // after readopt, which records why each container ended
+		r.killPodPIDNSs()
 	}
 	return r, nil
 }
@@ -231,8 +243,13 @@ func (r *Runtime) ListSandboxes(context.Context) ([]*runtime.Sandbox, error) {
 	return r.net.ListSandboxes()
 }
 
-// Close stops watching containers; they keep running for the next Runtime.
+// Close stops watching containers; they keep running for the next Runtime,
+// unless ContainersEndWithRuntime: then it stops them first.
 func (r *Runtime) Close() error {
+	if r.endWithRuntime {
+		r.stopAll(endGrace)
+		r.killPodPIDNSs()
+	}
 	r.mu.Lock()
 	all := r.live
 	r.live, r.closed = map[string]*watch{}, true
