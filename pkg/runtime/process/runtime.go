@@ -12,11 +12,40 @@
 //   - a private mount namespace, where its mounts are bind-mounted at their
 //     container paths (and the sandbox's hosts, resolv.conf and hostname
 //     files over /etc's), with a private /tmp (and, for Ray's images,
-//     /home/ray) from rt/<container>/ under the pod dir;
+//     /home/ray) from rt/<container>/ under the pod dir, and raysim, where
+//     `ray` must be raysim, at /tmp/.rayctl/bin/ray, first in PATH;
 //   - a UTS namespace with the pod's hostname, and the pod's network
 //     namespace from the network package, so every pod has its own IP;
 //   - cgroup v1 memory and cpu cgroups from its limits, mounted over
 //     /sys/fs/cgroup/{memory,cpu} inside, where Ray reads its limit.
+//
+// Who a container's processes are: as real root, rayctl gives Options.RunAs
+// (see PodUser), an unprivileged user of the instance's own that is no host
+// user's: every process of every container, exec'd ones included, runs as it
+// whatever the image or the pod's runAsUser ask (runAsUser 0, or 1000, must
+// not become host root or the host's user 1000). It is named in the
+// container's /etc/passwd and /etc/group ("ray" in Ray's images, else
+// "rayctl-pod"; a copy of the host's files with that line added), owns the
+// container's home and works from it (Ray's images) or from /. Without RunAs
+// a container runs as its runAsUser and runAsGroup, else as rayctl's own
+// user: inside the user namespace of a rootless rayctl that is 0, the user
+// who started rayctl, and ids that namespace does not map become 0 too, with
+// a note in the container's status. There cgroups cannot be made either:
+// limits are then not applied, and the status says so.
+//
+// With Options.ReadOnlyHost the host's filesystem is read-only inside an
+// isolated container, save its writable mounts (volumes not mounted
+// ReadOnly, the private /tmp and home, its cgroups), /dev and /proc: the
+// pod's user may write nothing of the host's even where the host's modes
+// would let it (/var/tmp, say), save in /dev/shm, which is still the host's.
+// It holds against an unprivileged user; a container running as real root
+// could undo it. ReadOnly mounts are read-only with everything mounted below
+// them.
+//
+// Containers outlive the Runtime: a new one on the same state dir re-adopts
+// those still running. With Options.ContainersEndWithRuntime (rootless,
+// where the next rayctl cannot enter the namespaces of this one) Close stops
+// them and New kills any left over.
 //
 // Elsewhere (not root, not Linux) pods share the host's processes, /tmp,
 // network and hostname, limits are not applied, and a mount's ContainerPath
@@ -30,8 +59,9 @@
 //
 // The image decides only which program runs: `ray` is raysim (this rayctl
 // run as "ray") for raysim's image, and for rayproject/ray images when the
-// host has no `ray`; everything else runs the host's programs by name.
-// TTYs are not supported.
+// host has no `ray`; everything else runs the host's programs by name, so
+// with RunAs they must be where that user may read and run them (the host's
+// Ray's virtual environment included). TTYs are not supported.
 package process
 
 import (
