@@ -228,7 +228,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err := os.MkdirAll(filepath.Dir(rec.LogPath), 0o755); err != nil {
 		return fail(err)
 	}
-	readers, writers, err := r.makeFIFOs(id)
+	readers, writers, err := r.makeFIFOs(id, rec.credential())
 	if err != nil {
 		return fail(err)
 	}
@@ -281,8 +281,10 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 }
 
 // makeFIFOs makes the container's stdout and stderr FIFOs and opens each
-// for reading (the runtime) and read-write (the process).
-func (r *Runtime) makeFIFOs(id string) (readers, writers []*os.File, err error) {
+// for reading (the runtime) and read-write (the process). They belong to the
+// container's user (owner; nil: rayctl's), so that its programs may open
+// /dev/stdout and /dev/stderr, which reopen them.
+func (r *Runtime) makeFIFOs(id string, owner *syscall.Credential) (readers, writers []*os.File, err error) {
 	dir := r.fifoDir(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
@@ -291,6 +293,11 @@ func (r *Runtime) makeFIFOs(id string) (readers, writers []*os.File, err error) 
 		p := filepath.Join(dir, name)
 		if err := unix.Mkfifo(p, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, nil, err
+		}
+		if owner != nil {
+			if err := os.Chown(p, int(owner.Uid), int(owner.Gid)); err != nil {
+				return nil, nil, err
+			}
 		}
 		w, err := os.OpenFile(p, os.O_RDWR, 0)
 		if err != nil {

@@ -113,7 +113,8 @@ func ownedBy(st os.FileInfo, u User) bool {
 func TestAnotherImagesPodUserIsNamedAndWorksFromSlash(t *testing.T) {
 	f, u := lockedDownFixture(t)
 	sb := f.pod(t, "plain")
-	cfg := sh("plain", `echo "$(id -un) $(id -gn) $(pwd) $HOME"; grep -c "^rayctl-pod:" /etc/passwd`)
+	// /dev/stdout reopens the container's output FIFO, which must be the user's to open.
+	cfg := sh("plain", `echo "$(id -un) $(id -gn) $(pwd) $HOME" >/dev/stdout; grep -c "^rayctl-pod:" /etc/passwd`)
 	cfg.RunAsUser = int64p(1000) // a host user's uid, on many hosts
 	id, logPath := f.run(t, f.r, sb, cfg)
 	if s := waitExited(t, f.r, id); s.ExitCode != 0 {
