@@ -2,7 +2,9 @@ package process
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,7 +48,9 @@ func cgroupFiles(res runtime.Resources) []cgroupFile {
 // res limits), under rayctl's own (rayctl.process/<id>), with res's limits.
 // Each is to be mounted over its controller's dir inside the container,
 // where the container init joins it and programs such as Ray read their
-// limits. No limits: no cgroups.
+// limits. No limits: no cgroups. Where rayctl may not make them (rootless:
+// the cgroup v1 dirs belong to the host's root) the error is errNoCgroups'
+// kind, and the container runs without limits.
 func makeCgroups(id string, res runtime.Resources) (cgs []runtime.Mount, err error) {
 	defer func() {
 		if err != nil {
@@ -63,13 +67,13 @@ func makeCgroups(id string, res runtime.Resources) (cgs []runtime.Mount, err err
 			}
 			dir = filepath.Join(cgroupRoot, f.ctrl, own, "rayctl.process", id)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return cgs, err
+				return cgs, deniedOr(err)
 			}
 			dirs[f.ctrl] = dir
 			cgs = append(cgs, runtime.Mount{HostPath: dir, ContainerPath: filepath.Join(cgroupRoot, f.ctrl)})
 		}
 		if err := os.WriteFile(filepath.Join(dir, f.file), []byte(strconv.FormatInt(f.value, 10)), 0o644); err != nil {
-			return cgs, fmt.Errorf("cgroup %s: %w", f.file, err)
+			return cgs, deniedOr(fmt.Errorf("cgroup %s: %w", f.file, err))
 		}
 	}
 	return cgs, nil
@@ -125,4 +129,28 @@ func joinCgroups(dirs []string) error {
 		}
 	}
 	return nil
+}
+
+// cgroupsDenied says rayctl may not make cgroups: like errNoCgroups, the
+// container then runs without limits, and its message says why.
+type cgroupsDenied struct{ err error }
+
+// Error says limits are not applied, and why.
+func (e *cgroupsDenied) Error() string {
+	return "resource limits are not applied: rayctl may not make cgroups here (rootless, the cgroup v1 hierarchy is the host root's): " + e.err.Error()
+}
+
+// Is makes a cgroupsDenied errNoCgroups to errors.Is.
+func (e *cgroupsDenied) Is(target error) bool { return target == errNoCgroups }
+
+// Unwrap is the refusal.
+func (e *cgroupsDenied) Unwrap() error { return e.err }
+
+// deniedOr is err as a cgroupsDenied when it is a refusal (no permission, or a
+// read-only cgroup filesystem), else err.
+func deniedOr(err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+		return &cgroupsDenied{err: err}
+	}
+	return err
 }

@@ -22,8 +22,8 @@ import (
 )
 
 // CreateContainer records the container: its program (see the package doc),
-// environment (image env, then the config's, with the runtime's bin dir first
-// in PATH when `ray` must be raysim), working dir and namespaces.
+// environment (image env, then the config's, with raysim's dir first in PATH
+// when `ray` must be raysim), user, working dir and namespaces.
 func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg runtime.ContainerConfig) (string, error) {
 	if sb == nil || cfg.LogPath == "" {
 		return "", errors.New("create container: a sandbox and a log path are required")
@@ -36,6 +36,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
+	progMounts := r.containerProgram(prog)
 	hostname := sb.Config.Hostname
 	if hostname == "" {
 		hostname = sb.Config.Name
@@ -43,52 +44,39 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 	if !r.isolated || sb.Config.HostNetwork {
 		hostname, _ = os.Hostname()
 	}
-	own, err := r.privateDirs(sb, cfg.Name, cfg.RunAsUser, isRayImage(cfg.Image))
+	uid, gid, userNote := cfg.RunAsUser, cfg.RunAsGroup, ""
+	if os.Geteuid() == 0 { // elsewhere no user is applied
+		uid, gid, userNote = containerUser(r.runAs, r.ids, uid, gid)
+	}
+	own, err := r.privateDirs(sb, cfg.Name, uid, gid, isRayImage(cfg.Image))
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
 	env := containerEnv(cfg, img, hostname, own.home)
 	if prog.SimOnPath {
-		env = prependPath(env, r.binDir)
+		env = prependPath(env, r.simDir())
 	}
 	if prog.RayBinDir != "" {
 		env = prependPath(env, prog.RayBinDir)
 	}
-	dir := cfg.WorkingDir
-	if dir == "" {
-		dir = img.WorkingDir
-	}
-	if dir == "" && r.isolated && isRayImage(cfg.Image) {
-		dir = rayHome
-	}
-	if dir == "" {
-		dir = sb.Config.Dir
-	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	uid := sb.PodUID
-	if len(uid) > 8 {
-		uid = uid[:8]
+	short := sb.PodUID
+	if len(short) > 8 {
+		short = short[:8]
 	}
 	rec := &record{ContainerStatus: runtime.ContainerStatus{
-		ID: fmt.Sprintf("%s-%s-%d-%s", uid, cfg.Name, cfg.Attempt, hex.EncodeToString(b)), PodUID: sb.PodUID, Name: cfg.Name,
+		ID: fmt.Sprintf("%s-%s-%d-%s", short, cfg.Name, cfg.Attempt, hex.EncodeToString(b)), PodUID: sb.PodUID, Name: cfg.Name,
 		Attempt: cfg.Attempt, Image: cfg.Image, ImageID: img.ID, State: runtime.StateCreated, CreatedAt: now(),
-		Message: prog.Warning, Labels: cfg.Labels, LogPath: cfg.LogPath},
-		Program: prog.Path, Argv: prog.Args, Env: env, Dir: dir, UID: cfg.RunAsUser, GID: cfg.RunAsGroup}
+		Message: joinMessages(prog.Warning, userNote), Labels: cfg.Labels, LogPath: cfg.LogPath},
+		Program: prog.Path, Argv: prog.Args, Env: env, Dir: r.workingDir(sb, cfg, img), UID: uid, GID: gid}
 	if r.isolated {
-		rec.NetNSPath = sb.NetNSPath
 		if !sb.Config.HostNetwork {
 			rec.Hostname = hostname
 		}
-		rec.Mounts = append(own.mounts, withSandboxFiles(sb, cfg.Mounts)...)
-		rec.Mounts = append(rec.Mounts, keepUnderTmp(r.hostPaths(prog)...)...)
-		rec.Cgroups, err = makeCgroups(rec.ID, cfg.Resources)
-		if errors.Is(err, errNoCgroups) {
-			rec.Message = strings.TrimPrefix(rec.Message+"; "+err.Error(), "; ")
-		} else if err != nil {
-			return "", fmt.Errorf("create container %s: resource limits: %w", cfg.Name, err)
+		if err := r.isolate(rec, sb, cfg, own, progMounts); err != nil {
+			return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 		}
-		rec.Mounts = append(rec.Mounts, rec.Cgroups...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,6 +85,72 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 		return "", err
 	}
 	return rec.ID, nil
+}
+
+// workingDir is the container's working dir: the config's, else the image's,
+// else (isolated) Ray's images' home, or / for a container that runs as
+// RunAs, else the pod dir.
+func (r *Runtime) workingDir(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img *runtime.Image) string {
+	switch {
+	case cfg.WorkingDir != "":
+		return cfg.WorkingDir
+	case img.WorkingDir != "":
+		return img.WorkingDir
+	case r.isolated && isRayImage(cfg.Image):
+		return rayHome
+	case r.isolated && r.runAs != nil:
+		// The pod dir is under rayctl's data dir, which the pod's user may not enter.
+		return "/"
+	}
+	return sb.Config.Dir
+}
+
+// isolate fills in an isolated container's namespaces: its network namespace
+// and mounts (private dirs, the pod's user's account files, the
+// sandbox's /etc files, its volumes, what its program needs) and its
+// cgroups. Limits that cannot be applied here leave a note in its message.
+func (r *Runtime) isolate(rec *record, sb *runtime.Sandbox, cfg runtime.ContainerConfig, own *ownDirs, progMounts []runtime.Mount) error {
+	rec.NetNSPath = sb.NetNSPath
+	rec.Mounts = own.mounts
+	if r.runAs != nil {
+		accounts, err := writeAccountFiles(own.base, *r.runAs, isRayImage(cfg.Image), envValue(rec.Env, "HOME"))
+		if err != nil {
+			return err
+		}
+		rec.Mounts = append(rec.Mounts, accounts...)
+	}
+	rec.Mounts = append(rec.Mounts, withSandboxFiles(sb, cfg.Mounts)...)
+	rec.Mounts = append(rec.Mounts, progMounts...)
+	var err error
+	rec.Cgroups, err = makeCgroups(rec.ID, cfg.Resources)
+	if errors.Is(err, errNoCgroups) {
+		rec.Message = joinMessages(rec.Message, err.Error())
+	} else if err != nil {
+		return fmt.Errorf("resource limits: %w", err)
+	}
+	rec.Mounts = append(rec.Mounts, rec.Cgroups...)
+	return nil
+}
+
+// joinMessages joins the non-empty of msgs with "; ".
+func joinMessages(msgs ...string) string {
+	var out []string
+	for _, m := range msgs {
+		if m != "" {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// envValue is name's value in env, "" if unset.
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // withSandboxFiles adds the sandbox's hosts, resolv.conf and hostname at the
@@ -174,7 +228,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err := os.MkdirAll(filepath.Dir(rec.LogPath), 0o755); err != nil {
 		return fail(err)
 	}
-	readers, writers, err := r.makeFIFOs(id)
+	readers, writers, err := r.makeFIFOs(id, rec.credential())
 	if err != nil {
 		return fail(err)
 	}
@@ -190,17 +244,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	defer devnull.Close()
 	cmd := &exec.Cmd{Path: rec.Program, Args: rec.Argv, Env: rec.Env, Dir: rec.Dir, Stdin: devnull, Stdout: writers[0], Stderr: writers[1],
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-	if rec.UID != nil && os.Geteuid() == 0 {
-		gid := int64(0)
-		if rec.GID != nil {
-			gid = *rec.GID
-		}
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(*rec.UID), Gid: uint32(gid)}
-	}
+	cmd.SysProcAttr.Credential = rec.credential()
 	if _, err := os.Stat(cmd.Dir); err != nil && !r.isolated {
 		return fail(fmt.Errorf("working dir %s: %w", cmd.Dir, err))
 	}
-	ns := nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts}
+	ns := nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts, readOnlyHost: r.readOnlyHost}
 	if r.isolated {
 		if ns.pidns, err = r.podPIDNS(rec.PodUID); err != nil {
 			readers[0].Close()
@@ -233,8 +281,10 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 }
 
 // makeFIFOs makes the container's stdout and stderr FIFOs and opens each
-// for reading (the runtime) and read-write (the process).
-func (r *Runtime) makeFIFOs(id string) (readers, writers []*os.File, err error) {
+// for reading (the runtime) and read-write (the process). They belong to the
+// container's user (owner; nil: rayctl's), so that its programs may open
+// /dev/stdout and /dev/stderr, which reopen them.
+func (r *Runtime) makeFIFOs(id string, owner *syscall.Credential) (readers, writers []*os.File, err error) {
 	dir := r.fifoDir(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
@@ -243,6 +293,11 @@ func (r *Runtime) makeFIFOs(id string) (readers, writers []*os.File, err error) 
 		p := filepath.Join(dir, name)
 		if err := unix.Mkfifo(p, 0o600); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, nil, err
+		}
+		if owner != nil {
+			if err := os.Chown(p, int(owner.Uid), int(owner.Gid)); err != nil {
+				return nil, nil, err
+			}
 		}
 		w, err := os.OpenFile(p, os.O_RDWR, 0)
 		if err != nil {
@@ -323,7 +378,8 @@ func exitCode(st *os.ProcessState, err error) int {
 	return st.ExitCode()
 }
 
-// readopt watches the running containers a previous Runtime started.
+// readopt watches the running containers a previous Runtime started, or, with
+// ContainersEndWithRuntime, kills them.
 func (r *Runtime) readopt() error {
 	entries, err := os.ReadDir(filepath.Join(r.dir, "containers"))
 	if err != nil {
@@ -340,6 +396,11 @@ func (r *Runtime) readopt() error {
 		}
 		if !sameProcess(rec.Pid, rec.StartTicks) {
 			r.finish(id, &watch{exited: make(chan struct{})}, 255, "the process ended while no rayctl watched it; its exit status is unknown")
+			continue
+		}
+		if r.endWithRuntime {
+			killLeftover(rec.Pid, rec.StartTicks)
+			r.finish(id, &watch{exited: make(chan struct{})}, 128+int(unix.SIGKILL), leftoverMessage)
 			continue
 		}
 		var readers []*os.File
@@ -437,8 +498,8 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// Exec runs cmd in the container's namespaces (when isolated) with its
-// environment and working dir. TTY is not supported: the command runs
+// Exec runs cmd in the container's namespaces (when isolated) as its user,
+// with its environment and working dir. TTY is not supported: the command runs
 // without a terminal.
 func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdio runtime.ExecIO) (int, error) {
 	if len(cmd) == 0 {
@@ -457,8 +518,10 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdio runti
 	if err != nil {
 		return -1, fmt.Errorf("exec in container %s: %w", id, err)
 	}
+	r.containerProgram(prog) // its mounts are the container's already
 	c := exec.CommandContext(ctx, prog.Path)
 	c.Args, c.Env, c.Dir = prog.Args, rec.Env, rec.Dir
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: rec.credential()}
 	c.Stdin, c.Stdout, c.Stderr = stdio.Stdin, stdio.Stdout, stdio.Stderr
 	if stdio.TTY && stdio.Stderr == nil {
 		c.Stderr = stdio.Stdout
@@ -481,4 +544,17 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdio runti
 		return -1, err
 	}
 	return exitCode(c.ProcessState, nil), nil
+}
+
+// credential is the user the container's processes run as: nil (rayctl's
+// own) when it has no uid or rayctl is not root, else uid:gid (gid 0 when unset).
+func (rec *record) credential() *syscall.Credential {
+	if rec.UID == nil || os.Geteuid() != 0 {
+		return nil
+	}
+	gid := int64(0)
+	if rec.GID != nil {
+		gid = *rec.GID
+	}
+	return credential(uint32(*rec.UID), uint32(gid))
 }

@@ -51,7 +51,7 @@ func containerInit(uid, gid, cgroups, prog string, argv []string) int {
 		if err1 != nil || err2 != nil {
 			return fail(fmt.Errorf("bad user %s:%s", uid, gid))
 		}
-		attr.Credential = &syscall.Credential{Uid: uint32(u), Gid: uint32(g)}
+		attr.Credential = credential(uint32(u), uint32(g))
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs)

@@ -14,10 +14,16 @@ import (
 // isolatedFixture is a fixture whose containers get their own namespaces.
 func isolatedFixture(t *testing.T) *fixture {
 	t.Helper()
+	return isolatedFixtureWith(t, nil)
+}
+
+// isolatedFixtureWith is isolatedFixture with options set by set.
+func isolatedFixtureWith(t *testing.T, set func(*Options)) *fixture {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("namespaces need root")
 	}
-	f := newFixture(t)
+	f := newFixtureWith(t, set)
 	if !f.r.Isolated() {
 		t.Fatal("root on Linux should isolate")
 	}
@@ -218,5 +224,41 @@ func TestAPodThatSharesItsProcessNamespaceSharesItAmongItsContainersOnly(t *test
 	}
 	if s := waitExited(t, f.r, idb); s.ExitCode != 137 {
 		t.Errorf("the sidecar after the sandbox's removal: %+v", s)
+	}
+}
+
+func TestContainersEndWithRuntimeGivesASharedPodANewPIDNamespace(t *testing.T) {
+	f := isolatedFixture(t)
+	sb, err := f.r.RunSandbox(testCtx(t), runtime.SandboxConfig{PodUID: "uid-" + randHex(6), Namespace: "default", Name: "shared",
+		Dir: t.TempDir(), ShareProcessNamespace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.r.RemoveSandbox(testCtx(t), sb.PodUID) })
+	id, logPath := f.run(t, f.r, sb, sh("app", "echo ready; exec sleep 1000"))
+	waitLog(t, logPath, "ready")
+	old, err := f.r.loadHolder(sb.PodUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.opts.ContainersEndWithRuntime = true
+	second := f.open(t)
+	if s, _ := second.ContainerStatus(testCtx(t), id); s.State != runtime.StateExited {
+		t.Errorf("the leftover: %+v", s)
+	}
+	if sameProcess(old.Pid, old.StartTicks) {
+		t.Error("the pod's old PID namespace holder still runs")
+	}
+	// The pod's next container gets a new shared namespace, which its exec sees.
+	next, nextLog := f.run(t, second, sb, sh("again", "echo ready; exec sleep 1000"))
+	waitLog(t, nextLog, "ready")
+	if out, _ := execOut(t, second, next, "tr '\\0' ' ' < /proc/1/cmdline"); !strings.HasPrefix(out, pauseArg0) {
+		t.Errorf("the new namespace's PID 1 is %q", out)
+	}
+	if err := second.RemoveSandbox(testCtx(t), sb.PodUID); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // spawn starts cmd; when isolated, from an OS thread that has entered a new
-// mount namespace (with the mounts made), a new UTS namespace (with the
+// mount namespace (with the mounts made, and the rest of the host's
+// filesystem read-only when ns.readOnlyHost), a new UTS namespace (with the
 // hostname) and the pod's network namespace, which the child inherits, and
 // in a new PID namespace whose PID 1 is the container init (see
 // containerInit), which runs cmd's program as cmd's user. The thread is
@@ -59,9 +60,14 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 			if err := bindMounts(ns.mounts); err != nil {
 				return err
 			}
-			if cmd.Dir != "" {
+			if cmd.Dir != "" { // made while the host is writable
 				if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
 					return fmt.Errorf("working dir: %w", err)
+				}
+			}
+			if ns.readOnlyHost {
+				if err := makeHostReadOnly(writableTargets(ns.mounts)); err != nil {
+					return err
 				}
 			}
 			if ns.hostname != "" {
@@ -155,7 +161,7 @@ func bindMount(m runtime.Mount, src *os.File) error {
 		return fmt.Errorf("bind-mounting %s at %s: %w", m.HostPath, m.ContainerPath, err)
 	}
 	if m.ReadOnly {
-		if err := unix.Mount("", m.ContainerPath, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		if err := makeReadOnly(m.ContainerPath); err != nil {
 			return fmt.Errorf("making %s read-only: %w", m.ContainerPath, err)
 		}
 	}

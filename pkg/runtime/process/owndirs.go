@@ -2,6 +2,7 @@ package process
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -31,6 +32,8 @@ func containerEnv(cfg runtime.ContainerConfig, img *runtime.Image, hostname, hom
 
 // ownDirs are a container's private dirs and how it sees them.
 type ownDirs struct {
+	// base holds them on the host: rt/<container>/ under the pod dir.
+	base string
 	// home is $HOME inside the container.
 	home string
 	// mounts put the private dirs at /tmp (and the home) when isolated.
@@ -39,10 +42,11 @@ type ownDirs struct {
 
 // privateDirs makes a container's own /tmp, and for Ray's images its home,
 // under the pod dir (rt/<container>/), emptied at each creation as a
-// container's writable layer is. When isolated they are mounted at /tmp and
+// container's writable layer is. The home belongs to the container's user
+// (uid, gid; nil for rayctl's own). When isolated they are mounted at /tmp and
 // /home/ray; otherwise only HOME points at the home dir (the host's /tmp is
 // shared).
-func (r *Runtime) privateDirs(sb *runtime.Sandbox, name string, uid *int64, ray bool) (*ownDirs, error) {
+func (r *Runtime) privateDirs(sb *runtime.Sandbox, name string, uid, gid *int64, ray bool) (*ownDirs, error) {
 	base := sb.Config.Dir
 	if base == "" {
 		base = filepath.Join(r.dir, "pods", sb.PodUID)
@@ -61,11 +65,15 @@ func (r *Runtime) privateDirs(sb *runtime.Sandbox, name string, uid *int64, ray 
 		return nil, err
 	}
 	if uid != nil && os.Geteuid() == 0 {
-		if err := os.Chown(home, int(*uid), -1); err != nil {
+		g := -1
+		if gid != nil {
+			g = int(*gid)
+		}
+		if err := os.Chown(home, int(*uid), g); err != nil {
 			return nil, err
 		}
 	}
-	own := &ownDirs{home: "/root"}
+	own := &ownDirs{base: base, home: "/root"}
 	if uid != nil && *uid != 0 {
 		own.home = "/"
 	}
@@ -83,17 +91,69 @@ func (r *Runtime) privateDirs(sb *runtime.Sandbox, name string, uid *int64, ray 
 	return own, nil
 }
 
-// hostPaths are the host files a container's program needs: the program,
-// and raysim's bin dir and binary or the host Ray's bin dir it has on PATH.
-func (r *Runtime) hostPaths(p *program) []string {
-	out := []string{p.Path}
-	if p.SimOnPath {
-		out = append(out, r.binDir, r.rayBinary)
+// writeAccountFiles writes the /etc/passwd and /etc/group of a container
+// running as u (see accountFiles) into base, and returns their mounts. The
+// user is "ray" in Ray's images, as in theirs.
+func writeAccountFiles(base string, u User, ray bool, home string) ([]runtime.Mount, error) {
+	name := podUserName
+	if ray {
+		name = rayUserName
+	}
+	if home == "" {
+		home = "/"
+	}
+	passwd, group := accountFiles(u, name, home)
+	var out []runtime.Mount
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"passwd", passwd}, {"group", group}} {
+		p := filepath.Join(base, f.name)
+		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, runtime.Mount{HostPath: p, ContainerPath: "/etc/" + f.name, ReadOnly: true})
+	}
+	return out, nil
+}
+
+// simBinDir is where an isolated container finds raysim as `ray`: a dir in
+// its private /tmp (so nothing is made on the host's filesystem), with raysim's
+// binary bind-mounted at ray. The runtime's own bin dir will not do: it is
+// under rayctl's data dir, which a container's unprivileged user may not enter.
+const simBinDir = "/tmp/.rayctl/bin"
+
+// simDir is the dir with `ray` (raysim) that goes first in PATH.
+func (r *Runtime) simDir() string {
+	if r.isolated {
+		return simBinDir
+	}
+	return r.binDir
+}
+
+// containerProgram returns the mounts an isolated container needs to run p
+// (host paths under the host's /tmp, which the private /tmp hides, and
+// raysim at simBinDir), and points p at raysim's container path when p is
+// raysim. Elsewhere p runs as it is, with no mounts.
+func (r *Runtime) containerProgram(p *program) []runtime.Mount {
+	if !r.isolated {
+		return nil
+	}
+	var paths []string
+	if p.Path != r.rayBinary {
+		paths = append(paths, p.Path)
 	}
 	if p.RayBinDir != "" {
-		out = append(out, rayEnvironment(p.RayBinDir))
+		paths = append(paths, rayEnvironment(p.RayBinDir))
 	}
-	return out
+	ms := keepUnderTmp(paths...)
+	if p.SimOnPath {
+		ms = append(ms, runtime.Mount{HostPath: r.rayBinary, ContainerPath: path.Join(simBinDir, "ray"), ReadOnly: true})
+	}
+	if p.Path == r.rayBinary {
+		p.Path = path.Join(simBinDir, "ray")
+	}
+	return ms
 }
 
 // rayEnvironment is what a container needs of the host Ray in binDir: the whole virtual environment

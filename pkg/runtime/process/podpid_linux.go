@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -94,10 +95,32 @@ func (r *Runtime) podPIDNS(podUID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !sameProcess(h.Pid, h.StartTicks) {
+	if !sameProcess(h.Pid, h.StartTicks) && r.endWithRuntime {
+		// New or Close killed it (see killPodPIDNSs): the pod's containers went with it, so a
+		// new namespace loses nobody.
+		if err := r.startPodPIDNS(podUID); err != nil {
+			return "", err
+		}
+		if h, err = r.loadHolder(podUID); err != nil {
+			return "", err
+		}
+	} else if !sameProcess(h.Pid, h.StartTicks) {
 		return "", fmt.Errorf("pod %s's shared PID namespace is gone", podUID)
 	}
 	return fmt.Sprintf("/proc/%d/ns/pid", h.Pid), nil
+}
+
+// killPodPIDNSs kills every pod's PID namespace holder, leaving its record,
+// for ContainersEndWithRuntime: a rootless rayctl cannot enter a namespace an
+// earlier one made, so podPIDNS starts a new one when a container starts.
+func (r *Runtime) killPodPIDNSs() {
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "sandboxes", "*.json"))
+	for _, p := range paths {
+		podUID := strings.TrimSuffix(filepath.Base(p), ".json")
+		if h, err := r.loadHolder(podUID); err == nil && sameProcess(h.Pid, h.StartTicks) {
+			killLeftover(h.Pid, h.StartTicks)
+		}
+	}
 }
 
 // stopPodPIDNS kills the pod's PID namespace holder, and so every process

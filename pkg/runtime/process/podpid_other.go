@@ -10,3 +10,6 @@ func (r *Runtime) podPIDNS(string) (string, error) { return "", nil }
 
 // stopPodPIDNS has nothing to stop here.
 func (r *Runtime) stopPodPIDNS(string) error { return nil }
+
+// killPodPIDNSs has nothing to kill here.
+func (r *Runtime) killPodPIDNSs() {}

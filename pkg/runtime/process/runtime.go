@@ -12,11 +12,40 @@
 //   - a private mount namespace, where its mounts are bind-mounted at their
 //     container paths (and the sandbox's hosts, resolv.conf and hostname
 //     files over /etc's), with a private /tmp (and, for Ray's images,
-//     /home/ray) from rt/<container>/ under the pod dir;
+//     /home/ray) from rt/<container>/ under the pod dir, and raysim, where
+//     `ray` must be raysim, at /tmp/.rayctl/bin/ray, first in PATH;
 //   - a UTS namespace with the pod's hostname, and the pod's network
 //     namespace from the network package, so every pod has its own IP;
 //   - cgroup v1 memory and cpu cgroups from its limits, mounted over
 //     /sys/fs/cgroup/{memory,cpu} inside, where Ray reads its limit.
+//
+// Who a container's processes are: as real root, rayctl gives Options.RunAs
+// (see PodUser), an unprivileged user of the instance's own that is no host
+// user's: every process of every container, exec'd ones included, runs as it
+// whatever the image or the pod's runAsUser ask (runAsUser 0, or 1000, must
+// not become host root or the host's user 1000). It is named in the
+// container's /etc/passwd and /etc/group ("ray" in Ray's images, else
+// "rayctl-pod"; a copy of the host's files with that line added), owns the
+// container's home and works from it (Ray's images) or from /. Without RunAs
+// a container runs as its runAsUser and runAsGroup, else as rayctl's own
+// user: inside the user namespace of a rootless rayctl that is 0, the user
+// who started rayctl, and ids that namespace does not map become 0 too, with
+// a note in the container's status. There cgroups cannot be made either:
+// limits are then not applied, and the status says so.
+//
+// With Options.ReadOnlyHost the host's filesystem is read-only inside an
+// isolated container, save its writable mounts (volumes not mounted
+// ReadOnly, the private /tmp and home, its cgroups), /dev and /proc: the
+// pod's user may write nothing of the host's even where the host's modes
+// would let it (/var/tmp, say), save in /dev/shm, which is still the host's.
+// It holds against an unprivileged user; a container running as real root
+// could undo it. ReadOnly mounts are read-only with everything mounted below
+// them.
+//
+// Containers outlive the Runtime: a new one on the same state dir re-adopts
+// those still running. With Options.ContainersEndWithRuntime (rootless,
+// where the next rayctl cannot enter the namespaces of this one) Close stops
+// them and New kills any left over.
 //
 // Elsewhere (not root, not Linux) pods share the host's processes, /tmp,
 // network and hostname, limits are not applied, and a mount's ContainerPath
@@ -30,8 +59,9 @@
 //
 // The image decides only which program runs: `ray` is raysim (this rayctl
 // run as "ray") for raysim's image, and for rayproject/ray images when the
-// host has no `ray`; everything else runs the host's programs by name.
-// TTYs are not supported.
+// host has no `ray`; everything else runs the host's programs by name, so
+// with RunAs they must be where that user may read and run them (the host's
+// Ray's virtual environment included). TTYs are not supported.
 package process
 
 import (
@@ -66,6 +96,36 @@ type Options struct {
 	// HostRay runs Ray's images (rayproject/ray…): their `ray`, `python` and the rest come from it. Nil
 	// means raysim stands in for Ray.
 	HostRay *hostray.Ray
+	// RunAs, when set, is the user every process of every container runs as
+	// (exec'd ones too), whatever the image or the pod's runAsUser and
+	// runAsGroup ask: a pod asking for uid 0, or for the uid of a host user
+	// such as 1000, must not get that host user's rights. rayctl sets it
+	// (to PodUser's) when it runs as real root. It must not be 0 and must be
+	// mapped in rayctl's user namespace. Such a container sees itself named
+	// in /etc/passwd and /etc/group ("ray" for Ray's images, else
+	// "rayctl-pod"), owns its home, and reaches raysim and the host's Ray.
+	// Nil keeps the pod's runAsUser (else uid 0): the mode of a rayctl
+	// inside a user namespace of its own, where 0 is the user who started
+	// it; ids that namespace does not map become 0 there, with a note in
+	// the container's status. A runtime that is not isolated (root with a
+	// HostOnly network) applies RunAs too, but its containers see host
+	// paths: raysim's bin dir and Ray images' homes, under the data dir,
+	// are then out of their reach.
+	RunAs *User
+	// ReadOnlyHost makes the host's filesystem read-only inside isolated
+	// containers, save their writable mounts (volumes not mounted
+	// ReadOnly, the private /tmp and home, their cgroups), /dev (with
+	// /dev/shm) and their /proc. Mounts that were read-only already stay
+	// so.
+	ReadOnlyHost bool
+	// ContainersEndWithRuntime makes containers live no longer than the
+	// Runtime: New kills those a previous Runtime left running (they are
+	// recorded exited, and say why) instead of re-adopting them, and Close
+	// stops every running container (SIGTERM, then SIGKILL after 5 s) and
+	// the pods' shared PID namespaces. For a rootless rayctl, whose user
+	// namespace dies with it: the next one, in a namespace of its own,
+	// cannot enter the namespaces its containers live in.
+	ContainersEndWithRuntime bool
 }
 
 // Runtime runs containers as host processes.
@@ -78,6 +138,12 @@ type Runtime struct {
 	// isolated: containers get their own mount, UTS and network namespaces.
 	isolated bool
 	images   *imageStore
+	// runAs, readOnlyHost and endWithRuntime are Options' RunAs, ReadOnlyHost
+	// and ContainersEndWithRuntime; ids what rayctl's user namespace maps.
+	runAs          *User
+	readOnlyHost   bool
+	endWithRuntime bool
+	ids            idMaps
 
 	mu   sync.Mutex
 	live map[string]*watch // containers this Runtime watches
@@ -124,7 +190,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
 		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
-		images:   newImageStore(dir), live: map[string]*watch{}}
+		images:   newImageStore(dir), live: map[string]*watch{},
+		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, endWithRuntime: opts.ContainersEndWithRuntime, ids: currentIDMaps()}
+	if err := r.checkRunAs(); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{r.binDir, filepath.Join(dir, "containers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -141,7 +211,25 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err := r.readopt(); err != nil {
 		return nil, err
 	}
+	if r.endWithRuntime { // after readopt, which records why each container ended
+		r.killPodPIDNSs()
+	}
 	return r, nil
+}
+
+// checkRunAs refuses a RunAs that is root or that rayctl's user namespace
+// cannot give to a process.
+func (r *Runtime) checkRunAs() error {
+	u := r.runAs
+	switch {
+	case u == nil:
+		return nil
+	case u.UID == 0 || u.GID == 0:
+		return fmt.Errorf("process runtime: RunAs %d:%d is root's", u.UID, u.GID)
+	case !r.ids.uids.has(u.UID) || !r.ids.gids.has(u.GID):
+		return fmt.Errorf("process runtime: RunAs %d:%d is not mapped in rayctl's user namespace", u.UID, u.GID)
+	}
+	return nil
 }
 
 // Name is "process".
@@ -185,8 +273,13 @@ func (r *Runtime) ListSandboxes(context.Context) ([]*runtime.Sandbox, error) {
 	return r.net.ListSandboxes()
 }
 
-// Close stops watching containers; they keep running for the next Runtime.
+// Close stops watching containers; they keep running for the next Runtime,
+// unless ContainersEndWithRuntime: then it stops them first.
 func (r *Runtime) Close() error {
+	if r.endWithRuntime {
+		r.stopAll(endGrace)
+		r.killPodPIDNSs()
+	}
 	r.mu.Lock()
 	all := r.live
 	r.live, r.closed = map[string]*watch{}, true

@@ -40,6 +40,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with options set by set (which may be nil).
+func newFixtureWith(t *testing.T, set func(*Options)) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	a, _ := rand.Int(rand.Reader, big.NewInt(50))
 	b, _ := rand.Int(rand.Reader, big.NewInt(256))
@@ -54,6 +60,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{opts: Options{StateDir: filepath.Join(dir, "state"), Network: nm, RayBinary: ray}}
+	if set != nil {
+		set(&f.opts)
+	}
 	f.r = f.open(t)
 	t.Cleanup(func() {
 		r, err := New(context.Background(), f.opts)
