@@ -395,7 +395,19 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 	if err != nil {
 		return nil, err
 	}
-	r, err := process.New(ctx, process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay})
+	popts := process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay}
+	switch {
+	case nm.Config().HostOnly:
+	case opts.Rootless:
+		// Root in rayctl's user namespace is the user who started it; the next rayctl makes a new
+		// namespace and cannot enter this one's, so containers end with it.
+		popts.ReadOnlyHost, popts.ContainersEndWithRuntime = true, true
+	case os.Geteuid() == 0:
+		// Real root: no container process is; each runs as the instance's unprivileged pod user.
+		user := process.PodUser(opts.DataDir)
+		popts.RunAs, popts.ReadOnlyHost = &user, true
+	}
+	r, err := process.New(ctx, popts)
 	if err != nil {
 		return nil, err
 	}
