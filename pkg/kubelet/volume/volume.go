@@ -396,9 +396,10 @@ func Mounts(c *corev1.Container, paths Paths) ([]runtime.Mount, error) {
 		}
 		if m.SubPath != "" {
 			sub := filepath.Clean("/" + m.SubPath)[1:]
+			root := host
 			host = filepath.Join(host, sub)
 			if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {
-				if err := os.MkdirAll(host, 0o755); err != nil {
+				if err := makeSubPath(root, host); err != nil {
 					return nil, err
 				}
 			}
@@ -406,4 +407,18 @@ func Mounts(c *corev1.Container, paths Paths) ([]runtime.Mount, error) {
 		out = append(out, runtime.Mount{HostPath: host, ContainerPath: m.MountPath, ReadOnly: m.ReadOnly})
 	}
 	return out, nil
+}
+
+// makeSubPath makes a missing subPath dir under a volume's root with the root's permissions: a subPath
+// of an emptyDir (0777) is as writable as the emptyDir itself is to the container's user, who is not
+// the kubelet's (the process runtime runs containers as an unprivileged pod user).
+func makeSubPath(root, dir string) error {
+	mode := os.FileMode(0o755)
+	if st, err := os.Stat(root); err == nil && st.IsDir() {
+		mode = st.Mode().Perm()
+	}
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
 }

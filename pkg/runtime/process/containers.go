@@ -89,7 +89,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 
 // workingDir is the container's working dir: the config's, else the image's,
 // else (isolated) Ray's images' home, or / for a container that runs as
-// RunAs, else the pod dir.
+// RunAs or whose pod dir is hidden, else the pod dir.
 func (r *Runtime) workingDir(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img *runtime.Image) string {
 	switch {
 	case cfg.WorkingDir != "":
@@ -98,8 +98,8 @@ func (r *Runtime) workingDir(sb *runtime.Sandbox, cfg runtime.ContainerConfig, i
 		return img.WorkingDir
 	case r.isolated && isRayImage(cfg.Image):
 		return rayHome
-	case r.isolated && r.runAs != nil:
-		// The pod dir is under rayctl's data dir, which the pod's user may not enter.
+	case r.isolated && (r.runAs != nil || len(r.hidden) > 0):
+		// The pod dir is under rayctl's data dir, which the pod's user may not enter, or which is hidden.
 		return "/"
 	}
 	return sb.Config.Dir
@@ -248,7 +248,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if _, err := os.Stat(cmd.Dir); err != nil && !r.isolated {
 		return fail(fmt.Errorf("working dir %s: %w", cmd.Dir, err))
 	}
-	ns := nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts, readOnlyHost: r.readOnlyHost}
+	ns := nsSetup{netns: rec.NetNSPath, hostname: rec.Hostname, mounts: rec.Mounts, readOnlyHost: r.readOnlyHost, hidden: r.hidden}
 	if r.isolated {
 		if ns.pidns, err = r.podPIDNS(rec.PodUID); err != nil {
 			readers[0].Close()

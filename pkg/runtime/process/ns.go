@@ -15,4 +15,5 @@ type nsSetup struct {
 	cgroups      []string
 	pidns        string
 	readOnlyHost bool
+	hidden       []string
 }

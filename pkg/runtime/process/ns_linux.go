@@ -65,6 +65,9 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 					return fmt.Errorf("working dir: %w", err)
 				}
 			}
+			if err := hideDirs(ns.hidden); err != nil {
+				return err
+			}
 			if ns.readOnlyHost {
 				if err := makeHostReadOnly(writableTargets(ns.mounts)); err != nil {
 					return err
@@ -89,6 +92,20 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 		}()
 	}()
 	return <-errc
+}
+
+// hideDirs mounts an empty read-only tmpfs over each of dirs that exists, after the container's own
+// mounts are made (their sources were opened first), so that nothing of what lies below is in sight.
+func hideDirs(dirs []string) error {
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+			return fmt.Errorf("hiding %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // wrapInit makes cmd run its program under the container init, as PID 1 of

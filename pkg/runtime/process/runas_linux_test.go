@@ -189,3 +189,45 @@ func TestAReadOnlyMountOverAWritableOneStaysReadOnly(t *testing.T) {
 		t.Errorf("log:\n%s", got)
 	}
 }
+
+// TestHiddenDirsLookEmpty: a dir of HiddenDirs (rayctl's data dir, with its keys and kubeconfig) is an
+// empty, read-only dir inside an isolated container, while the container's own mounts from under it
+// still reach it.
+func TestHiddenDirsLookEmpty(t *testing.T) {
+	// Not under /tmp, which the container's private /tmp covers anyway.
+	secretDir, err := os.MkdirTemp("/var/tmp", "rayctl-hidden-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(secretDir) })
+	if err := os.WriteFile(filepath.Join(secretDir, "kubeconfig"), []byte("admin key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vol := filepath.Join(secretDir, "volume")
+	if err := os.Mkdir(vol, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f := isolatedFixtureWith(t, func(o *Options) { o.HiddenDirs = []string{secretDir} })
+	sb := f.pod(t, "hidden")
+	cfg := sh("look", `echo "listing:$(ls -A `+secretDir+` | tr '\n' ' ')"; cat `+secretDir+`/kubeconfig 2>/dev/null && echo READ; `+
+		`touch `+secretDir+`/x 2>/dev/null || echo "no write"; echo mine > /data/file && echo "volume ok"; pwd`)
+	cfg.Mounts = []runtime.Mount{{HostPath: vol, ContainerPath: "/data"}}
+	id, logPath := f.run(t, f.r, sb, cfg)
+	waitExited(t, f.r, id)
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(b)
+	for _, want := range []string{"stdout F listing:\n", "no write", "volume ok", "stdout F /\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the container's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "READ") {
+		t.Errorf("the container read a file of a hidden dir:\n%s", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(vol, "file")); err != nil || string(got) != "mine\n" {
+		t.Errorf("the volume under the hidden dir: %q, %v", got, err)
+	}
+}

@@ -126,6 +126,11 @@ type Options struct {
 	// namespace dies with it: the next one, in a namespace of its own,
 	// cannot enter the namespaces its containers live in.
 	ContainersEndWithRuntime bool
+	// HiddenDirs are host dirs that isolated containers see as empty, read-only dirs: rayctl's data dir,
+	// with its keys, its kubeconfig and the other pods' files and namespaces (the containers' own volumes,
+	// sandbox files and log pipes reach them apart). Where containers run as the user who started rayctl
+	// (rootless) the dir's modes alone would not keep them out.
+	HiddenDirs []string
 }
 
 // Runtime runs containers as host processes.
@@ -142,6 +147,7 @@ type Runtime struct {
 	// and ContainersEndWithRuntime; ids what rayctl's user namespace maps.
 	runAs          *User
 	readOnlyHost   bool
+	hidden         []string
 	endWithRuntime bool
 	ids            idMaps
 
@@ -191,7 +197,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
 		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
 		images:   newImageStore(dir), live: map[string]*watch{},
-		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, endWithRuntime: opts.ContainersEndWithRuntime, ids: currentIDMaps()}
+		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, hidden: opts.HiddenDirs, endWithRuntime: opts.ContainersEndWithRuntime, ids: currentIDMaps()}
 	if err := r.checkRunAs(); err != nil {
 		return nil, err
 	}

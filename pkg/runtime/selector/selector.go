@@ -402,10 +402,11 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 		// Root in rayctl's user namespace is the user who started it; the next rayctl makes a new
 		// namespace and cannot enter this one's, so containers end with it.
 		popts.ReadOnlyHost, popts.ContainersEndWithRuntime = true, true
+		popts.HiddenDirs = []string{opts.DataDir}
 	case os.Geteuid() == 0:
 		// Real root: no container process is; each runs as the instance's unprivileged pod user.
 		user := process.PodUser(opts.DataDir)
-		popts.RunAs, popts.ReadOnlyHost = &user, true
+		popts.RunAs, popts.ReadOnlyHost, popts.HiddenDirs = &user, true, []string{opts.DataDir}
 	}
 	r, err := process.New(ctx, popts)
 	if err != nil {
