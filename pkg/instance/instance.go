@@ -44,6 +44,9 @@ type Options struct {
 	Detach bool
 	// ReadyTimeout bounds the wait for the ready line (DefaultReadyTimeout when zero).
 	ReadyTimeout time.Duration
+	// Credential, when set, runs the process as that user (a root caller only): the tests and bench
+	// start rayctl as an ordinary user that way.
+	Credential *syscall.Credential
 }
 
 // Process is one running `rayctl up`.
@@ -88,6 +91,7 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	} else {
 		p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
+	p.Cmd.SysProcAttr.Credential = o.Credential
 	t0 := time.Now()
 	if err := p.Cmd.Start(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
@@ -121,6 +122,18 @@ func TestNoDoorForOtherUsers(t *testing.T) {
 	nodeStartPod(t, ctx, in, ns, nodePod("door", corev1.RestartPolicyAlways, 0, nodeSh("c", "sleep 3600")))
 	local, err := localAddrs()
 	must(t, "this host's addresses", err)
+	addrs, owner := probeListeners(t, ctx, in)
+	checkPodNetworkApart(t, ctx, in, ns, local, addrs, owner)
+}
+
+// probeListeners lists every TCP port that rayctl and the processes it started listen on in the host's
+// network namespace and tries each as another local user (nobody) would, with no credentials: each must
+// refuse, close, demand a client certificate, or answer 401/403 over TLS. It returns the ports and who
+// holds each.
+func probeListeners(t *testing.T, ctx context.Context, in *framework.Instance) ([]string, map[string]string) {
+	t.Helper()
+	local, err := localAddrs()
+	must(t, "this host's addresses", err)
 	pids := descendants(in.Cmd.Process.Pid)
 	listening, err := listeningTCP()
 	must(t, "reading /proc/net/tcp", err)
@@ -181,6 +194,12 @@ func TestNoDoorForOtherUsers(t *testing.T) {
 	if seen != len(addrs) {
 		t.Errorf("the probe answered for %d of %d ports:\n%s", seen, len(addrs), out)
 	}
+	return addrs, owner
+}
+
+// checkPodNetworkApart checks that the pod network is not the host's (see TestNoDoorForOtherUsers).
+func checkPodNetworkApart(t *testing.T, ctx context.Context, in *framework.Instance, ns string, local map[string]bool, addrs []string, owner map[string]string) {
+	t.Helper()
 
 	// The pod network is not the host's: no address of the host is in it, so neither the pod nor the
 	// listeners for pods on the bridge's gateway (cluster DNS, the API server's) are among the ports above.

@@ -1,13 +1,16 @@
 // Package network gives pods their network: one network namespace per pod
 // (a bind-mounted namespace file under the state dir, like `ip netns`), a
-// veth pair whose host end sits on a Linux bridge and whose pod end is eth0
+// veth pair whose node end sits on a Linux bridge and whose pod end is eth0
 // with an address from the pod CIDR, and the pod's /etc/hosts,
 // /etc/resolv.conf and /etc/hostname. Addresses are kept in a file so they
 // survive restarts. The containerd and process runtimes share it.
 //
-// Pods reach each other and the host reaches them over the bridge. Nothing
-// here turns on ip_forward or adds NAT rules, so pods do not reach beyond the
-// host (rayctl is offline-first, and Debian images may lack iptables).
+// The bridge and the node ends of the veths live in the node namespace
+// (NodeNSPath), which the manager makes and which the host's network
+// namespace has no route into: pods reach each other and what listens for
+// them in the node namespace (Listen), and rayctl reaches pods from there
+// (DialContext). Nothing here turns on ip_forward or adds NAT rules, so pods
+// do not reach beyond the node.
 package network
 
 import (

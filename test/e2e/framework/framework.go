@@ -74,8 +74,10 @@ type Instance struct {
 	// ExtraArgs are passed to `rayctl up` on every (re)start.
 	ExtraArgs []string
 	// Env is added to the test process's environment for the next (re)starts ("KEY=value").
-	Env  []string
-	proc *instance.Process
+	Env []string
+	// Credential, when set, runs rayctl as that user (see StartAs).
+	Credential *syscall.Credential
+	proc       *instance.Process
 }
 
 // SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
@@ -94,6 +96,21 @@ func Start(dataDir string, extraArgs ...string) (*Instance, error) {
 	return in, in.Restart()
 }
 
+// StartAs is Start with rayctl run as the user cred names, on a new data dir that user owns. The binary
+// must be one that user may run (a copy outside directories closed to it: see UserBinary).
+func StartAs(cred *syscall.Credential, extraArgs ...string) (*Instance, error) {
+	dataDir, err := os.MkdirTemp("", "rayctl-e2e-user-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chown(dataDir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return nil, err
+	}
+	in := &Instance{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), ExtraArgs: instance.OwnNetwork(extraArgs),
+		Credential: cred, Env: []string{"HOME=" + dataDir}}
+	return in, in.Restart()
+}
+
 // Restart starts the process again on the same data dir (after Stop or Kill) and waits until ready.
 func (in *Instance) Restart() error {
 	bin, err := Binary()
@@ -102,7 +119,7 @@ func (in *Instance) Restart() error {
 	}
 	os.Remove(filepath.Join(in.DataDir, "rayctl.state"))
 	p, err := instance.Start(context.Background(), instance.Options{Binary: bin, DataDir: in.DataDir,
-		Args: append([]string{"--port", "0"}, in.ExtraArgs...), Env: in.Env})
+		Args: append([]string{"--port", "0"}, in.ExtraArgs...), Env: in.Env, Credential: in.Credential})
 	if err != nil {
 		return err
 	}
