@@ -27,9 +27,11 @@ func init() {
 
 // containerInit is PID 1 of a container: it joins the cgroups mounted at
 // cgroups (comma-separated dirs, "-" for none), mounts a fresh /proc (so the
-// container sees only its own processes), starts the program as uid:gid
-// ("-" keeps root) in a process group of its own, forwards every signal it
-// gets to that group, reaps orphans, and exits with the program's status.
+// container sees only its own processes), takes from the container the
+// privileges no container has (see dropPrivileges), starts the program as
+// uid:gid ("-" keeps root) in a process group of its own, forwards every
+// signal it gets to that group, reaps orphans, and exits with the program's
+// status.
 // Its exit ends the PID namespace: the kernel kills whatever is left in it.
 func containerInit(uid, gid, cgroups, prog string, argv []string) int {
 	fail := func(err error) int {
@@ -43,6 +45,9 @@ func containerInit(uid, gid, cgroups, prog string, argv []string) int {
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fail(fmt.Errorf("mounting /proc: %w", err))
+	}
+	if err := dropPrivileges(); err != nil {
+		return fail(err)
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if uid != "-" {
@@ -94,4 +99,38 @@ func reap(pid int) int {
 		}
 		return ws.ExitStatus()
 	}
+}
+
+// containerCaps are the capabilities a container's processes may hold: a container runtime's usual
+// default set. Without CAP_SYS_ADMIN a container cannot undo its mounts (the read-only host, the hidden
+// data dir) nor enter other namespaces, which matters where its uid 0 is rayctl's user (rootless).
+var containerCaps = map[uintptr]bool{
+	unix.CAP_CHOWN: true, unix.CAP_DAC_OVERRIDE: true, unix.CAP_FSETID: true, unix.CAP_FOWNER: true,
+	unix.CAP_MKNOD: true, unix.CAP_NET_RAW: true, unix.CAP_SETGID: true, unix.CAP_SETUID: true,
+	unix.CAP_SETFCAP: true, unix.CAP_SETPCAP: true, unix.CAP_NET_BIND_SERVICE: true, unix.CAP_SYS_CHROOT: true,
+	unix.CAP_KILL: true, unix.CAP_AUDIT_WRITE: true,
+}
+
+// dropPrivileges limits the capabilities every later program of the container can gain to
+// containerCaps (the bounding set), and sets no_new_privs, so that no set-user-ID program or file
+// capability of the host (su, mount, …) raises a container's process above the user it runs as.
+func dropPrivileges() error {
+	last := uintptr(unix.CAP_LAST_CAP)
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 8); err == nil {
+			last = uintptr(n)
+		}
+	}
+	for c := uintptr(0); c <= last; c++ {
+		if containerCaps[c] {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("dropping capability %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	return nil
 }

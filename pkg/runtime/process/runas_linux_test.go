@@ -1,6 +1,7 @@
 package process
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -229,5 +230,32 @@ func TestHiddenDirsLookEmpty(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(vol, "file")); err != nil || string(got) != "mine\n" {
 		t.Errorf("the volume under the hidden dir: %q, %v", got, err)
+	}
+}
+
+// TestContainersHoldNoMorePrivileges: a container's processes can gain no capability beyond a container
+// runtime's default set (no CAP_SYS_ADMIN to undo the read-only host) and no privilege from a set-user-ID
+// program (no_new_privs), even as uid 0.
+func TestContainersHoldNoMorePrivileges(t *testing.T) {
+	f := isolatedFixtureWith(t, func(*Options) {})
+	sb := f.pod(t, "caps")
+	id, logPath := f.run(t, f.r, sb, sh("caps", `grep -E '^(CapBnd|CapEff|NoNewPrivs):' /proc/self/status; mount -o remount,rw / 2>/dev/null && echo REMOUNTED`))
+	waitExited(t, f.r, id)
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	for c := range containerCaps {
+		want |= 1 << c
+	}
+	out := string(b)
+	for _, line := range []string{fmt.Sprintf("CapBnd:\t%016x", want), fmt.Sprintf("CapEff:\t%016x", want), "NoNewPrivs:\t1"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("the container's status lacks %q:\n%s", line, out)
+		}
+	}
+	if strings.Contains(out, "REMOUNTED") {
+		t.Errorf("the container remounted the host read-write:\n%s", out)
 	}
 }
