@@ -443,6 +443,12 @@ func (cp *ControlPlane) shutdown() {
 	cp.stopAll()
 	if cp.rt != nil {
 		cp.rt.Close()
+		if cp.rt.Network != nil {
+			// With no pod left the node namespace goes too, so nothing of rayctl stays mounted.
+			if err := cp.rt.Network.RemoveNodeIfUnused(); err != nil {
+				cp.logger.Warn("removing the node network namespace", zap.Error(err))
+			}
+		}
 		cp.rt = nil
 	}
 	if cp.logFile != nil {

@@ -7,10 +7,9 @@ package demo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +31,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/chain/render"
-	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 )
 
 // Sample is the embedded RayJob the demo applies unless Config.File names another.
@@ -123,7 +121,7 @@ func Run(ctx context.Context, out io.Writer, o Config) (err error) {
 	scancel()
 
 	r.printHops(ctx, stream)
-	printResult(ctx, out, r.st, final, finished.Sub(applied))
+	printResult(ctx, out, r.st, r.kube, final, finished.Sub(applied))
 	return nil
 }
 
@@ -489,7 +487,7 @@ func clip(s string, n int) string {
 
 // printResult prints the job's outcome, its logs where the head's dashboard answers, and the time
 // from apply to the end.
-func printResult(ctx context.Context, out io.Writer, st demoStyle, j *rayv1.RayJob, took time.Duration) {
+func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernetes.Interface, j *rayv1.RayJob, took time.Duration) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, st.bold("Result"))
 	status := string(j.Status.JobStatus)
@@ -508,7 +506,7 @@ func printResult(ctx context.Context, out io.Writer, st demoStyle, j *rayv1.RayJ
 	if j.Status.Reason != "" {
 		fmt.Fprintf(out, "  reason      %s\n", j.Status.Reason)
 	}
-	if logs := jobLogs(ctx, j); len(logs) > 0 {
+	if logs := jobLogs(ctx, kube, j); len(logs) > 0 {
 		for i, l := range logs {
 			label := "logs"
 			if i > 0 {
@@ -520,21 +518,25 @@ func printResult(ctx context.Context, out io.Writer, st demoStyle, j *rayv1.RayJ
 	fmt.Fprintf(out, "  total       apply → %s in %s\n", j.Status.JobDeploymentStatus, st.bold(fmt.Sprintf("%.2f s", took.Seconds())))
 }
 
-// jobLogs reads the last lines of the job's logs from the head's dashboard, straight on the head Pod's
-// IP (which this machine reaches over the pod bridge); nil when it does not answer quickly.
-func jobLogs(ctx context.Context, j *rayv1.RayJob) []string {
-	ip := j.Status.RayClusterStatus.Head.PodIP
-	if ip == "" || j.Status.JobId == "" {
+// jobLogs reads the last lines of the job's logs from the head's dashboard, through the API server's
+// proxy to the head Pod (this machine has no route to pods, as on a cluster); nil when it does not answer
+// quickly.
+func jobLogs(ctx context.Context, kube kubernetes.Interface, j *rayv1.RayJob) []string {
+	head := j.Status.RayClusterStatus.Head.PodName
+	if head == "" || j.Status.JobId == "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c := jobs.NewClient("http://" + net.JoinHostPort(ip, "8265"))
-	c.HTTP = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 3 * time.Second}
-	text, err := c.Logs(ctx, j.Status.JobId)
-	if err != nil {
+	var logs struct {
+		Logs string `json:"logs"`
+	}
+	body, err := kube.CoreV1().RESTClient().Get().Namespace(j.Namespace).Resource("pods").Name(head+":8265").
+		SubResource("proxy").Suffix("api", "jobs", j.Status.JobId, "logs").DoRaw(ctx)
+	if err != nil || json.Unmarshal(body, &logs) != nil {
 		return nil
 	}
+	text := logs.Logs
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		if l = strings.TrimRight(l, "\r "); l != "" {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -309,11 +310,19 @@ func comm(pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// listeningTCP maps the socket inode of every listening TCP socket in this network namespace to its
-// address (an unspecified address as the loopback one, which reaches it).
+// hostTCPFiles are the host's TCP socket tables as the calling thread sees them. Not /proc/net (the
+// main thread's): a goroutine that entered a node network namespace (framework.InPodNetwork) and ended
+// there leaves the main thread in that namespace for good, as Go does not end the main thread. Read them
+// with the OS thread locked: an unlocked thread never entered another namespace.
+var hostTCPFiles = []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"}
+
+// listeningTCP maps the socket inode of every listening TCP socket in the host's network namespace to
+// its address (an unspecified address as the loopback one, which reaches it).
 func listeningTCP() (map[string]string, error) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	out := map[string]string{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, f := range hostTCPFiles {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {

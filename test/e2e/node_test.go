@@ -856,9 +856,15 @@ func TestNodeRestartAndPurge(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(netnsDir, string(left.UID))); err != nil {
 		t.Errorf("the running pod's netns file: %v", err)
 	}
+	// The bridge is in rayctl's node network namespace, whose file stays mounted while pods run; the
+	// host's namespace has no such link.
 	bridge := nodeInstanceArg(in, "--bridge")
-	if _, err := net.InterfaceByName(bridge); err != nil {
-		t.Errorf("the bridge %s while pods run: %v", bridge, err)
+	if _, err := net.InterfaceByName(bridge); err == nil {
+		t.Errorf("the bridge %s is in the host's network namespace", bridge)
+	}
+	nodeNS := filepath.Join(in.DataDir, "network", "node.netns")
+	if !isMountPoint(t, nodeNS) {
+		t.Errorf("the node namespace %s is not mounted while pods run", nodeNS)
 	}
 	must(t, "stopping rayctl up", in.Stop())
 	if shims := nodeShimsOf(in.DataDir); len(shims) == 0 {
@@ -876,8 +882,8 @@ func TestNodeRestartAndPurge(t *testing.T) {
 	for _, e := range entries {
 		t.Errorf("netns file %s left after the purge", e.Name())
 	}
-	if _, err := net.InterfaceByName(bridge); err == nil {
-		t.Errorf("the bridge %s is still there after the purge", bridge)
+	if _, err := os.Stat(nodeNS); !os.IsNotExist(err) {
+		t.Errorf("the node namespace %s (with the bridge %s) is still there after the purge: %v", nodeNS, bridge, err)
 	}
 	eventually(t, ctx, 30*time.Second, "no containerd shim of the data dir after the purge", func(context.Context) (bool, error) {
 		if shims := nodeShimsOf(in.DataDir); len(shims) > 0 {
@@ -910,4 +916,17 @@ func nodeShimsOf(dataDir string) []string {
 		}
 	}
 	return out
+}
+
+// isMountPoint reports whether path is a mount point in this process's mount namespace.
+func isMountPoint(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	must(t, "reading mountinfo", err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,8 +192,10 @@ func raySubmit(t *testing.T, ctx context.Context, address string) {
 // kubeletConns counts the host's established TCP connections from or to port (each connection on
 // loopback counts twice, once per end).
 func kubeletConns(port int32) (int, error) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	n := 0
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, f := range hostTCPFiles {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {

@@ -76,7 +76,7 @@ func startLaptop(t *testing.T, ctx context.Context, extraArgs ...string) *framew
 // submit` from the host works, nothing of Ray listens on the host, and a pod cannot write the host's
 // files.
 func TestLaptop(t *testing.T) {
-	t.Parallel()
+	// realRaySetup makes the test parallel once it holds a slot for real Ray.
 	ctx := framework.TestContext(t, 15*time.Minute)
 	in := startLaptop(t, ctx)
 	out := in.Output.String()

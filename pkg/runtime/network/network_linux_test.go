@@ -327,3 +327,27 @@ func TestSandboxFilesAndCleanup(t *testing.T) {
 		t.Errorf("after cleanup: %+v", list)
 	}
 }
+
+// TestNodeNamespaceGoesWhenUnused: the node namespace stays while a pod has a network in it and goes
+// with the last one, so a stopped rayctl without pods leaves nothing mounted.
+func TestNodeNamespaceGoesWhenUnused(t *testing.T) {
+	m := testManager(t)
+	if err := m.EnsureNode(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Setup("pod-n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemoveNodeIfUnused(); err != nil || !isNetNS(m.NodeNSPath()) {
+		t.Fatalf("with a pod: %v, mounted %v", err, isNetNS(m.NodeNSPath()))
+	}
+	if err := m.Teardown("pod-n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemoveNodeIfUnused(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.NodeNSPath()); !os.IsNotExist(err) {
+		t.Errorf("the node namespace file is still there: %v", err)
+	}
+}

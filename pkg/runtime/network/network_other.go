@@ -32,6 +32,9 @@ type nodeState struct{}
 // EnsureNode has nothing to make off Linux.
 func (m *Manager) EnsureNode() error { return nil }
 
+// RemoveNodeIfUnused has nothing to remove off Linux.
+func (m *Manager) RemoveNodeIfUnused() error { return nil }
+
 // DialContext dials from the host: off Linux pods share its network.
 func (m *Manager) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	return DialIn(ctx, "", network, addr)

@@ -69,6 +69,23 @@ func (m *Manager) ensureNode() (*netlink.Handle, error) {
 	return h, nil
 }
 
+// RemoveNodeIfUnused deletes the node namespace when no pod has a network in it any more (at a clean
+// stop: pods that still run keep it, and with it their network, for the next start). A HostOnly
+// manager has none.
+func (m *Manager) RemoveNodeIfUnused() error {
+	if m.cfg.HostOnly {
+		return nil
+	}
+	uids, err := m.podUIDs()
+	if err != nil || len(uids) > 0 {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closeNode()
+	return removeNetNS(m.NodeNSPath())
+}
+
 // openNode returns a handle on the node namespace if it exists, else nil; m.mu is held.
 func (m *Manager) openNode() *netlink.Handle {
 	if m.node.handle != nil {

@@ -179,13 +179,18 @@ func (in *Instance) KubectlEnv(ctx context.Context, env []string, stdin string, 
 	return stdout.String(), stderr.String(), err
 }
 
-// Rayctl runs `rayctl args...` with the instance's data dir and returns combined output and the error.
+// Rayctl runs `rayctl args...` with the instance's data dir, as the instance's user, and returns
+// combined output and the error.
 func (in *Instance) Rayctl(ctx context.Context, args ...string) (string, error) {
 	bin, err := Binary()
 	if err != nil {
 		return "", err
 	}
 	cmd := exec.CommandContext(ctx, bin, append(args, "--data-dir", in.DataDir)...)
+	if in.Credential != nil {
+		cmd.Env = append(os.Environ(), in.Env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: in.Credential}
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
