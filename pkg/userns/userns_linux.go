@@ -124,7 +124,7 @@ func command(argv0 string, args, env []string) *exec.Cmd {
 	// those, and they are what owns the files the child creates.
 	uid, gid := os.Geteuid(), os.Getegid()
 	return &exec.Cmd{
-		Path: selfExe,
+		Path: selfPath(),
 		Args: append([]string{argv0}, args...),
 		Env:  withMarker(env),
 		SysProcAttr: &syscall.SysProcAttr{
@@ -296,4 +296,19 @@ func parseIDMap(b []byte) (idMap, error) {
 		m = append(m, idRange{n[0], n[1], n[2]})
 	}
 	return m, sc.Err()
+}
+
+// selfPath is this binary's path, so that the child's command name (ps, pgrep) is the binary's own;
+// /proc/self/exe, which works wherever the binary went, when the path no longer leads to it.
+func selfPath() string {
+	p, err := os.Executable()
+	if err != nil {
+		return selfExe
+	}
+	want, err1 := os.Stat(selfExe)
+	got, err2 := os.Stat(p)
+	if err1 != nil || err2 != nil || !os.SameFile(want, got) {
+		return selfExe
+	}
+	return p
 }
