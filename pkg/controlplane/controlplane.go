@@ -270,6 +270,8 @@ func (cp *ControlPlane) parallelSteps(steps ...namedStep) error {
 			detail, err := s.run()
 			outs[i] = outcome{detail, time.Since(t).Milliseconds(), err}
 			if err != nil {
+				// Logged as it happens: the line printed later names only the first cause.
+				cp.logger.Error("start-up step failed", zap.String("step", s.name), zap.Error(err))
 				cp.stopComponents()
 			}
 		})

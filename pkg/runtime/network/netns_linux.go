@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,4 +111,19 @@ func DialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
 		return err
 	})
 	return conn, err
+}
+
+// handleIn returns a netlink handle on the network namespace at path. The handle's socket is made on a
+// thread that enters the namespace and is then discarded, never on one that goes back: netlink's own
+// NewHandleAt enters the namespace and returns to the thread's first one, which an unprivileged user
+// namespace (rootless) may not do, so the thread would stay behind in the namespace and later serve
+// other goroutines there (their dials to the host's 127.0.0.1 refused).
+func handleIn(path string) (*netlink.Handle, error) {
+	var h *netlink.Handle
+	err := Do(path, func() error {
+		var err error
+		h, err = netlink.NewHandle()
+		return err
+	})
+	return h, err
 }

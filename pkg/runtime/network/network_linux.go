@@ -57,12 +57,7 @@ func (m *Manager) complete(node *netlink.Handle, att *Attachment) bool {
 	if _, err := node.LinkByName(att.HostVeth); err != nil {
 		return false
 	}
-	ns, err := netns.GetFromPath(att.NetNSPath)
-	if err != nil {
-		return false
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	h, err := handleIn(att.NetNSPath)
 	if err != nil {
 		return false
 	}
@@ -159,7 +154,7 @@ func (m *Manager) plumb(node *netlink.Handle, att *Attachment, br netlink.Link) 
 	if err := node.LinkAdd(veth); err != nil {
 		return fmt.Errorf("creating veth %s: %w", att.HostVeth, err)
 	}
-	h, err := netlink.NewHandleAt(ns)
+	h, err := handleIn(att.NetNSPath)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // nodeState is the manager's open handle on the node namespace (nil until first needed).
@@ -44,12 +43,7 @@ func (m *Manager) ensureNode() (*netlink.Handle, error) {
 			return nil, fmt.Errorf("network: the node namespace: %w", err)
 		}
 	}
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return nil, fmt.Errorf("network: opening the node namespace: %w", err)
-	}
-	h, err := netlink.NewHandleAt(ns)
-	ns.Close()
+	h, err := handleIn(path)
 	if err != nil {
 		return nil, fmt.Errorf("network: a netlink handle in the node namespace: %w", err)
 	}
@@ -94,12 +88,7 @@ func (m *Manager) openNode() *netlink.Handle {
 	if !isNetNS(m.NodeNSPath()) {
 		return nil
 	}
-	ns, err := netns.GetFromPath(m.NodeNSPath())
-	if err != nil {
-		return nil
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	h, err := handleIn(m.NodeNSPath())
 	if err != nil {
 		return nil
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
@@ -92,13 +91,8 @@ func mountedNodeNamespaces() ([]string, error) {
 
 // nsHolds reports whether a link in the namespace at path has an IPv4 subnet that holds ip.
 func nsHolds(path string, ip net.IP) bool {
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return false
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
+	var h *netlink.Handle
+	if err := network.Do(path, func() (err error) { h, err = netlink.NewHandle(); return err }); err != nil {
 		return false
 	}
 	defer h.Close()
