@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // Shim is a running containerd shim, as its command line and /proc describe it.
@@ -197,36 +199,15 @@ func (r *Runtime) unknownMounts(tasks map[string]bool) []string {
 
 // mountPoints lists this mount namespace's mount points.
 func mountPoints() []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
-			out = append(out, unescapeMountPath(f[4]))
-		}
+	out := make([]string, 0, len(infos))
+	for _, m := range infos {
+		out = append(out, m.Mountpoint)
 	}
 	return out
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space, …).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // unknownBundles lists the bundle directories of tasks containerd does not know.

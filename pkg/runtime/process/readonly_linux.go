@@ -1,14 +1,13 @@
 package process
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/rayctl/rayctl/pkg/runtime"
@@ -31,44 +30,19 @@ func threadMounts() ([]mountEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []mountEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mount-point mount-options ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
-		id, err := strconv.ParseUint(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
+	infos, err := mountinfo.GetMountsFromReader(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mountEntry, 0, len(infos))
+	for _, m := range infos {
 		ro := false
-		for _, o := range strings.Split(fields[5], ",") {
+		for _, o := range strings.Split(m.Options, ",") {
 			ro = ro || o == "ro"
 		}
-		out = append(out, mountEntry{id: id, point: unescapeMountPath(fields[4]), readOnly: ro})
+		out = append(out, mountEntry{id: uint64(m.ID), point: m.Mountpoint, readOnly: ro})
 	}
-	return out, sc.Err()
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space, …).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // writableTargets are the container paths that stay writable when the host is
