@@ -22,13 +22,9 @@ func (m *Manager) Setup(podUID string) (*Attachment, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	node, err := m.ensureNode()
+	node, br, err := m.ensureNode()
 	if err != nil {
 		return nil, err
-	}
-	br, err := node.LinkByName(m.cfg.Bridge)
-	if err != nil {
-		return nil, fmt.Errorf("network: the bridge %s in the node namespace: %w", m.cfg.Bridge, err)
 	}
 	ip, err := m.ipam.allocate(podUID)
 	if err != nil {
@@ -93,6 +89,14 @@ func (m *Manager) ensureBridge(node *netlink.Handle) (netlink.Link, error) {
 		if link, err = node.LinkByName(m.cfg.Bridge); err != nil {
 			return nil, err
 		}
+		// A Linux bridge whose address was never set takes the lowest of its ports' addresses, so a
+		// pod's veth joining or leaving can change the gateway's MAC under the other pods, whose ARP
+		// entries then point nowhere until they expire (~30 s without the API server or DNS). Setting
+		// the address pins it, once, when the bridge is made: only this code makes bridges in the node
+		// namespace.
+		if err := node.LinkSetHardwareAddr(link, link.Attrs().HardwareAddr); err != nil {
+			return nil, fmt.Errorf("network: pinning bridge %s's MAC address: %w", m.cfg.Bridge, err)
+		}
 	}
 	if _, ok := link.(*netlink.Bridge); !ok {
 		return nil, fmt.Errorf("network: %s exists and is a %s, not a bridge", m.cfg.Bridge, link.Type())
@@ -114,25 +118,10 @@ func (m *Manager) ensureBridge(node *netlink.Handle) (netlink.Link, error) {
 			return nil, fmt.Errorf("network: giving bridge %s the address %s: %w", m.cfg.Bridge, want, err)
 		}
 	}
-	// A Linux bridge whose address was never set takes the lowest of its ports' addresses, so a pod's
-	// veth joining or leaving can change the gateway's MAC under the other pods, whose ARP entries then
-	// point nowhere until they expire (~30 s without the API server or DNS). Setting the address pins it.
-	if err := pinHardwareAddr(node, link); err != nil {
-		return nil, fmt.Errorf("network: pinning bridge %s's MAC address: %w", m.cfg.Bridge, err)
-	}
 	if err := node.LinkSetUp(link); err != nil {
 		return nil, fmt.Errorf("network: bringing bridge %s up: %w", m.cfg.Bridge, err)
 	}
 	return link, nil
-}
-
-// addrSet is the kernel's addr_assign_type for an address set from user space (NET_ADDR_SET).
-const addrSet = "3"
-
-// pinHardwareAddr sets link's MAC address to the one it has. (It is set on every start: the link
-// lives in the node namespace, whose /sys this process does not see to ask whether it was set.)
-func pinHardwareAddr(node *netlink.Handle, link netlink.Link) error {
-	return node.LinkSetHardwareAddr(link, link.Attrs().HardwareAddr)
 }
 
 // plumb makes the namespace and veth and configures both ends: the node end on the bridge in the node

@@ -22,30 +22,31 @@ func (m *Manager) EnsureNode() error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, err := m.ensureNode()
+	_, _, err := m.ensureNode()
 	return err
 }
 
-// ensureNode returns a handle on the node namespace, making the namespace, its loopback and its bridge
-// as needed; m.mu is held.
-func (m *Manager) ensureNode() (*netlink.Handle, error) {
+// ensureNode returns a handle on the node namespace and its bridge, making the namespace, its loopback
+// and its bridge as needed; m.mu is held.
+func (m *Manager) ensureNode() (*netlink.Handle, netlink.Link, error) {
 	path := m.NodeNSPath()
 	if m.node.handle != nil && isNetNS(path) {
-		if _, err := m.ensureBridge(m.node.handle); err != nil {
-			return nil, err
+		br, err := m.ensureBridge(m.node.handle)
+		if err != nil {
+			return nil, nil, err
 		}
-		return m.node.handle, nil
+		return m.node.handle, br, nil
 	}
 	m.closeNode()
 	if !isNetNS(path) {
 		_ = removeNetNS(path) // a file a crash left unmounted
 		if err := createNetNS(path); err != nil {
-			return nil, fmt.Errorf("network: the node namespace: %w", err)
+			return nil, nil, fmt.Errorf("network: the node namespace: %w", err)
 		}
 	}
 	h, err := handleIn(path)
 	if err != nil {
-		return nil, fmt.Errorf("network: a netlink handle in the node namespace: %w", err)
+		return nil, nil, fmt.Errorf("network: a netlink handle in the node namespace: %w", err)
 	}
 	lo, err := h.LinkByName("lo")
 	if err == nil {
@@ -53,14 +54,15 @@ func (m *Manager) ensureNode() (*netlink.Handle, error) {
 	}
 	if err != nil {
 		h.Close()
-		return nil, fmt.Errorf("network: bringing the node namespace's loopback up: %w", err)
+		return nil, nil, fmt.Errorf("network: bringing the node namespace's loopback up: %w", err)
 	}
-	if _, err := m.ensureBridge(h); err != nil {
+	br, err := m.ensureBridge(h)
+	if err != nil {
 		h.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	m.node.handle = h
-	return h, nil
+	return h, br, nil
 }
 
 // RemoveNodeIfUnused deletes the node namespace when no pod has a network in it any more (at a clean
