@@ -95,7 +95,7 @@ func (e *rayEnv) autoscales(t *testing.T, c *rayv1.RayCluster, cpus float64, cle
 
 	// A job asking for more CPUs than the head has waits until a worker joins.
 	dash := jobs.NewClient("http://" + head.Status.PodIP + ":8265")
-	dash.HTTP = framework.PodHTTPClient(10 * time.Second)
+	dash.HTTP = e.in.PodHTTPClient(10 * time.Second)
 	_, err := dash.Submit(e.ctx, jobs.SubmitRequest{Entrypoint: "echo ran on a new worker", SubmissionID: "big", EntrypointNumCPUs: ptr.To(cpus)})
 	must(t, "submitting the job", err)
 	submitted := time.Now()

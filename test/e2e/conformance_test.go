@@ -95,7 +95,7 @@ func (r *rayTarget) http(t *testing.T, method, path, body string) (int, string) 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := framework.PodHTTPClient(30 * time.Second).Do(req)
+	resp, err := r.e.in.PodHTTPClient(30 * time.Second).Do(req)
 	must(t, r.name+": "+method+" "+path, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

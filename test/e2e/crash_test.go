@@ -180,7 +180,7 @@ func TestCrashWhileRayJobRunning(t *testing.T) {
 			return false, desc + " head " + podsState(heads), err
 		}
 		var jobs []dashboardJob
-		if err := dashboardGet(ctx, heads[0].Status.PodIP, "/api/jobs/", &jobs); err != nil {
+		if err := e.dashboardGet(ctx, heads[0].Status.PodIP, "/api/jobs/", &jobs); err != nil {
 			return false, desc, err
 		}
 		for _, dj := range jobs {
@@ -259,7 +259,7 @@ func TestCrashWhileRayJobRunning(t *testing.T) {
 	if s.JobId != jobID || s.RayClusterName != clusterName {
 		t.Errorf("after the crash: jobId %q cluster %q, want %q %q", s.JobId, s.RayClusterName, jobID, clusterName)
 	}
-	n, all, err := submissions(e.ctx, headIP, jobID)
+	n, all, err := e.submissions(e.ctx, headIP, jobID)
 	must(t, "listing the dashboard's jobs after the crash", err)
 	if n != 1 {
 		t.Errorf("the dashboard lists %d jobs with submission id %s, want exactly 1; all: %+v", n, jobID, all)

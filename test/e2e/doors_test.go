@@ -224,7 +224,7 @@ func checkPodNetworkApart(t *testing.T, ctx context.Context, in *framework.Insta
 	// gateway).
 	q := new(dns.Msg).SetQuestion("kubernetes.default.svc.cluster.local.", dns.TypeA)
 	var r *dns.Msg
-	must(t, "a DNS query from the node namespace to "+gw.String(), framework.InPodNetwork(podIP, func() (err error) {
+	must(t, "a DNS query from the node namespace to "+gw.String(), in.InPodNetwork(func() (err error) {
 		r, _, err = (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).ExchangeContext(ctx, q, net.JoinHostPort(gw.String(), "53"))
 		return err
 	}))
@@ -311,7 +311,7 @@ func comm(pid int) string {
 }
 
 // hostTCPFiles are the host's TCP socket tables as the calling thread sees them. Not /proc/net (the
-// main thread's): a goroutine that entered a node network namespace (framework.InPodNetwork) and ended
+// main thread's): a goroutine that entered a node network namespace (framework.Instance.InPodNetwork) and ended
 // there leaves the main thread in that namespace for good, as Go does not end the main thread. Read them
 // with the OS thread locked: an unlocked thread never entered another namespace.
 var hostTCPFiles = []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"}

@@ -340,7 +340,7 @@ func TestPortForward(t *testing.T) {
 		pod, err := in.Client.CoreV1().Pods(e.ns).Get(ctx, "loopback", metav1.GetOptions{})
 		must(t, "reading the pod", err)
 		if ip := net.ParseIP(pod.Status.PodIP); ip != nil && !ip.IsLoopback() {
-			if resp, err := framework.PodHTTPClient(10 * time.Second).Get("http://" + net.JoinHostPort(pod.Status.PodIP, "8080") + "/"); err == nil {
+			if resp, err := in.PodHTTPClient(10 * time.Second).Get("http://" + net.JoinHostPort(pod.Status.PodIP, "8080") + "/"); err == nil {
 				resp.Body.Close()
 				t.Fatalf("the pod's IP %s answered %d on a port bound to the pod's loopback", pod.Status.PodIP, resp.StatusCode)
 			}

@@ -252,8 +252,8 @@ func (e *rayEnv) waitClusterReadyWithin(t *testing.T, name string, workers int, 
 }
 
 // dashboardGet GETs path from the Ray dashboard on a head pod's IP and decodes the JSON answer into out.
-func dashboardGet(ctx context.Context, podIP, path string, out any) error {
-	hc := framework.PodHTTPClient(10 * time.Second)
+func (e *rayEnv) dashboardGet(ctx context.Context, podIP, path string, out any) error {
+	hc := e.in.PodHTTPClient(10 * time.Second)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "8265")+path, nil)
 	if err != nil {
 		return err
@@ -284,9 +284,9 @@ type dashboardJob struct {
 }
 
 // submissions counts the jobs the head's dashboard lists under submissionID, and returns all it lists.
-func submissions(ctx context.Context, podIP, submissionID string) (int, []dashboardJob, error) {
+func (e *rayEnv) submissions(ctx context.Context, podIP, submissionID string) (int, []dashboardJob, error) {
 	var jobs []dashboardJob
-	if err := dashboardGet(ctx, podIP, "/api/jobs/", &jobs); err != nil {
+	if err := e.dashboardGet(ctx, podIP, "/api/jobs/", &jobs); err != nil {
 		return 0, nil, err
 	}
 	n := 0
@@ -550,7 +550,7 @@ func testJobMode(mode, sample string) func(t *testing.T, e *rayEnv) {
 			t.Errorf("status.succeeded = %v, want 1", ptr.Deref(s.Succeeded, 0))
 		}
 		ip := e.headIP(t, s.RayClusterName)
-		n, all, err := submissions(e.ctx, ip, s.JobId)
+		n, all, err := e.submissions(e.ctx, ip, s.JobId)
 		must(t, "listing the dashboard's jobs", err)
 		if n != 1 {
 			t.Errorf("the dashboard lists %d jobs with submission id %s, want exactly 1; all: %+v", n, s.JobId, all)
@@ -579,7 +579,7 @@ func testJobFailingEntrypoint(t *testing.T, e *rayEnv) {
 			s.JobDeploymentStatus, s.JobStatus, s.Reason, s.Message)
 	}
 	t.Logf("failed as expected: reason %q, message %q", s.Reason, s.Message)
-	n, all, err := submissions(e.ctx, e.headIP(t, s.RayClusterName), s.JobId)
+	n, all, err := e.submissions(e.ctx, e.headIP(t, s.RayClusterName), s.JobId)
 	must(t, "listing the dashboard's jobs", err)
 	if n != 1 {
 		t.Errorf("the dashboard lists %d jobs with submission id %s, want exactly 1; all: %+v", n, s.JobId, all)
@@ -688,7 +688,7 @@ func testHeadPodRecreated(t *testing.T, e *rayEnv) {
 		})
 	}
 	e.waitFor(t, rayTimeout, "the worker registered with the new head", func(ctx context.Context) (bool, string, error) {
-		n, report, err := aliveNodes(ctx, newHead.Status.PodIP)
+		n, report, err := e.aliveNodes(ctx, newHead.Status.PodIP)
 		// The head is a Ray node too: the alive nodes are the head and the worker.
 		return n == 2, "new head's dashboard:\n" + report, err
 	})
@@ -758,20 +758,20 @@ func testHeadRayProcessKilled(t *testing.T, e *rayEnv) {
 		t.Errorf("the head pod was replaced (%s -> %s); killing Ray should restart the container only", head.Name, again.Name)
 	}
 	e.waitFor(t, rayTimeout, "the worker registered with the restarted head", func(ctx context.Context) (bool, string, error) {
-		n, report, err := aliveNodes(ctx, again.Status.PodIP)
+		n, report, err := e.aliveNodes(ctx, again.Status.PodIP)
 		return n == 2, report, err
 	})
 }
 
 // aliveNodes counts the nodes the `ray status` report of the head's dashboard (GET
 // /api/cluster_status?format=1, as Ray serves it) lists as active or idle, and returns the report.
-func aliveNodes(ctx context.Context, podIP string) (int, string, error) {
+func (e *rayEnv) aliveNodes(ctx context.Context, podIP string) (int, string, error) {
 	var resp struct {
 		Data struct {
 			ClusterStatus string `json:"clusterStatus"`
 		} `json:"data"`
 	}
-	if err := dashboardGet(ctx, podIP, "/api/cluster_status?format=1", &resp); err != nil {
+	if err := e.dashboardGet(ctx, podIP, "/api/cluster_status?format=1", &resp); err != nil {
 		return 0, "", err
 	}
 	report := resp.Data.ClusterStatus

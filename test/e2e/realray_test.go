@@ -180,7 +180,7 @@ func testRealJob(mode rayv1.JobSubmissionMode) func(t *testing.T, e *rayEnv) {
 		}
 		head := e.liveHead(t, s.RayClusterName)
 		wantDriverOutput(t, "ray job logs "+s.JobId, e.headExec(t, head, "ray", "job", "logs", s.JobId))
-		n, all, err := submissions(e.ctx, head.Status.PodIP, s.JobId)
+		n, all, err := e.submissions(e.ctx, head.Status.PodIP, s.JobId)
 		must(t, "listing the dashboard's jobs", err)
 		if n != 1 {
 			t.Errorf("the head's dashboard lists %d jobs with submission id %s, want 1: %+v", n, s.JobId, all)
@@ -406,7 +406,7 @@ func TestRealRayJobSurvivesRayctlKill(t *testing.T) {
 			return false, podsState(heads), err
 		}
 		var jobs []dashboardJob
-		if err := dashboardGet(ctx, heads[0].Status.PodIP, "/api/jobs/", &jobs); err != nil {
+		if err := e.dashboardGet(ctx, heads[0].Status.PodIP, "/api/jobs/", &jobs); err != nil {
 			return false, "", err
 		}
 		for _, dj := range jobs {
@@ -435,7 +435,7 @@ func TestRealRayJobSurvivesRayctlKill(t *testing.T) {
 	if after.UID != head.UID {
 		t.Errorf("the head pod was replaced across the restart (%s → %s)", head.Name, after.Name)
 	}
-	n, all, err := submissions(e.ctx, after.Status.PodIP, jobID)
+	n, all, err := e.submissions(e.ctx, after.Status.PodIP, jobID)
 	must(t, "listing the dashboard's jobs", err)
 	if n != 1 || len(all) != 1 {
 		t.Errorf("the head's dashboard lists %d jobs (%d under %s), want exactly one submission: %+v", len(all), n, jobID, all)

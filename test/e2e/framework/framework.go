@@ -206,6 +206,14 @@ func (in *Instance) Cleanup(t testing.TB) {
 	if left := KillLeftoverShims(in.DataDir); len(left) > 0 {
 		t.Errorf("after the purge, containerd shims of the instance still ran (killed now): %s", strings.Join(left, "; "))
 	}
+	if ns := in.NodeNetNS(); ns != "" {
+		// A namespace left mounted outlives the data dir, and its bridge's subnet may be handed to a
+		// later instance.
+		t.Errorf("after the purge, the instance's node network namespace is still mounted (unmounted now): %s", ns)
+		if err := syscall.Unmount(ns, syscall.MNT_DETACH); err != nil {
+			t.Log(err)
+		}
+	}
 	if t.Failed() {
 		if b, err := os.ReadFile(filepath.Join(in.DataDir, "rayctl.log")); err == nil && len(b) > 0 {
 			tail := b
