@@ -47,6 +47,11 @@ func (m *Manager) RunSandbox(cfg runtime.SandboxConfig) (*runtime.Sandbox, error
 			return nil, err
 		}
 		sb.IP = HostIP()
+		if m.cfg.HostOnly {
+			// Every pod shares the host's network, where nothing of a pod should listen beyond the
+			// loopback: that is the address that reaches its programs.
+			sb.IP = "127.0.0.1"
+		}
 	} else {
 		att, err := m.Setup(cfg.PodUID)
 		if err != nil {

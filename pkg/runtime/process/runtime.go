@@ -140,7 +140,8 @@ type Runtime struct {
 	net       *network.Manager
 	rayBinary string
 	hostRay   *hostray.Ray
-	// isolated: containers get their own mount, UTS and network namespaces.
+	// isolated: containers get their own mount and UTS namespaces, and a network namespace each unless
+	// the network is HostOnly (pods on the host's network: still not root, still a read-only host).
 	isolated bool
 	images   *imageStore
 	// runAs, readOnlyHost and endWithRuntime are Options' RunAs, ReadOnlyHost
@@ -195,7 +196,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
-		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0 && !opts.Network.Config().HostOnly,
+		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0,
 		images:   newImageStore(dir), live: map[string]*watch{},
 		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, hidden: opts.HiddenDirs, endWithRuntime: opts.ContainersEndWithRuntime, ids: currentIDMaps()}
 	if err := r.checkRunAs(); err != nil {

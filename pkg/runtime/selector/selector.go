@@ -397,14 +397,14 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 	}
 	popts := process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay}
 	switch {
-	case nm.Config().HostOnly:
 	case opts.Rootless:
 		// Root in rayctl's user namespace is the user who started it; the next rayctl makes a new
 		// namespace and cannot enter this one's, so containers end with it.
 		popts.ReadOnlyHost, popts.ContainersEndWithRuntime = true, true
 		popts.HiddenDirs = []string{opts.DataDir}
-	case os.Geteuid() == 0:
-		// Real root: no container process is; each runs as the instance's unprivileged pod user.
+	case os.Geteuid() == 0 && goruntime.GOOS == "linux":
+		// Real root: no container process is; each runs as the instance's unprivileged pod user (on
+		// the host's network too, with --pod-network=host).
 		user := process.PodUser(opts.DataDir)
 		popts.RunAs, popts.ReadOnlyHost, popts.HiddenDirs = &user, true, []string{opts.DataDir}
 	}
@@ -413,7 +413,7 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 		return nil, err
 	}
 	mode := "pods share the host network"
-	if r.Isolated() {
+	if !nm.Config().HostOnly {
 		mode = "a network namespace per pod"
 	}
 	return &Choice{Runtime: r, Name: Process, Network: nm, Close: r.Close,
