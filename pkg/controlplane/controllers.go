@@ -200,6 +200,7 @@ func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
 	opts.WatchNamespaces = f.WatchNamespaces
 	opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
 	opts.PodDial = cp.dialPods
+	opts.HostNetworkPods = cp.sandbox.Mode == SandboxHost
 	if hostRay := cp.rt.HostRay; hostRay != nil {
 		opts.HostRayVersion = func(image string) string {
 			if hostray.RunsImage(image) {

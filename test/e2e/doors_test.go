@@ -128,9 +128,9 @@ func TestNoDoorForOtherUsers(t *testing.T) {
 }
 
 // probeListeners lists every TCP port that rayctl and the processes it started listen on in the host's
-// network namespace and tries each as another local user (nobody) would, with no credentials: each must
-// refuse, close, demand a client certificate, or answer 401/403 over TLS. It returns the ports and who
-// holds each.
+// network namespace, none on a wildcard address, and tries each as another local user (nobody) would,
+// with no credentials: each must refuse, close, demand a client certificate, or answer 401/403 over TLS.
+// It returns the ports and who holds each.
 func probeListeners(t *testing.T, ctx context.Context, in *framework.Instance) ([]string, map[string]string) {
 	t.Helper()
 	local, err := localAddrs()
@@ -143,6 +143,10 @@ func probeListeners(t *testing.T, ctx context.Context, in *framework.Instance) (
 	for _, pid := range pids {
 		for _, inode := range socketInodes(pid) {
 			if addr, ok := listening[inode]; ok {
+				if reach := dialable(addr); reach != addr {
+					t.Errorf("%s (pid %d, %s) listens on a wildcard address", addr, pid, comm(pid))
+					addr = reach
+				}
 				// Only addresses of this host: an address no interface has yet (one bound with
 				// IP_FREEBIND) would route off the machine.
 				if host, _, _ := net.SplitHostPort(addr); !local[host] {
@@ -317,7 +321,7 @@ func comm(pid int) string {
 var hostTCPFiles = []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"}
 
 // listeningTCP maps the socket inode of every listening TCP socket in the host's network namespace to
-// its address (an unspecified address as the loopback one, which reaches it).
+// its address (0.0.0.0 or :: for a wildcard one).
 func listeningTCP() (map[string]string, error) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
@@ -364,8 +368,15 @@ func procAddr(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if ip.IsUnspecified() {
-		ip = net.IPv4(127, 0, 0, 1)
-	}
 	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10)), nil
+}
+
+// dialable is a listener's address as a client dials it: an unspecified address as the loopback one,
+// which reaches it.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -110,26 +111,7 @@ func TestLaptop(t *testing.T) {
 	}
 
 	// From the host, as the user: port-forward to the head's Service, then Ray's own CLI.
-	t.Run("PortForwardAndRayJobSubmit", func(t *testing.T) {
-		port := freePort(t)
-		env := []string{"KUBECONFIG=" + in.Kubeconfig, "HOME=" + in.DataDir, "USER=laptop"}
-		bin, _ := framework.Binary()
-		pf := exec.CommandContext(ctx, bin, "kubectl", "-n", e.ns, "port-forward", "svc/"+cluster+"-head-svc", fmt.Sprintf("%d:8265", port))
-		pf.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-		pf.SysProcAttr = &syscall.SysProcAttr{Credential: laptopUser}
-		var pfOut framework.SyncBuffer
-		pf.Stdout, pf.Stderr = &pfOut, &pfOut
-		must(t, "kubectl port-forward", pf.Start())
-		t.Cleanup(func() { _ = pf.Process.Kill(); _ = pf.Wait() })
-		framework.WaitFor(t, ctx, "the port-forward to listen", func() (bool, error) {
-			return strings.Contains(pfOut.String(), "Forwarding from"), nil
-		})
-		out, err := asUser(ctx, laptopUser, env, hostRay(t), "job", "submit", "--address", fmt.Sprintf("http://127.0.0.1:%d", port), "--",
-			"python", "-c", "import ray, socket; ray.init(); print('submitted from the host ran in', socket.gethostname())")
-		if err != nil || !strings.Contains(out, "submitted from the host ran in "+head.Name) {
-			t.Fatalf("ray job submit through kubectl port-forward: %v\n%s\nport-forward said:\n%s", err, out, pfOut.String())
-		}
-	})
+	t.Run("PortForwardAndRayJobSubmit", func(t *testing.T) { portForwardAndSubmit(t, ctx, in, e, cluster, head.Name) })
 
 	// Two more clusters with workers beside the first: every pod has its own ports.
 	t.Run("ClustersSideBySide", func(t *testing.T) {
@@ -179,21 +161,70 @@ func TestLaptop(t *testing.T) {
 	})
 }
 
+// portForwardAndSubmit runs, on the host as the user who started the instance, `kubectl port-forward
+// svc/<cluster>-head-svc PORT:8265`, then Ray's own `ray job submit` through it (with the cluster's
+// token, read from its Secret, when its Ray requires one), and checks the job ran on a host named
+// hostname.
+func portForwardAndSubmit(t *testing.T, ctx context.Context, in *framework.Instance, e *rayEnv, cluster, hostname string) {
+	port := freePort(t)
+	env := []string{"KUBECONFIG=" + in.Kubeconfig, "HOME=" + in.DataDir, "USER=laptop"}
+	if token := clusterToken(t, ctx, e, cluster); token != "" {
+		env = append(env, "RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+token)
+	}
+	bin, _ := framework.Binary()
+	pf := exec.CommandContext(ctx, bin, "kubectl", "-n", e.ns, "port-forward", "svc/"+cluster+"-head-svc", fmt.Sprintf("%d:8265", port))
+	pf.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	pf.SysProcAttr = &syscall.SysProcAttr{Credential: in.Credential}
+	var pfOut framework.SyncBuffer
+	pf.Stdout, pf.Stderr = &pfOut, &pfOut
+	must(t, "kubectl port-forward", pf.Start())
+	t.Cleanup(func() { _ = pf.Process.Kill(); _ = pf.Wait() })
+	framework.WaitFor(t, ctx, "the port-forward to listen", func() (bool, error) {
+		return strings.Contains(pfOut.String(), "Forwarding from"), nil
+	})
+	out, err := asUser(ctx, in.Credential, env, hostRay(t), "job", "submit", "--address", fmt.Sprintf("http://127.0.0.1:%d", port), "--",
+		"python", "-c", "import ray, socket; ray.init(); print('submitted from the host ran in', socket.gethostname())")
+	if err != nil || !strings.Contains(out, "submitted from the host ran in "+hostname) {
+		t.Fatalf("ray job submit through kubectl port-forward: %v\n%s\nport-forward said:\n%s", err, out, pfOut.String())
+	}
+}
+
+// clusterToken is the token of a cluster whose Ray requires one (its Secret, as `kubectl get secret`
+// shows it to the user), else "".
+func clusterToken(t *testing.T, ctx context.Context, e *rayEnv, cluster string) string {
+	t.Helper()
+	s, err := e.in.Client.CoreV1().Secrets(e.ns).Get(ctx, cluster, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	must(t, "reading the cluster's Secret", err)
+	return string(s.Data["auth_token"])
+}
+
 // TestRootPodsAreNotRoot: as root, the process runtime's containers run as the instance's unprivileged
-// pod user and see the host read-only outside their volumes: a job submitted to a pod cannot write a
-// host path (the hole that let another local user become root).
+// pod user and see the host read-only outside their volumes, in a network namespace each and on the
+// host's network alike: a job submitted to a pod cannot write a host path (the hole that let another
+// local user become root).
 func TestRootPodsAreNotRoot(t *testing.T) {
 	t.Parallel()
-	ctx := framework.TestContext(t, 5*time.Minute)
-	in, err := framework.Start("", "--runtime", "process", "--ray", "sim", "--controllers", "none")
-	if in != nil {
-		t.Cleanup(func() { in.Cleanup(t) })
+	for _, tc := range []struct{ name, podNetwork, says string }{
+		{"NodeNamespace", "auto", "in rayctl's node namespace (root"},
+		{"HostNetwork", "host", "the host's network (--pod-network=host)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := framework.TestContext(t, 5*time.Minute)
+			in, err := framework.Start("", "--runtime", "process", "--ray", "sim", "--controllers", "none", "--pod-network", tc.podNetwork)
+			if in != nil {
+				t.Cleanup(func() { in.Cleanup(t) })
+			}
+			must(t, "rayctl up --runtime process --pod-network "+tc.podNetwork, err)
+			if !strings.Contains(in.Output.String(), tc.says) {
+				t.Errorf("rayctl up does not say %q:\n%s", tc.says, in.Output.String())
+			}
+			podCannotWriteTheHost(t, ctx, in, newNamespace(t, ctx, in))
+		})
 	}
-	must(t, "rayctl up --runtime process", err)
-	if !strings.Contains(in.Output.String(), "in rayctl's node namespace (root") {
-		t.Errorf("rayctl up does not say it runs the root sandbox:\n%s", in.Output.String())
-	}
-	podCannotWriteTheHost(t, ctx, in, newNamespace(t, ctx, in))
 }
 
 // podCannotWriteTheHost runs a pod that tries to write a host path outside its volumes and reports who

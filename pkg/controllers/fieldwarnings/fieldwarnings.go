@@ -54,7 +54,6 @@ func (f Field) String() string {
 // ClusterSpecFields are the fields of a RayCluster spec (KubeRay v1.6 and v1.7 additions) that rayctl
 // accepts and does not act on.
 var ClusterSpecFields = []Field{
-	{Path: "authOptions", Undone: "Ray's token authentication is not set up"},
 	{Path: "tlsOptions", Undone: "TLS between Ray's components is not set up"},
 	{Path: "networkPolicy", Undone: "no NetworkPolicies are made, and no data plane would enforce them"},
 	{Path: "historyServerOptions", Undone: "no history server collector is added"},

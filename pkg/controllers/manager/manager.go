@@ -109,6 +109,8 @@ type Options struct {
 	VolumesDir string
 	// PodDial is passed to the controllers as Env.PodDial.
 	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// HostNetworkPods is passed to the controllers as Env.HostNetworkPods.
+	HostNetworkPods bool
 	// InsufficientHint is passed to the controllers as Env.InsufficientHint.
 	InsufficientHint string
 	// Logger is the manager's logger; the zero value discards.
@@ -248,6 +250,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			RootCA:           opts.RootCA,
 			VolumesDir:       opts.VolumesDir,
 			PodDial:          opts.PodDial,
+			HostNetworkPods:  opts.HostNetworkPods,
 
 			InsufficientHint: opts.InsufficientHint,
 		}

@@ -47,6 +47,9 @@ type Env struct {
 	// no route into): what controllers that call into pods (Ray's dashboard) dial with. Nil dials from this
 	// process's own network.
 	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// HostNetworkPods says the node's pods share the host's network (`rayctl up --pod-network=host`):
+	// the RayCluster controller then gives each Ray pod a block of the host's loopback ports (rayports).
+	HostNetworkPods bool
 	// InsufficientHint ends the scheduler's FailedScheduling event of a pod that does not fit for want of
 	// a resource, saying what the user can do about it ("" for none).
 	InsufficientHint string

@@ -38,6 +38,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster/expectations"
+	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
 // Name is the controller's name in the manager's registry (`--controllers=raycluster`).
@@ -79,6 +80,12 @@ type Reconciler struct {
 	resync       time.Duration
 	now          func() time.Time
 	hostRay      func(image string) string
+	// ports hands out blocks of the host's ports to Ray Pods where pods share the host's network
+	// (hostports.go); nil elsewhere.
+	ports *rayports.Allocator
+	// secrets reads token Secrets (auth.go): the manager's API reader, so that no informer caches every
+	// Secret.
+	secrets client.Reader
 	// indexed: the client reads a cache that indexes Pods and Services by cluster (indexCluster).
 	indexed bool
 }
@@ -94,19 +101,25 @@ func NewReconciler(c client.Client, env manager.Env, build BuildOptions) *Reconc
 	if rec == nil {
 		rec = &record.FakeRecorder{}
 	}
-	return &Reconciler{
-		client: c, recorder: rec, hooks: hooks, build: build,
+	r := &Reconciler{
+		client: c, secrets: c, recorder: rec, hooks: hooks, build: build,
 		expect:       expectations.New(expectations.DefaultTimeout),
 		requeueAfter: env.RequeueAfter, resync: env.ResyncPeriod,
 		now: time.Now, hostRay: env.HostRayVersion,
 	}
+	if env.HostNetworkPods {
+		r.ports = rayports.NewAllocator()
+	}
+	return r
 }
 
 // Setup is the manager.SetupFunc of this controller:
 //
 //	manager.Register(raycluster.Name, raycluster.Setup)
 func Setup(mgr ctrl.Manager, env manager.Env) error {
-	return NewReconciler(mgr.GetClient(), env, BuildOptions{}).SetupWithManager(mgr, env.ReconcileConcurrency)
+	r := NewReconciler(mgr.GetClient(), env, BuildOptions{})
+	r.secrets = mgr.GetAPIReader()
+	return r.SetupWithManager(mgr, env.ReconcileConcurrency)
 }
 
 // specLabelsOrAnnotationsChanged is KubeRay's predicate on RayCluster events: a status write (which
@@ -143,6 +156,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.Forget(req.Namespace, req.Name)
+			if r.ports != nil {
+				r.ports.Forget(req.String())
+			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -171,7 +187,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	reconcileErr := r.reconcileHeadService(ctx, &c)
+	reconcileErr := r.reconcileAuthSecret(ctx, &c)
+	if reconcileErr == nil {
+		reconcileErr = r.reconcileHeadService(ctx, &c)
+	}
 	if reconcileErr == nil {
 		reconcileErr = r.reconcileAutoscalerRBAC(ctx, &c)
 	}
@@ -231,6 +250,9 @@ func validate(s *rayv1.RayClusterSpec) error {
 // validateCluster is validate plus the checks that read the RayCluster's annotations.
 func validateCluster(c *rayv1.RayCluster) error {
 	if err := validate(&c.Spec); err != nil {
+		return err
+	}
+	if err := validateAuth(&c.Spec); err != nil {
 		return err
 	}
 	return validateGCSFaultTolerance(c)
@@ -296,6 +318,13 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, c *rayv1.RayClust
 	svc := HeadService(c)
 	if len(svc.Spec.Ports) == 0 {
 		return fmt.Errorf("the head Service of RayCluster %s/%s has no ports", c.Namespace, c.Name)
+	}
+	if r.ports != nil {
+		head, err := r.headBlock(ctx, c, nil)
+		if err != nil {
+			return err
+		}
+		placeServicePorts(svc, c, head)
 	}
 	if err := r.client.Create(ctx, svc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -412,7 +441,13 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 		if c.Labels[LabelOriginatedCRD] == "RayJob" && meta.IsStatusConditionTrue(c.Status.Conditions, string(rayv1.RayClusterProvisioned)) {
 			return nil // a RayJob's cluster that lost its head: the RayJob controller decides
 		}
-		pod := HeadPod(c, r.build)
+		o := r.build
+		plan, err := r.headPlan(ctx, c)
+		if err != nil {
+			return failure(reasonFailedCreateHeadPod, err)
+		}
+		o.Ports = plan
+		pod := HeadPod(c, o)
 		if err := r.client.Create(ctx, pod); err != nil {
 			r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToCreateHeadPod, "Failed to create head Pod %s/%s, %v", pod.Namespace, pod.GenerateName, err)
 			return failure(reasonFailedCreateHeadPod, err)
@@ -504,7 +539,13 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 	switch {
 	case diff > 0:
 		for range diff {
-			pod := WorkerPod(c, g, r.build)
+			o := r.build
+			plan, err := r.workerPlan(ctx, c)
+			if err != nil {
+				return failure(reasonFailedCreateWorkerPod, err)
+			}
+			o.Ports = plan
+			pod := WorkerPod(c, g, o)
 			if err := r.client.Create(ctx, pod); err != nil {
 				r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToCreateWorkerPod, "Failed to create worker Pod for the cluster %s/%s, %v", c.Namespace, c.Name, err)
 				return failure(reasonFailedCreateWorkerPod, err)

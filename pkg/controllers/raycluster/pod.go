@@ -3,6 +3,7 @@ package raycluster
 import (
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayctl/rayctl/pkg/rayparams"
+	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
 // Ports and names KubeRay uses by default.
@@ -65,6 +67,25 @@ type BuildOptions struct {
 	NoInitContainer bool
 	// NoProbes leaves out the injected liveness and readiness probes (ENABLE_PROBES_INJECTION=false).
 	NoProbes bool
+	// Ports, when set, puts the Pod's Ray on blocks of ports of the host's loopback: the node's pods
+	// share the host's network (rayports). It is the Pod's own plan, set per Pod.
+	Ports *PortPlan
+}
+
+// PortPlan is where a Pod's Ray listens when pods share the host's network: Own is its block, Head the
+// block of its cluster's head (the same for the head), whose GCS a worker joins on 127.0.0.1.
+type PortPlan struct {
+	Own, Head rayports.Block
+}
+
+// headAddress is the host and GCS port workers reach the head at: the head Service's DNS name and
+// rayStartParams.port (else 6379), or 127.0.0.1 and the head's block when pods share the host's network.
+func (o BuildOptions) headAddress(c *rayv1.RayCluster) (host, port string) {
+	if o.Ports != nil {
+		h, p, _ := net.SplitHostPort(rayports.HeadAddress(o.Ports.Head))
+		return h, p
+	}
+	return HeadFQDN(c, o), headPort(c)
 }
 
 func (o BuildOptions) domain() string {
@@ -112,6 +133,7 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 		addAutoscaler(c, tmpl, params)
 	}
 	addMetricsPort(&tmpl.Spec.Containers[0])
+	o.placePorts(tmpl, params, rayv1.HeadNode)
 	return buildPod(c, tmpl, rayv1.HeadNode, params, o)
 }
 
@@ -122,7 +144,7 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	tmpl.Name = ""
 	tmpl.GenerateName = podGenerateName(c.Name+"-"+g.GroupName, rayv1.WorkerNode)
 	tmpl.Namespace = c.Namespace
-	fqdn, port := HeadFQDN(c, o), headPort(c)
+	fqdn, port := o.headAddress(c)
 	if !o.NoInitContainer {
 		tmpl.Spec.InitContainers = append(tmpl.Spec.InitContainers, waitGCSContainer(&tmpl.Spec.Containers[0], fqdn, port))
 	}
@@ -143,7 +165,60 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
 	addMetricsPort(&tmpl.Spec.Containers[0])
+	o.placePorts(tmpl, params, rayv1.WorkerNode)
 	return buildPod(c, tmpl, rayv1.WorkerNode, params, o)
+}
+
+// placePorts puts the Pod's Ray on its blocks when o.Ports is set (pods share the host's network):
+// `ray start`'s port flags and 127.0.0.1 (over rayStartParams: there, only its block is the Pod's); the
+// Ray container's ports that Ray's listeners use (KubeRay's defaults, or rayStartParams' numbers) moved
+// into the block, so that the head Service's target ports and port-forwards find them; the block
+// recorded in the Pod's rayports.Annotation.
+func (o BuildOptions) placePorts(tmpl *corev1.PodTemplateSpec, params map[string]string, t rayv1.RayNodeType) {
+	if o.Ports == nil {
+		return
+	}
+	ray := &tmpl.Spec.Containers[0]
+	roles := portRoles(params)
+	for i := range ray.Ports {
+		if r, ok := roles[ray.Ports[i].ContainerPort]; ok {
+			ray.Ports[i].ContainerPort = o.Ports.Own.Port(r)
+		}
+	}
+	maps.Copy(params, rayports.Params(o.Ports.Own, o.Ports.Head, t == rayv1.HeadNode))
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	tmpl.Annotations[rayports.Annotation] = o.Ports.Own.String()
+}
+
+// portRoles maps the ports Ray's listeners take by default (or as params set them) to their roles.
+func portRoles(params map[string]string) map[int32]rayports.Role {
+	return map[int32]rayports.Role{
+		paramPort(params, "port", DefaultGCSPort):                                   rayports.GCS,
+		paramPort(params, "dashboard-port", DefaultDashboardPort):                   rayports.Dashboard,
+		paramPort(params, "ray-client-server-port", DefaultClientPort):              rayports.Client,
+		paramPort(params, "metrics-export-port", DefaultMetricsPort):                rayports.Metrics,
+		paramPort(params, "dashboard-agent-listen-port", DefaultDashboardAgentPort): rayports.AgentListen,
+		DefaultServingPort: rayports.Serve,
+	}
+}
+
+// shortHost is RAY_IP for a head reached at host: the Service's name (the first label of its DNS
+// name), or host itself when it is an address.
+func shortHost(host string) string {
+	if net.ParseIP(host) != nil {
+		return host
+	}
+	return strings.Split(host, ".")[0]
+}
+
+// paramPort is the port params[key] names, else def.
+func paramPort(params map[string]string, key string, def int32) int32 {
+	if n, err := strconv.ParseInt(params[key], 10, 32); err == nil && n > 0 {
+		return int32(n)
+	}
+	return def
 }
 
 // waitGCSContainer is the init container that holds a worker back until the head's GCS answers.
@@ -253,19 +328,37 @@ func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNode
 			ray.Args = []string{generated}
 		}
 	}
-	fqdn, port := HeadFQDN(c, o), headPort(c)
+	fqdn, port := o.headAddress(c)
 	for i := range pod.Spec.InitContainers {
 		pod.Spec.InitContainers[i].Env = append(pod.Spec.InitContainers[i].Env,
 			corev1.EnvVar{Name: "FQ_RAY_IP", Value: fqdn},
-			corev1.EnvVar{Name: "RAY_IP", Value: strings.Split(fqdn, ".")[0]})
+			corev1.EnvVar{Name: "RAY_IP", Value: shortHost(fqdn)})
 	}
 	setEnv(c, ray, t, fqdn, port, startCmd)
+	if TokenAuth(&c.Spec, o.Ports != nil) {
+		secret := AuthSecretName(c.Name, &c.Spec)
+		AddAuthEnv(ray, secret)
+		for i := range pod.Spec.InitContainers {
+			if pod.Spec.InitContainers[i].Name == initContainerName {
+				AddAuthEnv(&pod.Spec.InitContainers[i], secret)
+			}
+		}
+		for i := range pod.Spec.Containers {
+			if pod.Spec.Containers[i].Name == AutoscalerContainerName {
+				AddAuthEnv(&pod.Spec.Containers[i], secret)
+			}
+		}
+	}
 	serve := fromRayService(c)
 	if serve {
 		markServing(pod, ray, t)
 	}
 	if !o.NoProbes {
-		setProbes(ray, t, serve)
+		agent, dashboard := int32(DefaultDashboardAgentPort), int32(DefaultDashboardPort)
+		if o.Ports != nil {
+			agent, dashboard = o.Ports.Own.Port(rayports.AgentListen), o.Ports.Own.Port(rayports.Dashboard)
+		}
+		setProbes(ray, t, serve, agent, dashboard)
 	}
 	pod.OwnerReferences = []metav1.OwnerReference{ownerRef(c)}
 	return pod
@@ -370,7 +463,7 @@ func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqd
 		ip = fqdn
 		ray.Env = append(ray.Env,
 			corev1.EnvVar{Name: "FQ_RAY_IP", Value: fqdn},
-			corev1.EnvVar{Name: "RAY_IP", Value: strings.Split(fqdn, ".")[0]})
+			corev1.EnvVar{Name: "RAY_IP", Value: shortHost(fqdn)})
 	}
 	ray.Env = append(ray.Env,
 		fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", LabelCluster)),
@@ -402,12 +495,12 @@ func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqd
 //
 // A worker of a RayService's cluster is ready only when its Serve proxy answers too (serve), since the
 // serve Service sends it traffic; the head's proxy is checked by the RayService controller instead.
-func setProbes(ray *corev1.Container, t rayv1.RayNodeType, serve bool) {
+func setProbes(ray *corev1.Container, t rayv1.RayNodeType, serve bool, agentPort, dashboardPort int32) {
 	wget := "wget --tries 1 -T %d -q -O- http://localhost:%d/%s | grep success"
-	cmds := []string{fmt.Sprintf(wget, readinessTimeout, DefaultDashboardAgentPort, "api/local_raylet_healthz")}
+	cmds := []string{fmt.Sprintf(wget, readinessTimeout, agentPort, "api/local_raylet_healthz")}
 	if t == rayv1.HeadNode {
 		// KubeRay passes its readiness failure threshold (10) as this wget's timeout; kept as is.
-		cmds = append(cmds, fmt.Sprintf(wget, 10, DefaultDashboardPort, "api/gcs_healthz"))
+		cmds = append(cmds, fmt.Sprintf(wget, 10, dashboardPort, "api/gcs_healthz"))
 	}
 	exec := &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(cmds, " && ")}}
 	readyExec := exec

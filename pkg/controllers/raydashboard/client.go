@@ -121,6 +121,22 @@ func IsAlreadySubmitted(err error) bool {
 	return errors.As(err, &he) && strings.Contains(he.Body, alreadySubmittedPhrase)
 }
 
+// authHeader is the header Ray's dashboard reads a token from (besides Authorization), as KubeRay's
+// dashboard client sends it.
+const authHeader = "X-Ray-Authorization"
+
+// authTokenKey is the context key of WithAuthToken.
+type authTokenKey struct{}
+
+// WithAuthToken returns ctx carrying the token of a cluster whose Ray requires one (RAY_AUTH_MODE=token):
+// every request a Client makes with it sends the token.
+func WithAuthToken(ctx context.Context, token string) context.Context {
+	if token == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, authTokenKey{}, token)
+}
+
 // Client calls one dashboard's Jobs API.
 type Client struct {
 	base string
@@ -225,6 +241,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token, ok := ctx.Value(authTokenKey{}).(string); ok && token != "" {
+		req.Header.Set(authHeader, "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -29,21 +29,21 @@ type Resolver func(ctx context.Context, cluster *rayv1.RayCluster) (string, erro
 
 // DefaultResolver reaches the dashboard through the cluster's head Service
 // name when clusterDNS says that name resolves from this process, else through
-// the head Pod's IP (status.head.podIP) and the head container's dashboard port.
+// the head Pod's IP (status.head.podIP) and the head Pod's dashboard port
+// (HeadPodDashboardPort).
 func DefaultResolver(clusterDNS bool, clusterDomain string) Resolver {
 	if clusterDomain == "" {
 		clusterDomain = DefaultClusterDomain
 	}
 	return func(_ context.Context, c *rayv1.RayCluster) (string, error) {
-		port := strconv.Itoa(int(DashboardPort(&c.Spec)))
 		if clusterDNS {
 			host := HeadServiceName(c) + "." + c.Namespace + ".svc." + clusterDomain
-			return "http://" + net.JoinHostPort(host, port), nil
+			return "http://" + net.JoinHostPort(host, strconv.Itoa(int(DashboardPort(&c.Spec)))), nil
 		}
 		if c.Status.Head.PodIP == "" {
 			return "", fmt.Errorf("RayCluster %s/%s reports no head pod IP yet", c.Namespace, c.Name)
 		}
-		return "http://" + net.JoinHostPort(c.Status.Head.PodIP, port), nil
+		return "http://" + net.JoinHostPort(c.Status.Head.PodIP, strconv.Itoa(int(HeadPodDashboardPort(c)))), nil
 	}
 }
 
@@ -76,6 +76,18 @@ func ContainerPort(spec *rayv1.RayClusterSpec, name string, def int32) int32 {
 		}
 	}
 	return def
+}
+
+// HeadPodDashboardPort is the port the head Pod's dashboard listens on: the head Service's target port
+// for it, which status.endpoints holds for a ClusterIP Service (it differs from the Service's port where
+// pods share the host's network and each has ports of its own), else the head container's.
+func HeadPodDashboardPort(c *rayv1.RayCluster) int32 {
+	if t := c.Spec.HeadGroupSpec.ServiceType; t == "" || t == corev1.ServiceTypeClusterIP {
+		if n, err := strconv.ParseInt(c.Status.Endpoints[DashboardPortName], 10, 32); err == nil && n > 0 {
+			return int32(n)
+		}
+	}
+	return DashboardPort(&c.Spec)
 }
 
 // DashboardPort is the head container's dashboard port.

@@ -18,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
 // errSelectedClusterMissing: the RayCluster named by spec.clusterSelector does
@@ -93,7 +97,7 @@ func (p *pass) newCluster(name string) (*rayv1.RayCluster, error) {
 		return nil, err
 	}
 	if submissionMode(job) == rayv1.SidecarMode {
-		sidecar, err := sidecarSubmitter(job, &cluster.Spec)
+		sidecar, err := sidecarSubmitter(job, cluster.Name, &cluster.Spec)
 		if err != nil {
 			return nil, err
 		}
@@ -135,32 +139,56 @@ func (p *pass) deleteCluster(ctx context.Context) (bool, error) {
 
 // statusDashboardURL is the dashboard address shown in status.dashboardURL and
 // used by the K8sJobMode submitter: host:port of the cluster's head Service,
-// as KubeRay writes it.
+// as KubeRay writes it. Where pods share the host's network (the Service
+// records the head's block of ports, rayports), no pod resolves the Service's
+// name: it is the host's loopback and the head's own dashboard port, which
+// pods and the user's shell on the host reach alike.
 func (p *pass) statusDashboardURL(ctx context.Context, cluster *rayv1.RayCluster) (string, error) {
 	name := clusterHeadServiceName(cluster)
 	port := dashboardContainerPort(&cluster.Spec)
-	svc := &corev1.Service{}
-	err := p.r.client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: name}, svc)
-	switch {
-	case err == nil:
+	svc, err := p.clusterHeadService(ctx, cluster)
+	if err != nil {
+		return "", err
+	}
+	if svc != nil {
 		for _, sp := range svc.Spec.Ports {
-			if sp.Name == DashboardPortName {
-				port = sp.Port
+			if sp.Name != DashboardPortName {
+				continue
+			}
+			port = sp.Port
+			if _, ok := rayports.FromAnnotations(svc.Annotations); ok && sp.TargetPort.IntVal > 0 {
+				return fmt.Sprintf("127.0.0.1:%d", sp.TargetPort.IntVal), nil
 			}
 		}
-	case !apierrors.IsNotFound(err):
-		return "", err
 	}
 	return fmt.Sprintf("%s.%s.svc.%s:%d", name, cluster.Namespace, p.r.opts.ClusterDomain, port), nil
 }
 
-// jobsAPI returns a client for the cluster's dashboard.
-func (p *pass) jobsAPI(ctx context.Context, cluster *rayv1.RayCluster) (JobsAPI, error) {
-	url, err := p.r.opts.Resolver(ctx, cluster)
-	if err != nil {
+// clusterHeadService is the cluster's own head Service, nil while there is none.
+func (p *pass) clusterHeadService(ctx context.Context, cluster *rayv1.RayCluster) (*corev1.Service, error) {
+	svc := &corev1.Service{}
+	err := p.r.client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: clusterHeadServiceName(cluster)}, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
 		return nil, err
 	}
-	return p.r.opts.NewJobsAPI(url), nil
+	return svc, nil
+}
+
+// jobsAPI returns a client for the cluster's dashboard, and ctx carrying the
+// cluster's token for its calls when its Ray requires one.
+func (p *pass) jobsAPI(ctx context.Context, cluster *rayv1.RayCluster) (context.Context, JobsAPI, error) {
+	url, err := p.r.opts.Resolver(ctx, cluster)
+	if err != nil {
+		return ctx, nil, err
+	}
+	token, err := raycluster.ClusterToken(ctx, p.r.client, p.r.opts.Secrets, cluster)
+	if err != nil {
+		return ctx, nil, err
+	}
+	return raydashboard.WithAuthToken(ctx, token), p.r.opts.NewJobsAPI(url), nil
 }
 
 // reconcileHeadService keeps the RayJob's own head Service (<rayjob>-head-svc)
@@ -171,8 +199,24 @@ func (p *pass) reconcileHeadService(ctx context.Context, cluster *rayv1.RayClust
 		return nil
 	}
 	want := p.headService(cluster)
+	// Where pods share the host's network, the cluster's head Service points its ports at the head's
+	// own (rayports); this one points at the same.
+	svc, err := p.clusterHeadService(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	onHostPorts := false
+	if svc != nil {
+		if _, ok := rayports.FromAnnotations(svc.Annotations); ok {
+			onHostPorts = true
+			want.Spec.Ports = svc.DeepCopy().Spec.Ports
+			if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+				want.Spec.ClusterIP = "" // an IP of its own, as the cluster's (raycluster's placeServicePorts)
+			}
+		}
+	}
 	have := &corev1.Service{}
-	err := p.r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	err = p.r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	if apierrors.IsNotFound(err) {
 		if err := controllerutil.SetControllerReference(p.job, want, p.r.client.Scheme()); err != nil {
 			return err
@@ -187,7 +231,7 @@ func (p *pass) reconcileHeadService(ctx context.Context, cluster *rayv1.RayClust
 	if err != nil {
 		return err
 	}
-	if have.Spec.Selector[LabelCluster] == cluster.Name {
+	if have.Spec.Selector[LabelCluster] == cluster.Name && (!onHostPorts || sameTargets(have.Spec.Ports, want.Spec.Ports)) {
 		return nil
 	}
 	want.Spec.ClusterIP, want.Spec.ClusterIPs = have.Spec.ClusterIP, have.Spec.ClusterIPs
@@ -227,6 +271,19 @@ func (p *pass) headService(cluster *rayv1.RayCluster) *corev1.Service {
 	return svc
 }
 
+// sameTargets reports whether two lists of Service ports send the same ports to the same target ports.
+func sameTargets(a, b []corev1.ServicePort) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Port != b[i].Port || a[i].TargetPort != b[i].TargetPort {
+			return false
+		}
+	}
+	return true
+}
+
 func headServicePorts(spec *rayv1.RayClusterSpec) []corev1.ServicePort {
 	ports := map[string]int32{}
 	if c := headContainer(spec); c != nil {
@@ -260,7 +317,11 @@ func (p *pass) createSubmitterIfMissing(ctx context.Context, cluster *rayv1.RayC
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
-	job, err := SubmitterJob(p.job, cluster)
+	auth, err := raycluster.ClusterAuth(ctx, p.r.client, cluster)
+	if err != nil {
+		return err
+	}
+	job, err := SubmitterJob(p.job, cluster, auth)
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	Resolver Resolver
 	// NewJobsAPI returns the client for a dashboard base URL; nil means raydashboard.New.
 	NewJobsAPI func(baseURL string) JobsAPI
+	// Secrets reads the token Secrets of clusters whose Ray requires one; nil means the reconciler's
+	// client. Setup uses the manager's API reader (no informer on every Secret).
+	Secrets client.Reader
 	// DeleteRayJobAfterJobFinishes makes shutdownAfterJobFinishes delete the
 	// RayJob itself rather than its RayCluster (KubeRay's
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
@@ -91,7 +94,11 @@ type Reconciler struct {
 
 // NewReconciler returns a reconciler that reads and writes through c.
 func NewReconciler(c client.Client, opts Options) *Reconciler {
-	return &Reconciler{client: c, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	if opts.Secrets == nil {
+		opts.Secrets = c
+	}
+	return &Reconciler{client: c, opts: opts}
 }
 
 // Setup is the manager.SetupFunc of this controller with the default Options:
@@ -112,6 +119,9 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
 	if o.NewJobsAPI == nil && env.PodDial != nil {
 		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial) }
+	}
+	if o.Secrets == nil {
+		o.Secrets = mgr.GetAPIReader()
 	}
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }

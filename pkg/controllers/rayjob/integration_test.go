@@ -384,7 +384,7 @@ func TestSubmitterScriptAgainstRaysim(t *testing.T) {
 	j := rayJob("script", rayv1.K8sJobMode, "sh -c 'echo hello from ray job && sleep 1'")
 	j.Status.JobId = "script-abcde"
 	j.Status.DashboardURL = strings.TrimPrefix(head.DashboardURL(), "http://")
-	sub, err := rayjob.SubmitterJob(j, &rayv1.RayCluster{Spec: *clusterSpec()})
+	sub, err := rayjob.SubmitterJob(j, &rayv1.RayCluster{Spec: *clusterSpec()}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,7 +217,7 @@ func (p *pass) onRunning(ctx context.Context) (reconcile.Result, error) {
 		finishedAt = fin
 	}
 
-	api, err := p.jobsAPI(ctx, cluster)
+	ctx, api, err := p.jobsAPI(ctx, cluster)
 	if err != nil {
 		p.log.Info("cannot reach the dashboard yet", "rayCluster", cluster.Name, "error", err.Error())
 		return p.requeue(), nil
@@ -368,7 +368,7 @@ func (p *pass) finalize(ctx context.Context) (reconcile.Result, error) {
 		cluster := &rayv1.RayCluster{}
 		err := p.r.client.Get(ctx, clusterKey(p.job), cluster)
 		if err == nil {
-			if api, err := p.jobsAPI(ctx, cluster); err == nil {
+			if ctx, api, err := p.jobsAPI(ctx, cluster); err == nil {
 				if err := api.StopJob(ctx, st.JobId); err != nil {
 					p.log.Info("could not stop the Ray job; releasing the RayJob anyway", "jobId", st.JobId, "error", err.Error())
 				} else {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
 // Environment variables KubeRay gives the submitter container.
@@ -151,8 +153,9 @@ func defaultSubmitterContainer(spec *rayv1.RayClusterSpec) corev1.Container {
 }
 
 // configureSubmitter gives c the submit script (unless a K8sJobMode template
-// brought its own command) and the environment KubeRay sets.
-func configureSubmitter(c *corev1.Container, job *rayv1.RayJob, mode rayv1.JobSubmissionMode) error {
+// brought its own command) and the environment KubeRay sets, with the token of
+// the cluster named cluster when its Ray requires one (auth).
+func configureSubmitter(c *corev1.Container, job *rayv1.RayJob, mode rayv1.JobSubmissionMode, cluster string, spec *rayv1.RayClusterSpec, auth bool) error {
 	words, err := SubmitCommand(job, mode)
 	if err != nil {
 		return err
@@ -166,13 +169,17 @@ func configureSubmitter(c *corev1.Container, job *rayv1.RayJob, mode rayv1.JobSu
 		corev1.EnvVar{Name: EnvDashboardAddress, Value: job.Status.DashboardURL},
 		corev1.EnvVar{Name: EnvSubmissionID, Value: job.Status.JobId},
 	)
+	if auth {
+		raycluster.AddAuthEnv(c, raycluster.AuthSecretName(cluster, spec))
+	}
 	return nil
 }
 
 // SubmitterJob builds the K8sJobMode submitter: a batch Job named after the
 // RayJob, running `ray job submit` in the head's image against the cluster's
-// dashboard. The caller sets the owner reference.
-func SubmitterJob(job *rayv1.RayJob, cluster *rayv1.RayCluster) (*batchv1.Job, error) {
+// dashboard, with the cluster's token when its Ray requires one (auth). The
+// caller sets the owner reference.
+func SubmitterJob(job *rayv1.RayJob, cluster *rayv1.RayCluster, auth bool) (*batchv1.Job, error) {
 	var tmpl corev1.PodTemplateSpec
 	if job.Spec.SubmitterPodTemplate != nil {
 		tmpl = *job.Spec.SubmitterPodTemplate.DeepCopy()
@@ -185,7 +192,7 @@ func SubmitterJob(job *rayv1.RayJob, cluster *rayv1.RayCluster) (*batchv1.Job, e
 	if len(tmpl.Spec.Containers) == 0 {
 		return nil, fmt.Errorf("spec.submitterPodTemplate has no container")
 	}
-	if err := configureSubmitter(&tmpl.Spec.Containers[0], job, rayv1.K8sJobMode); err != nil {
+	if err := configureSubmitter(&tmpl.Spec.Containers[0], job, rayv1.K8sJobMode, cluster.Name, &cluster.Spec, auth); err != nil {
 		return nil, err
 	}
 	backoff := ptr.To[int32](defaultSubmitterBackoffLimit)
@@ -198,8 +205,10 @@ func SubmitterJob(job *rayv1.RayJob, cluster *rayv1.RayCluster) (*batchv1.Job, e
 	}, nil
 }
 
-// sidecarSubmitter builds the SidecarMode container added to the head Pod.
-func sidecarSubmitter(job *rayv1.RayJob, spec *rayv1.RayClusterSpec) (corev1.Container, error) {
+// sidecarSubmitter builds the SidecarMode container added to the head Pod of
+// the cluster named cluster (made with spec), with its token when spec asks
+// for token authentication.
+func sidecarSubmitter(job *rayv1.RayJob, cluster string, spec *rayv1.RayClusterSpec) (corev1.Container, error) {
 	c := defaultSubmitterContainer(spec)
-	return c, configureSubmitter(&c, job, rayv1.SidecarMode)
+	return c, configureSubmitter(&c, job, rayv1.SidecarMode, cluster, spec, raycluster.TokenAuth(spec, false))
 }

@@ -88,7 +88,7 @@ func TestSubmitCommandRefusesMetadataOnOldRay(t *testing.T) {
 func TestSubmitterJob(t *testing.T) {
 	j := submitterFixture()
 	cluster := newCluster("demo-xyz12", rayv1.Ready)
-	job, err := SubmitterJob(j, cluster)
+	job, err := SubmitterJob(j, cluster, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSubmitterJobKeepsATemplatesCommand(t *testing.T) {
 		}}
 		j.Spec.SubmitterConfig = &rayv1.SubmitterConfig{BackoffLimit: ptr.To[int32](0)}
 	})
-	job, err := SubmitterJob(j, newCluster("demo-xyz12", rayv1.Ready))
+	job, err := SubmitterJob(j, newCluster("demo-xyz12", rayv1.Ready), false)
 	if err != nil {
 		t.Fatal(err)
 	}

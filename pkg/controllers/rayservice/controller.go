@@ -58,6 +58,9 @@ type Options struct {
 	Resolver raydashboard.Resolver
 	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
 	NewClient func(baseURL string) ServeAPI
+	// Secrets reads the token Secrets of clusters whose Ray requires one; nil means the reconciler's
+	// client. Setup uses the manager's API reader (no informer on every Secret).
+	Secrets client.Reader
 	// ReconcilerOptions are the recorder of the RayService's events, the chain hooks, the number of
 	// workers, the clock and how often a RayService is looked at again (0 means DefaultRequeue).
 	ctrlmanager.ReconcilerOptions
@@ -109,6 +112,9 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller")
 	if o.NewClient == nil && env.PodDial != nil {
 		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial) }
+	}
+	if o.Secrets == nil {
+		o.Secrets = mgr.GetAPIReader()
 	}
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }

@@ -342,6 +342,16 @@ func (p *pass) reconcileServe(ctx context.Context, c *rayv1.RayCluster) (ready b
 		p.notReady = err.Error()
 		return false, nil
 	}
+	secrets := p.r.opts.Secrets
+	if secrets == nil {
+		secrets = p.r.client
+	}
+	token, err := raycluster.ClusterToken(ctx, p.r.client, secrets, c)
+	if err != nil {
+		p.notReady = err.Error()
+		return false, nil
+	}
+	ctx = raydashboard.WithAuthToken(ctx, token)
 	dash := p.r.opts.NewClient(base)
 	details, err := dash.GetServeApplications(ctx)
 	if err != nil {

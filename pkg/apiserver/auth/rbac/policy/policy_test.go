@@ -148,7 +148,10 @@ func TestBootstrapPolicyGrants(t *testing.T) {
 		{"controllers elect a leader", res(controllers, "update", "coordination.k8s.io", "leases", "kube-system"), true},
 		{"controllers finalize namespaces", res(controllers, "update", "", "namespaces/finalize", ""), true},
 		{"controllers read no nodes", res(controllers, "list", "", "nodes", ""), false},
-		{"controllers read no secrets", res(controllers, "get", "", "secrets", "x"), false},
+		{"controllers read a Ray token's Secret", res(controllers, "get", "", "secrets", "x"), true},
+		{"controllers list no secrets", res(controllers, "list", "", "secrets", ""), false},
+		{"controllers watch no secrets", res(controllers, "watch", "", "secrets", ""), false},
+		{"controllers update no secrets", res(controllers, "update", "", "secrets", "x"), false},
 		{"controllers grant no cluster roles", res(controllers, "create", "rbac.authorization.k8s.io", "clusterrolebindings", ""), false},
 
 		{"garbage collector deletes anything", res(gc, "delete", "ray.io", "rayclusters", "x"), true},

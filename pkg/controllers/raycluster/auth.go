@@ -1,0 +1,176 @@
+package raycluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rayctl/rayctl/pkg/rayports"
+)
+
+// Ray's token authentication, as KubeRay sets it up for spec.authOptions.mode "token" (Ray 2.52 and
+// later): every Ray process, `ray` CLI call and dashboard request of the cluster carries one token, and
+// Ray refuses gRPC calls and dashboard requests without it (its health endpoints excepted, so the
+// probes need none). The token lives in a Secret named after the cluster (key AuthTokenKey), which the
+// controller makes unless spec.authOptions.secretName names the user's own; the Ray containers, the
+// workers' GCS wait, the autoscaler and a RayJob's submitter read it from RAY_AUTH_TOKEN.
+const (
+	// AuthTokenKey is the Secret's data key that holds the token.
+	AuthTokenKey = "auth_token"
+	// EnvAuthMode and EnvAuthToken are what Ray reads: mode "token", and the token.
+	EnvAuthMode  = "RAY_AUTH_MODE"
+	EnvAuthToken = "RAY_AUTH_TOKEN"
+	// minAuthRayVersion is the first Ray with token authentication.
+	minAuthRayVersion = "2.52.0"
+)
+
+// TokenAuth reports whether the cluster's Ray requires a token: spec.authOptions.mode "token", or, on a
+// node whose pods share the host's network (hostPorts; there every local user reaches every Ray port),
+// anything but an explicit "disabled".
+func TokenAuth(spec *rayv1.RayClusterSpec, hostPorts bool) bool {
+	if spec == nil {
+		return false
+	}
+	if ao := spec.AuthOptions; ao != nil && ao.Mode != "" {
+		return ao.Mode == rayv1.AuthModeToken
+	}
+	return hostPorts
+}
+
+// OnHostPorts reports whether the cluster's Pods share the host's network, each on a block of ports
+// (its head Service records the head's block).
+func OnHostPorts(ctx context.Context, r client.Reader, c *rayv1.RayCluster) (bool, error) {
+	var svc corev1.Service
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: HeadServiceName(c)}, &svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	_, ok := rayports.FromAnnotations(svc.Annotations)
+	return ok, nil
+}
+
+// ClusterAuth reports whether c's Ray requires a token (TokenAuth, OnHostPorts).
+func ClusterAuth(ctx context.Context, r client.Reader, c *rayv1.RayCluster) (bool, error) {
+	hostPorts, err := OnHostPorts(ctx, r, c)
+	if err != nil {
+		return false, err
+	}
+	return TokenAuth(&c.Spec, hostPorts), nil
+}
+
+// AuthSecretName is the Secret holding the token of the cluster named name: spec.authOptions.secretName,
+// else the cluster's name (shortened as KubeRay shortens names).
+func AuthSecretName(name string, spec *rayv1.RayClusterSpec) string {
+	if ao := spec.AuthOptions; ao != nil && ptr.Deref(ao.SecretName, "") != "" {
+		return *ao.SecretName
+	}
+	return checkName(name)
+}
+
+// AddAuthEnv gives ctr RAY_AUTH_MODE=token and RAY_AUTH_TOKEN from the Secret secret, each unless ctr
+// sets it already.
+func AddAuthEnv(ctr *corev1.Container, secret string) {
+	if !hasEnv(ctr.Env, EnvAuthMode) {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: EnvAuthMode, Value: string(rayv1.AuthModeToken)})
+	}
+	if !hasEnv(ctr.Env, EnvAuthToken) {
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: EnvAuthToken, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: AuthTokenKey}}})
+	}
+}
+
+// ClusterToken returns the token c's dashboard requires ("" when c's Ray requires none), reading c's
+// head Service through r and its Secret through secrets. Controllers read Secrets uncached (the
+// manager's API reader): no informer holds every Secret of the cluster, and RBAC grants them get, not
+// list.
+func ClusterToken(ctx context.Context, r, secrets client.Reader, c *rayv1.RayCluster) (string, error) {
+	on, err := ClusterAuth(ctx, r, c)
+	if err != nil || !on {
+		return "", err
+	}
+	var s corev1.Secret
+	secret := AuthSecretName(c.Name, &c.Spec)
+	if err := secrets.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: secret}, &s); err != nil {
+		return "", fmt.Errorf("reading the token of RayCluster %s/%s (Secret %s): %w", c.Namespace, c.Name, secret, err)
+	}
+	token := string(s.Data[AuthTokenKey])
+	if token == "" {
+		return "", fmt.Errorf("secret %s/%s has no %s for RayCluster %s's token", c.Namespace, secret, AuthTokenKey, c.Name)
+	}
+	return token, nil
+}
+
+// validateAuth rejects what KubeRay rejects of spec.authOptions.
+func validateAuth(spec *rayv1.RayClusterSpec) error {
+	ao := spec.AuthOptions
+	if ao == nil {
+		return nil
+	}
+	k8s := ptr.Deref(ao.EnableK8sTokenAuth, false)
+	if k8s {
+		return fmt.Errorf("authOptions.enableK8sTokenAuth is not supported here: Ray would ask the API server to review the service account tokens of its callers")
+	}
+	if ao.Mode != rayv1.AuthModeToken {
+		return nil
+	}
+	if spec.RayVersion == "" {
+		return fmt.Errorf("authOptions.mode token needs spec.rayVersion %s or later", minAuthRayVersion)
+	}
+	v, err := version.ParseGeneric(spec.RayVersion)
+	if err != nil {
+		return fmt.Errorf("authOptions.mode token: spec.rayVersion %q: %v", spec.RayVersion, err)
+	}
+	if v.LessThan(version.MustParseGeneric(minAuthRayVersion)) {
+		return fmt.Errorf("authOptions.mode token needs Ray %s or later; spec.rayVersion is %s", minAuthRayVersion, spec.RayVersion)
+	}
+	return nil
+}
+
+// authSecret is the Secret the controller makes for c's token: a random 32 bytes in base64, labelled
+// with the cluster and owned by it.
+func authSecret(c *rayv1.RayCluster) (*corev1.Secret, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: AuthSecretName(c.Name, &c.Spec), Namespace: c.Namespace,
+			Labels: map[string]string{LabelCluster: c.Name}, OwnerReferences: []metav1.OwnerReference{ownerRef(c)}},
+		StringData: map[string]string{AuthTokenKey: base64.StdEncoding.EncodeToString(b)},
+	}, nil
+}
+
+// reconcileAuthSecret makes c's token Secret when c asks for token authentication with a token of the
+// controller's making (no authOptions.secretName), before any Pod that reads it.
+func (r *Reconciler) reconcileAuthSecret(ctx context.Context, c *rayv1.RayCluster) error {
+	if !TokenAuth(&c.Spec, r.ports != nil) || (c.Spec.AuthOptions != nil && ptr.Deref(c.Spec.AuthOptions.SecretName, "") != "") {
+		return nil
+	}
+	name := AuthSecretName(c.Name, &c.Spec)
+	err := r.secrets.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, &corev1.Secret{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	s, err := authSecret(c)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	r.hooks.Wrote(ctx, s, "create")
+	return nil
+}
