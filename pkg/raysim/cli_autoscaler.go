@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/rayctl/rayctl/pkg/raysim/autoscaler"
-	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 )
 
 // cmdKubeRayAutoscaler is `ray kuberay-autoscaler --cluster-name N --cluster-namespace NS`, the
@@ -51,6 +50,10 @@ func cmdKubeRayAutoscaler(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raysim:", err)
 		return 1
 	}
+	token, ok := clientToken(stderr)
+	if !ok {
+		return 1
+	}
 	period := autoscaler.DefaultPeriod
 	if v := os.Getenv("AUTOSCALER_UPDATE_INTERVAL_S"); v != "" {
 		s, err := strconv.ParseFloat(v, 64)
@@ -61,7 +64,7 @@ func cmdKubeRayAutoscaler(args []string, stdout, stderr io.Writer) int {
 		period = time.Duration(s * float64(time.Second))
 	}
 	a, err := autoscaler.New(autoscaler.Config{
-		Cluster: name, Namespace: ns, REST: cfg, GCS: gcs.NewClient(addr), Period: period,
+		Cluster: name, Namespace: ns, REST: cfg, GCS: newGCSClient(addr, token), Period: period,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stdout, "%s INFO autoscaler -- %s\n", time.Now().Format("2006-01-02 15:04:05,000"), fmt.Sprintf(format, args...))
 		},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 	"github.com/rayctl/rayctl/pkg/raysim/dashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
@@ -22,6 +23,25 @@ func localTempDir() string {
 		return d
 	}
 	return node.DefaultTempDir
+}
+
+// clientToken is the token raysim's clients send, as Ray's do: the one auth.Token finds when
+// RAY_AUTH_MODE=token, else "". With token mode on and no token found it says so on stderr and ok is
+// false: the command exits 1, as Ray's CLI fails then.
+func clientToken(stderr io.Writer) (token string, ok bool) {
+	token, err := auth.Token(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "raysim:", err)
+		return "", false
+	}
+	return token, true
+}
+
+// newGCSClient is a GCS client for addr that sends token.
+func newGCSClient(addr, token string) *gcs.Client {
+	c := gcs.NewClient(addr)
+	c.Token = token
+	return c
 }
 
 // resolveGCS finds the GCS address: the flag, else $RAY_ADDRESS (when it is
@@ -57,12 +77,16 @@ func cmdHealthCheck(args []string, stdout, stderr io.Writer) int {
 	if f.str("component") != "" {
 		fmt.Fprintf(stderr, "raysim: warning: ray health-check: --component=%s is not checked separately; checking the GCS\n", f.str("component"))
 	}
+	token, ok := clientToken(stderr)
+	if !ok {
+		return 1
+	}
 	addr, err := resolveGCS(f.str("address"))
 	if err != nil {
 		fmt.Fprintln(stderr, "raysim:", err)
 		return 1
 	}
-	if err := waitHealthy(gcs.NewClient(addr), time.Duration(envInt(healthCheckWaitEnv, 45))*time.Second); err != nil {
+	if err := waitHealthy(newGCSClient(addr, token), time.Duration(envInt(healthCheckWaitEnv, 45))*time.Second); err != nil {
 		fmt.Fprintf(stderr, "raysim: GCS at %s is not healthy: %v\n", addr, err)
 		return 1
 	}
@@ -102,6 +126,10 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raysim:", err)
 		return 2
 	}
+	token, ok := clientToken(stderr)
+	if !ok {
+		return 1
+	}
 	addr, err := resolveGCS(f.str("address"))
 	if err != nil {
 		fmt.Fprintln(stderr, "raysim:", err)
@@ -109,10 +137,12 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := gcs.NewClient(addr)
+	c := newGCSClient(addr, token)
 	if info, err := c.Info(ctx); err == nil && info.DashboardURL != "" {
 		// The head's dashboard knows the pending jobs' demands too.
-		if report, err := jobs.NewClient(info.DashboardURL).StatusReport(ctx); err == nil && report != "" {
+		dash := jobs.NewClient(info.DashboardURL)
+		dash.Token = token
+		if report, err := dash.StatusReport(ctx); err == nil && report != "" {
 			fmt.Fprintln(stdout, report)
 			return 0
 		}

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 )
@@ -21,8 +20,8 @@ import (
 // resolveDashboard finds the Jobs API URL: the flag, else
 // $RAY_API_SERVER_ADDRESS, $RAY_DASHBOARD_ADDRESS, $RAY_ADDRESS. A URL is used
 // as is; HOST:PORT is a GCS address whose dashboard the GCS names (falling
-// back to http://HOST:PORT); "auto" or nothing means the head on this machine.
-func resolveDashboard(flagAddr string) (string, error) {
+// back to http://HOST:PORT); "auto" or nothing means the head on this machine. token is sent to the GCS.
+func resolveDashboard(flagAddr, token string) (string, error) {
 	addr := flagAddr
 	for _, env := range []string{"RAY_API_SERVER_ADDRESS", "RAY_DASHBOARD_ADDRESS", "RAY_ADDRESS"} {
 		if addr != "" {
@@ -41,7 +40,7 @@ func resolveDashboard(flagAddr string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if info, err := gcs.NewClient(withDefaultPort(addr, defaultGCSPort)).Info(ctx); err == nil && info.DashboardURL != "" {
+	if info, err := newGCSClient(withDefaultPort(addr, defaultGCSPort), token).Info(ctx); err == nil && info.DashboardURL != "" {
 		return info.DashboardURL, nil
 	}
 	return "http://" + addr, nil
@@ -108,12 +107,17 @@ func cmdJob(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "raysim: warning: ray job %s: ignoring --%s (not implemented by raysim)\n", sub, ignored)
 		}
 	}
-	base, err := resolveDashboard(f.str("address"))
+	token, ok := clientToken(stderr)
+	if !ok {
+		return 1
+	}
+	base, err := resolveDashboard(f.str("address"), token)
 	if err != nil {
 		fmt.Fprintln(stderr, "raysim:", err)
 		return 1
 	}
 	c := jobs.NewClient(base)
+	c.Token = token
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "Job submission server address: %s\n", base)

@@ -63,6 +63,13 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "raysim: ray start: --head and --address cannot be used together")
 		return 2
 	}
+	// With RAY_AUTH_MODE=token a node needs the cluster's token: the head requires it of every
+	// caller, a worker sends it to the GCS. Checked before going to the background, so that the
+	// error is seen.
+	token, ok := clientToken(stderr)
+	if !ok {
+		return 1
+	}
 	if !f.isSet("block") {
 		return daemonize(args, head, f.str("temp-dir"), stdout, stderr)
 	}
@@ -117,7 +124,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 			Resources: res, TempDir: tempDir, WriteInfo: true,
 			HeartbeatPeriod: period,
 			NodeTimeout:     period * time.Duration(envInt("RAY_health_check_failure_threshold", 5)),
-			Version:         Version, Logf: logger.Printf,
+			Version:         Version, AuthToken: token, Logf: logger.Printf,
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, "raysim: ray start --head:", err)
@@ -139,7 +146,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		ServePort: defaultServePort, HeadServePort: defaultServePort,
 		Resources:        res,
 		ReconnectTimeout: time.Duration(envInt("RAY_gcs_rpc_server_reconnect_timeout_s", 60)) * time.Second,
-		Version:          Version, Logf: logger.Printf,
+		Version:          Version, AuthToken: token, Logf: logger.Printf,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

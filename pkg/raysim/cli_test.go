@@ -36,7 +36,8 @@ func newCluster(t *testing.T, extraEnv ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), "RAYSIM_TEST_AS_RAY=1", "RAYSIM_BIND_HOST=127.0.0.1", "RAY_TMPDIR="+dir,
-		"RAY_ADDRESS=", "RAY_API_SERVER_ADDRESS=", "RAY_DASHBOARD_ADDRESS=", "RAY_health_check_period_ms=100")
+		"RAY_ADDRESS=", "RAY_API_SERVER_ADDRESS=", "RAY_DASHBOARD_ADDRESS=", "RAY_health_check_period_ms=100",
+		"RAY_AUTH_MODE=", "RAY_AUTH_TOKEN=", "RAY_AUTH_TOKEN_PATH=")
 	return &cluster{t: t, tempDir: dir, env: append(env, extraEnv...)}
 }
 

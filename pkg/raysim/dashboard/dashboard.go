@@ -31,11 +31,15 @@ type Head struct {
 	GCSHealthy func() bool
 	// Serve is the cluster's Serve instance; nil means the Serve API answers 501.
 	Serve *serve.Serve
+	// TokenAuth says the dashboard requires Ray's token (RAY_AUTH_MODE=token), as
+	// /api/authentication_mode reports; the check itself is the server's middleware.
+	TokenAuth bool
 }
 
 // Handler returns the dashboard's routes:
 //
 //	GET    /api/version
+//	GET    /api/authentication_mode   {"authentication_mode": "token" or "disabled"}
 //	GET    /api/gcs_healthz
 //	GET    /api/cluster_status
 //	POST   /api/jobs/                 submit
@@ -56,6 +60,13 @@ func (h *Head) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, h.Version)
+	})
+	mux.HandleFunc("GET /api/authentication_mode", func(w http.ResponseWriter, r *http.Request) {
+		mode := "disabled"
+		if h.TokenAuth {
+			mode = "token"
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"authentication_mode": mode})
 	})
 	mux.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, r *http.Request) {
 		if h.GCSHealthy != nil && !h.GCSHealthy() {

@@ -17,6 +17,8 @@ type Client struct {
 	Address string
 	// HTTP is the client used; nil means one with a 5 s timeout.
 	HTTP *http.Client
+	// Token, when set, is sent with every call (a GCS started with RAY_AUTH_MODE=token requires it).
+	Token string
 }
 
 // NewClient returns a client for the GCS at address (host:port).
@@ -41,6 +43,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		Timeout:     5 * time.Second,
 		MaxBody:     16 << 20,
 		StatusError: func(code int, body string) error { return &StatusError{Code: code, Body: body} },
+		Token:       c.Token,
 	}.Do(ctx, method, "http://"+c.Address+PathPrefix+path, in, out)
 }
 

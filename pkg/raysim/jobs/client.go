@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 	"github.com/rayctl/rayctl/pkg/raysim/internal/httpjson"
 	"github.com/rayctl/rayctl/pkg/raysim/internal/wsock"
 )
@@ -20,6 +21,9 @@ type Client struct {
 	BaseURL string
 	// HTTP is the client used; nil means one with a 10 s timeout.
 	HTTP *http.Client
+	// Token, when set, is sent with every call (a dashboard started with RAY_AUTH_MODE=token
+	// requires it).
+	Token string
 }
 
 // NewClient returns a client for the dashboard at baseURL.
@@ -56,6 +60,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		Timeout:     10 * time.Second,
 		MaxBody:     256 << 20,
 		StatusError: func(code int, body string) error { return &HTTPError{Code: code, Body: body} },
+		Token:       c.Token,
 	}.Do(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, in, out)
 }
 
@@ -127,7 +132,9 @@ func (c *Client) Tail(ctx context.Context, id string, emit func(string)) error {
 	if err != nil {
 		return err
 	}
-	conn, err := wsock.Dial(ctx, u)
+	hdr := http.Header{}
+	auth.SetHeader(hdr, c.Token)
+	conn, err := wsock.Dial(ctx, u, hdr)
 	if err != nil {
 		return c.pollTail(ctx, id, emit)
 	}

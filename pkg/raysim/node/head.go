@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 	"github.com/rayctl/rayctl/pkg/raysim/dashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
@@ -50,6 +51,11 @@ type HeadConfig struct {
 	StopGrace time.Duration
 	// Version is the raysim version reported by /api/version.
 	Version string
+	// AuthToken, when set, is the cluster's token (Ray's RAY_AUTH_MODE=token): the GCS, the
+	// dashboard and the agent refuse callers without it, but for the dashboard's and the agent's
+	// open paths (health checks). The metrics page and Serve's proxy stay open, as in Ray. Empty
+	// means no authentication.
+	AuthToken string
 	// Logf receives the head's log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -144,12 +150,12 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	}
 	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Serve: h.serve, Version: jobs.VersionResponse{
 		Version: jobs.APIVersion, RayVersion: cfg.Version + "+raysim", RayCommit: "raysim", SessionName: h.session,
-	}}
+	}, TokenAuth: cfg.AuthToken != ""}
 	agent := &dashboard.Agent{Healthy: func() bool { return true }}
 	handlers := map[string]http.Handler{
-		"gcs":       gcs.Handler(h.table, h.clusterInfo, h.jobs.PendingDemands),
-		"dashboard": dash.Handler(),
-		"agent":     agent.Handler(),
+		"gcs":       auth.Require(cfg.AuthToken, auth.Paths{})(gcs.Handler(h.table, h.clusterInfo, h.jobs.PendingDemands)),
+		"dashboard": auth.Require(cfg.AuthToken, auth.DashboardOpen)(dash.Handler()),
+		"agent":     auth.Require(cfg.AuthToken, auth.AgentOpen)(agent.Handler()),
 		"metrics":   dashboard.MetricsHandler(func() []dashboard.Metric { return headMetrics(dash) }),
 	}
 	for name, l := range lis {

@@ -3,11 +3,15 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
+	"github.com/rayctl/rayctl/pkg/raysim/internal/wsock"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
 )
@@ -166,4 +170,97 @@ func TestHeadInfoFile(t *testing.T) {
 	if _, err := ReadHeadInfo(dir); err == nil {
 		t.Fatal("head info survives Close")
 	}
+}
+
+// TestTokenAuth: a head with a token refuses a worker without it at once (no waiting out the
+// reconnect timeout), takes one with it, and the worker's agent requires the token but for its
+// health checks; the metrics pages stay open.
+func TestTokenAuth(t *testing.T) {
+	h := testHead(t, HeadConfig{Resources: resource.Set{"CPU": 1}, AuthToken: "tok"})
+	for _, token := range []string{"", "wrong"} {
+		start := time.Now()
+		_, err := StartWorker(context.Background(), WorkerConfig{GCSAddress: h.GCSAddress(), BindHost: "127.0.0.1",
+			Resources: resource.Set{"CPU": 1}, ReconnectTimeout: 20 * time.Second, AuthToken: token})
+		if err == nil || time.Since(start) > 10*time.Second {
+			t.Fatalf("worker with token %q: %v after %s", token, err, time.Since(start))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := StartWorker(ctx, WorkerConfig{GCSAddress: h.GCSAddress(), BindHost: "127.0.0.1", Resources: resource.Set{"CPU": 1},
+		HeartbeatPeriod: 50 * time.Millisecond, AuthToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if alive(h) != 2 {
+		t.Fatalf("alive nodes: %d", alive(h))
+	}
+	get := func(url, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		url, token string
+		want       int
+	}{
+		{"http://" + w.AgentAddress() + "/api/local_raylet_healthz", "", 200},
+		{"http://" + w.AgentAddress() + "/api/healthz", "", 200},
+		{"http://" + w.AgentAddress() + "/api/other", "", 401},
+		{"http://" + w.AgentAddress() + "/api/other", "tok", 404},
+		{"http://" + w.MetricsAddress() + "/metrics", "", 200},
+		{"http://" + h.MetricsAddress() + "/metrics", "", 200},
+		{"http://" + h.AgentAddress() + "/api/local_raylet_healthz", "", 200},
+		{"http://" + h.GCSAddress() + gcs.PathPrefix + "/health", "", 401},
+		{"http://" + h.GCSAddress() + gcs.PathPrefix + "/nodes", "wrong", 403},
+		{"http://" + h.GCSAddress() + gcs.PathPrefix + "/nodes", "tok", 200},
+		{h.DashboardURL() + "/api/gcs_healthz", "", 200},
+		{h.DashboardURL() + "/api/version", "", 401},
+		{h.DashboardURL() + "/api/version", "tok", 200},
+	} {
+		if got := get(tc.url, tc.token); got != tc.want {
+			t.Errorf("GET %s with token %q: %d, want %d", tc.url, tc.token, got, tc.want)
+		}
+	}
+	if r, err := http.Get(h.DashboardURL() + "/api/authentication_mode"); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"authentication_mode":"token"}` {
+			t.Errorf("/api/authentication_mode: %d %s", r.StatusCode, b)
+		}
+	}
+	// A Jobs client with the token submits and follows the logs through the WebSocket.
+	c := jobs.NewClient(h.DashboardURL())
+	if _, err := c.List(ctx); err == nil {
+		t.Fatal("listing jobs without the token succeeded")
+	}
+	c.Token = "tok"
+	resp, err := c.Submit(ctx, jobs.SubmitRequest{Entrypoint: "echo authed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs string
+	if err := c.Tail(ctx, resp.SubmissionID, func(s string) { logs += s }); err != nil || logs != "authed\n" {
+		t.Fatalf("tail: %q %v", logs, err)
+	}
+	// The tail's WebSocket handshake carries the token (Tail would fall back to polling without).
+	u, _ := url.Parse(h.DashboardURL() + "/api/jobs/" + resp.SubmissionID + "/logs/tail")
+	if _, err := wsock.Dial(ctx, u, nil); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("WebSocket without the token: %v", err)
+	}
+	conn, err := wsock.Dial(ctx, u, http.Header{"Authorization": {"Bearer tok"}})
+	if err != nil {
+		t.Fatalf("WebSocket with the token: %v", err)
+	}
+	conn.Close()
 }

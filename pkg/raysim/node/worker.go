@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 	"github.com/rayctl/rayctl/pkg/raysim/dashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
@@ -41,6 +42,10 @@ type WorkerConfig struct {
 	ReconnectTimeout time.Duration
 	// Version is reported to the GCS.
 	Version string
+	// AuthToken, when set, is the cluster's token (Ray's RAY_AUTH_MODE=token): the worker sends it
+	// to the GCS, and its agent refuses callers without it but for its health checks. Empty means
+	// no authentication.
+	AuthToken string
 	// Logf receives log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -80,6 +85,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, client: gcs.NewClient(cfg.GCSAddress), addrs: map[string]string{}, done: make(chan struct{})}
 	w.client.HTTP.Timeout = 3 * time.Second
+	w.client.Token = cfg.AuthToken
 
 	// Wait for the GCS, as a raylet does on start.
 	deadline := time.Now().Add(cfg.ReconnectTimeout)
@@ -90,6 +96,10 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if refused(err) {
+			// Waiting does not help: the GCS wants another token (or one where none was sent).
+			return nil, fmt.Errorf("the GCS at %s refused this node: %w (is RAY_AUTH_MODE=token set with the cluster's token?)", cfg.GCSAddress, err)
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%w: GCS at %s did not answer within %s: %v", ErrHeadLost, cfg.GCSAddress, cfg.ReconnectTimeout, err)
@@ -140,7 +150,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 
 	agent := &dashboard.Agent{Healthy: w.healthy.Load}
 	handlers := map[string]http.Handler{
-		"agent": agent.Handler(),
+		"agent": auth.Require(cfg.AuthToken, auth.AgentOpen)(agent.Handler()),
 		"metrics": dashboard.MetricsHandler(func() []dashboard.Metric {
 			out := []dashboard.Metric{{Name: "raysim_node_registered", Help: "1 while the node is registered with a live GCS.", Value: b2f(w.healthy.Load())}}
 			for _, k := range total.Names() {
@@ -171,6 +181,12 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		go func() { defer w.wg.Done(); w.followHeadProxy(hbCtx, host) }()
 	}
 	return w, nil
+}
+
+// refused reports whether err is the GCS turning a caller away for its token (401 or 403).
+func refused(err error) bool {
+	var se *gcs.StatusError
+	return errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden)
 }
 
 func b2f(b bool) float64 {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 )
 
 // Caller makes the calls of one client.
@@ -21,6 +23,8 @@ type Caller struct {
 	MaxBody int64
 	// StatusError makes the error returned for an answer that is not 2xx, from its status code and body.
 	StatusError func(code int, body string) error
+	// Token, when set, is sent as "Authorization: Bearer <token>" (Ray's token authentication).
+	Token string
 }
 
 // Do sends a method request to url, with in as its JSON body unless in is nil, and decodes a 2xx answer
@@ -41,6 +45,7 @@ func (c Caller) Do(ctx context.Context, method, url string, in, out any) error {
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	auth.SetHeader(req.Header, c.Token)
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: c.Timeout}

@@ -81,8 +81,9 @@ func Upgrade(w http.ResponseWriter, r *http.Request) (*Conn, error) {
 	return &Conn{c: c, br: rw.Reader}, nil
 }
 
-// Dial opens a WebSocket to u (http, https is not supported; ws is accepted).
-func Dial(ctx context.Context, u *url.URL) (*Conn, error) {
+// Dial opens a WebSocket to u (http, https is not supported; ws is accepted), sending header's
+// fields (nil: none) with the handshake.
+func Dial(ctx context.Context, u *url.URL, header http.Header) (*Conn, error) {
 	host := u.Host
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "80")
@@ -99,7 +100,9 @@ func Dial(ctx context.Context, u *url.URL) (*Conn, error) {
 	_, _ = rand.Read(kb)
 	key := base64.StdEncoding.EncodeToString(kb)
 	path := u.RequestURI()
-	req := "GET " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	var extra strings.Builder
+	_ = header.Write(&extra)
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n" + extra.String() + "\r\n"
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	} else {
