@@ -5,6 +5,9 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,22 +38,20 @@ func (r *Reconciler) headBlock(ctx context.Context, c *rayv1.RayCluster, svc *co
 // blocksInUse are the blocks the cache's Pods and Services record.
 func (r *Reconciler) blocksInUse(ctx context.Context) (map[rayports.Block]bool, error) {
 	used := map[rayports.Block]bool{}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range pods.Items {
-		if b, ok := rayports.FromAnnotations(pods.Items[i].Annotations); ok {
-			used[b] = true
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}} {
+		if err := r.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
 		}
-	}
-	var svcs corev1.ServiceList
-	if err := r.client.List(ctx, &svcs, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range svcs.Items {
-		if b, ok := rayports.FromAnnotations(svcs.Items[i].Annotations); ok {
-			used[b] = true
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(metav1.Object); ok {
+				if b, ok := rayports.FromAnnotations(obj.GetAnnotations()); ok {
+					used[b] = true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return used, nil
