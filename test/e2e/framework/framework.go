@@ -210,7 +210,7 @@ func (in *Instance) Cleanup(t testing.TB) {
 		// A namespace left mounted outlives the data dir, and its bridge's subnet may be handed to a
 		// later instance.
 		t.Errorf("after the purge, the instance's node network namespace is still mounted (unmounted now): %s", ns)
-		if err := syscall.Unmount(ns, syscall.MNT_DETACH); err != nil {
+		if err := unmountDetached(ns); err != nil {
 			t.Log(err)
 		}
 	}
