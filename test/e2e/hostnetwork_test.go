@@ -50,8 +50,8 @@ func TestHostNetworkMode(t *testing.T) {
 // hostNetworkRayJob runs the RayJob sample (with entrypoint, when set) on in, started with
 // --pod-network=host, and checks what TestHostNetworkMode says; root's instance runs the lot.
 func hostNetworkRayJob(t *testing.T, ctx context.Context, in *framework.Instance, entrypoint string) {
-	if out := in.Output.String(); !strings.Contains(out, "pods: the host's network (--pod-network=host)") {
-		t.Fatalf("rayctl up --pod-network=host does not say pods share the host's network:\n%s", out)
+	if out := in.Output.String(); !strings.Contains(out, "pods: the host's network (--pod-network=host)") || !strings.Contains(out, "requires its token") {
+		t.Fatalf("rayctl up --pod-network=host does not say pods share the host's network, and what that means for Ray:\n%s", out)
 	}
 	e := realRaySetup(t, in)
 	job := realJob(t, "hostnet", rayv1.K8sJobMode)
