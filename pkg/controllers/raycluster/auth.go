@@ -47,19 +47,34 @@ func TokenAuth(spec *rayv1.RayClusterSpec, hostPorts bool) bool {
 	return hostPorts
 }
 
-// OnHostPorts reports whether the cluster's Pods share the host's network, each on a block of ports
-// (its head Service records the head's block).
-func OnHostPorts(ctx context.Context, r client.Reader, c *rayv1.RayCluster) (bool, error) {
+// ExistingHeadService returns c's head Service as r reads it, nil while there is none.
+func ExistingHeadService(ctx context.Context, r client.Reader, c *rayv1.RayCluster) (*corev1.Service, error) {
 	var svc corev1.Service
 	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: HeadServiceName(c)}, &svc)
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, nil
+		return nil, nil
 	case err != nil:
-		return false, err
+		return nil, err
+	}
+	return &svc, nil
+}
+
+// RecordsHostPorts reports whether a head Service records its head's block of ports: the cluster's
+// Pods share the host's network, each on a block of its own.
+func RecordsHostPorts(svc *corev1.Service) bool {
+	if svc == nil {
+		return false
 	}
 	_, ok := rayports.FromAnnotations(svc.Annotations)
-	return ok, nil
+	return ok
+}
+
+// OnHostPorts reports whether the cluster's Pods share the host's network, each on a block of ports
+// (RecordsHostPorts of its head Service).
+func OnHostPorts(ctx context.Context, r client.Reader, c *rayv1.RayCluster) (bool, error) {
+	svc, err := ExistingHeadService(ctx, r, c)
+	return RecordsHostPorts(svc), err
 }
 
 // ClusterAuth reports whether c's Ray requires a token (TokenAuth, OnHostPorts).

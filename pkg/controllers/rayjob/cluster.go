@@ -21,7 +21,6 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
-	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
 // errSelectedClusterMissing: the RayCluster named by spec.clusterSelector does
@@ -146,7 +145,7 @@ func (p *pass) deleteCluster(ctx context.Context) (bool, error) {
 func (p *pass) statusDashboardURL(ctx context.Context, cluster *rayv1.RayCluster) (string, error) {
 	name := clusterHeadServiceName(cluster)
 	port := dashboardContainerPort(&cluster.Spec)
-	svc, err := p.clusterHeadService(ctx, cluster)
+	svc, err := raycluster.ExistingHeadService(ctx, p.r.client, cluster)
 	if err != nil {
 		return "", err
 	}
@@ -156,25 +155,12 @@ func (p *pass) statusDashboardURL(ctx context.Context, cluster *rayv1.RayCluster
 				continue
 			}
 			port = sp.Port
-			if _, ok := rayports.FromAnnotations(svc.Annotations); ok && sp.TargetPort.IntVal > 0 {
+			if raycluster.RecordsHostPorts(svc) && sp.TargetPort.IntVal > 0 {
 				return fmt.Sprintf("127.0.0.1:%d", sp.TargetPort.IntVal), nil
 			}
 		}
 	}
 	return fmt.Sprintf("%s.%s.svc.%s:%d", name, cluster.Namespace, p.r.opts.ClusterDomain, port), nil
-}
-
-// clusterHeadService is the cluster's own head Service, nil while there is none.
-func (p *pass) clusterHeadService(ctx context.Context, cluster *rayv1.RayCluster) (*corev1.Service, error) {
-	svc := &corev1.Service{}
-	err := p.r.client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: clusterHeadServiceName(cluster)}, svc)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return svc, nil
 }
 
 // jobsAPI returns a client for the cluster's dashboard, and ctx carrying the
@@ -201,18 +187,15 @@ func (p *pass) reconcileHeadService(ctx context.Context, cluster *rayv1.RayClust
 	want := p.headService(cluster)
 	// Where pods share the host's network, the cluster's head Service points its ports at the head's
 	// own (rayports); this one points at the same.
-	svc, err := p.clusterHeadService(ctx, cluster)
+	svc, err := raycluster.ExistingHeadService(ctx, p.r.client, cluster)
 	if err != nil {
 		return err
 	}
-	onHostPorts := false
-	if svc != nil {
-		if _, ok := rayports.FromAnnotations(svc.Annotations); ok {
-			onHostPorts = true
-			want.Spec.Ports = svc.DeepCopy().Spec.Ports
-			if svc.Spec.ClusterIP != corev1.ClusterIPNone {
-				want.Spec.ClusterIP = "" // an IP of its own, as the cluster's (raycluster's placeServicePorts)
-			}
+	onHostPorts := raycluster.RecordsHostPorts(svc)
+	if onHostPorts {
+		want.Spec.Ports = svc.DeepCopy().Spec.Ports
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			want.Spec.ClusterIP = "" // an IP of its own, as the cluster's (raycluster's placeServicePorts)
 		}
 	}
 	have := &corev1.Service{}

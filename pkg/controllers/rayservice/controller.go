@@ -93,7 +93,11 @@ type Reconciler struct {
 
 // NewReconciler returns a reconciler that reads and writes through c.
 func NewReconciler(c client.Client, opts Options) *Reconciler {
-	return &Reconciler{client: c, opts: opts.withDefaults(), deleteAt: map[types.UID]map[types.UID]time.Time{},
+	opts = opts.withDefaults()
+	if opts.Secrets == nil {
+		opts.Secrets = c
+	}
+	return &Reconciler{client: c, opts: opts, deleteAt: map[types.UID]map[types.UID]time.Time{},
 		uids: map[types.NamespacedName]types.UID{}}
 }
 

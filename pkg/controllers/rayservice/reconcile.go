@@ -342,11 +342,7 @@ func (p *pass) reconcileServe(ctx context.Context, c *rayv1.RayCluster) (ready b
 		p.notReady = err.Error()
 		return false, nil
 	}
-	secrets := p.r.opts.Secrets
-	if secrets == nil {
-		secrets = p.r.client
-	}
-	token, err := raycluster.ClusterToken(ctx, p.r.client, secrets, c)
+	token, err := raycluster.ClusterToken(ctx, p.r.client, p.r.opts.Secrets, c)
 	if err != nil {
 		p.notReady = err.Error()
 		return false, nil
