@@ -9,8 +9,9 @@
 // (NodeNSPath), which the manager makes and which the host's network
 // namespace has no route into: pods reach each other and what listens for
 // them in the node namespace (Listen), and rayctl reaches pods from there
-// (DialContext). Nothing here turns on ip_forward or adds NAT rules, so pods
-// do not reach beyond the node.
+// (DialContext). Forwarding is on in the node namespace; what crosses it
+// beyond the bridge (egress, Services) is up to the nftables tables other
+// packages keep there (package nft).
 package network
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/vishvananda/netlink"
 )
@@ -56,6 +57,10 @@ func (m *Manager) ensureNode() (*netlink.Handle, netlink.Link, error) {
 		h.Close()
 		return nil, nil, fmt.Errorf("network: bringing the node namespace's loopback up: %w", err)
 	}
+	if err := Do(path, enableForwarding); err != nil {
+		h.Close()
+		return nil, nil, fmt.Errorf("network: turning on forwarding in the node namespace: %w", err)
+	}
 	br, err := m.ensureBridge(h)
 	if err != nil {
 		h.Close()
@@ -63,6 +68,13 @@ func (m *Manager) ensureNode() (*netlink.Handle, netlink.Link, error) {
 	}
 	m.node.handle = h
 	return h, br, nil
+}
+
+// enableForwarding turns IPv4 forwarding on in the calling thread's network namespace (the node's, where a
+// new namespace starts with it off): packets from pods to a Service's ClusterIP, and out to the world, are
+// routed there. What may cross is the nftables rules' business (egress, Services, NetworkPolicy).
+func enableForwarding() error {
+	return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
 }
 
 // RemoveNodeIfUnused deletes the node namespace when no pod has a network in it any more (at a clean
