@@ -14,6 +14,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controlplane"
 	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/pkg/runtime/network/egress"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 	"github.com/rayctl/rayctl/pkg/userns"
 )
@@ -61,6 +62,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	f.StringVar(&c.PodCIDR, "pod-cidr", "10.244.0.0/16", "the range pod IPs come from")
 	f.StringVar(&c.Bridge, "bridge", "rayctl0", "the Linux bridge pods attach to (in rayctl's node network namespace)")
 	f.StringVar(&c.PodNetwork, "pod-network", controlplane.PodNetworkAuto, "how pods are networked: auto (a network namespace each, in rayctl's node namespace, which nothing on the host reaches; as an ordinary user inside a user namespace of rayctl's own; the host's network where none can be made), sandbox (the same, or refuse to start), or host (pods share the host's network)")
+	f.StringVar(&c.PodEgress, "pod-egress", egress.Auto, "whether pods reach beyond the node: auto (on where the host has a route out and slirp4netns runs, else off), on (or refuse to start), or off (a connection out is refused at once and names outside the cluster do not resolve: for offline workshops)")
 	f.StringVar(&c.NodeName, "node-name", controlplane.DefaultNodeName(), "the name of this machine's Node")
 	f.StringToStringVar(&c.NodeCapacity, "node-capacity", nil, "what the Node advertises instead of the host's measure, e.g. cpu=8,memory=16Gi (more than the host has lets samples sized for a bigger machine schedule, and overcommits it)")
 	f.BoolVar(&c.Kubelet, "kubelet", true, "run this machine's kubelet and the binder that schedules pods onto it")

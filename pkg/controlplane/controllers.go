@@ -201,6 +201,7 @@ func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
 	opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
 	opts.PodDial = cp.dialPods
 	opts.HostNetworkPods = cp.sandbox.Mode == SandboxHost
+	opts.OfflinePods = cp.podsOffline()
 	if hostRay := cp.rt.HostRay; hostRay != nil {
 		opts.HostRayVersion = func(image string) string {
 			if hostray.RunsImage(image) {

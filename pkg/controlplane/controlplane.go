@@ -33,6 +33,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/network/egress"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 	"github.com/rayctl/rayctl/pkg/userns"
@@ -54,6 +55,9 @@ type Config struct {
 	// PodNetwork is PodNetworkAuto (also when empty), PodNetworkSandbox or PodNetworkHost: see
 	// DecideSandbox.
 	PodNetwork string
+	// PodEgress is egress.Auto (also when empty), egress.On or egress.Off: whether pods reach beyond the
+	// node (see package egress).
+	PodEgress string
 	// NodeName names this machine's Node.
 	NodeName string
 	// NodeCapacity overrides what the Node advertises (cpu=8, memory=16Gi).
@@ -132,6 +136,7 @@ type ControlPlane struct {
 	podNet     atomic.Pointer[network.Manager] // the pod network, once the runtime is chosen
 	images     *preload.Runtime
 	podAPI     podAPIAddress
+	egress     *egress.Egress // pods' way out, where they have a network of their own
 	clusterDNS []string
 
 	// Components talk to the API server only; they stop before it does.
@@ -142,6 +147,9 @@ type ControlPlane struct {
 
 // New checks cfg; nothing starts until Start.
 func New(cfg Config) (*ControlPlane, error) {
+	if err := egress.CheckMode(cfg.PodEgress); err != nil {
+		return nil, err
+	}
 	if _, err := node.ParseCapacity(cfg.NodeCapacity); err != nil {
 		return nil, fmt.Errorf("--node-capacity %w", err)
 	}
@@ -237,6 +245,7 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	for _, s := range []namedStep{
 		{"ray", func() (string, error) { return rayLine(cp.rt, cp.ray, cp.cfg.Ray), nil }},
 		{"pod-api", cp.servePods},
+		{"egress", cp.startEgress},
 		{"dns", cp.startDNS},
 	} {
 		if err := cp.step(s.name, s.run); err != nil {
@@ -448,6 +457,7 @@ func (cp *ControlPlane) stopAll() {
 // shutdown stops whatever started, in reverse order, and lets go of the data dir. It may run twice.
 func (cp *ControlPlane) shutdown() {
 	cp.stopAll()
+	cp.stopEgress()
 	if cp.rt != nil {
 		cp.rt.Close()
 		if cp.rt.Network != nil {

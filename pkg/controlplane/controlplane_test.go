@@ -53,7 +53,7 @@ func TestStartReadyStop(t *testing.T) {
 				t.Errorf("no line %q in:\n%s", line, out.String())
 			}
 		}
-		if st := cp.Startup(); st.Server == "" || st.Kubeconfig != filepath.Join(dataDir, "kubeconfig") || len(st.Components) != 9 {
+		if st := cp.Startup(); st.Server == "" || st.Kubeconfig != filepath.Join(dataDir, "kubeconfig") || len(st.Components) != 10 {
 			t.Errorf("Startup() = %+v", st)
 		}
 		return cp, &out

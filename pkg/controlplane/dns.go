@@ -22,7 +22,11 @@ func (cp *ControlPlane) startDNS() (string, error) {
 		return "", err
 	}
 	gw, subnet := rt.Network.Gateway(), rt.Network.Subnet()
-	srv, err := dns.New(dns.Options{
+	var upstreams []string // nil: the host's resolvers
+	if cp.podsOffline() {
+		upstreams = []string{} // names outside the cluster do not resolve
+	}
+	srv, err := dns.New(dns.Options{Upstreams: upstreams,
 		Listen: []string{net.JoinHostPort(gw.String(), "53")}, NetNS: rt.Network.NodeNSPath(), RESTConfig: cfg,
 		// Pods have addresses in the subnet; anything else in the node namespace comes from the gateway.
 		AllowClient: func(ip net.IP) bool { return subnet.Contains(ip) && !ip.Equal(gw) },

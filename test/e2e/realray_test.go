@@ -66,6 +66,7 @@ func TestRealRay(t *testing.T) {
 		{"JobFailingEntrypoint", testRealJobFailing},
 		{"Autoscaler", testRealAutoscaler},
 		{"Service", testRealService},
+		{"KubeRaySampleWithPip", testKubeRaySampleWithPip},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, realRaySetup(t, in)) })
 	}

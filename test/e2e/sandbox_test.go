@@ -141,6 +141,14 @@ func TestLaptop(t *testing.T) {
 
 	t.Run("PodCannotWriteTheHost", func(t *testing.T) { podCannotWriteTheHost(t, ctx, in, e.ns) })
 
+	// Pods reach the world through slirp4netns, run as the user, but none of the host's own services.
+	t.Run("Egress", func(t *testing.T) {
+		if line := startupLine(in, "egress"); !strings.Contains(line, " ms  on: ") {
+			t.Fatalf("rayctl up as uid %d: egress %q, want on (slirp4netns needs /dev/net/tun mode 0666, as Debian ships it)", laptopUID, line)
+		}
+		podReachesNotTheHost(t, e, head)
+	})
+
 	t.Run("NoDoorForOtherUsers", func(t *testing.T) {
 		addrs, _ := probeListeners(t, ctx, in)
 		for _, a := range addrs {

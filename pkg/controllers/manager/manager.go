@@ -111,6 +111,8 @@ type Options struct {
 	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// HostNetworkPods is passed to the controllers as Env.HostNetworkPods.
 	HostNetworkPods bool
+	// OfflinePods is passed to the controllers as Env.OfflinePods.
+	OfflinePods bool
 	// InsufficientHint is passed to the controllers as Env.InsufficientHint.
 	InsufficientHint string
 	// Logger is the manager's logger; the zero value discards.
@@ -251,6 +253,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			VolumesDir:       opts.VolumesDir,
 			PodDial:          opts.PodDial,
 			HostNetworkPods:  opts.HostNetworkPods,
+			OfflinePods:      opts.OfflinePods,
 
 			InsufficientHint: opts.InsufficientHint,
 		}

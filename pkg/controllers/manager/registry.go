@@ -50,6 +50,9 @@ type Env struct {
 	// HostNetworkPods says the node's pods share the host's network (`rayctl up --pod-network=host`):
 	// the RayCluster controller then gives each Ray pod a block of the host's loopback ports (rayports).
 	HostNetworkPods bool
+	// OfflinePods says the node's pods reach nothing beyond it (`rayctl up --pod-egress=off`): a failed
+	// Ray job's message then says so, since a job that downloads (pip, conda, remote working dirs) cannot.
+	OfflinePods bool
 	// InsufficientHint ends the scheduler's FailedScheduling event of a pod that does not fit for want of
 	// a resource, saying what the user can do about it ("" for none).
 	InsufficientHint string

@@ -67,10 +67,18 @@ type Options struct {
 	// RayJob itself rather than its RayCluster (KubeRay's
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
 	DeleteRayJobAfterJobFinishes bool
+	// OfflinePods says the node's pods reach nothing beyond it (manager.Env.OfflinePods): a failed job's
+	// message then begins with OfflineNote.
+	OfflinePods bool
 	// ReconcilerOptions are the recorder of the RayJob's events, the chain hooks, the number of
 	// workers, the clock and the polling period of a RayJob in progress (0 means DefaultRequeue).
 	ctrlmanager.ReconcilerOptions
 }
+
+// OfflineNote begins the message of a Ray job that failed on a node whose pods reach nothing beyond it,
+// before what Ray says.
+const OfflineNote = "This node's pods are offline (rayctl up --pod-egress=off): a job that downloads (runtime_env pip or " +
+	"conda packages, a remote working_dir) cannot succeed here; start rayctl without --pod-egress=off. Ray says: "
 
 func (o Options) withDefaults() Options {
 	if o.Resolver == nil {
@@ -117,6 +125,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 		}
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
+	o.OfflinePods = o.OfflinePods || env.OfflinePods
 	if o.NewJobsAPI == nil && env.PodDial != nil {
 		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial) }
 	}

@@ -399,6 +399,27 @@ func TestStateTransitions(t *testing.T) {
 			},
 		},
 		{
+			name: "FAILED on a node whose pods are offline says so first", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
+			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusFailed, Message: &msg}},
+			setup:  func(h *harness) { h.r.opts.OfflinePods = true },
+			deploy: rayv1.JobDeploymentStatusFailed, status: rayv1.JobStatusFailed, reason: rayv1.AppFailed, message: OfflineNote + msg,
+			wantEvts: []string{"Failed"},
+		},
+		{
+			name: "SUCCEEDED on a node whose pods are offline says nothing of it", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
+			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
+			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusSucceeded, Message: ptr.To("Job finished successfully.")}},
+			setup:  func(h *harness) { h.r.opts.OfflinePods = true },
+			deploy: rayv1.JobDeploymentStatusComplete, status: rayv1.JobStatusSucceeded, message: "Job finished successfully.",
+			wantEvts: []string{"Completed"},
+			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
+				if strings.Contains(got.Status.Message, "--pod-egress") {
+					t.Errorf("message %q", got.Status.Message)
+				}
+			},
+		},
+		{
 			name: "STOPPED completes the RayJob", job: newJob(at(rayv1.JobDeploymentStatusRunning)),
 			objs:   []client.Object{newCluster("demo-xyz12", rayv1.Ready)},
 			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusStopped}},

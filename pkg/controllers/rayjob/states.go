@@ -258,6 +258,9 @@ func (p *pass) onRunning(ctx context.Context) (reconcile.Result, error) {
 	st.RayClusterStatus = cluster.Status
 	st.JobStatus = jobStatus
 	st.Message = info.Text()
+	if jobStatus == rayv1.JobStatusFailed && p.r.opts.OfflinePods {
+		st.Message = OfflineNote + st.Message
+	}
 	if ms := info.StartTime; ms != nil && *ms != 0 {
 		st.RayJobStatusInfo.StartTime = p.timestamp(time.UnixMilli(*ms))
 	}
