@@ -1,6 +1,6 @@
 // Command bench measures rayctl and writes readable tables to bench/results/.
 //
-//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|scale|all]
+//	go run ./bench -rayctl _output/bin/rayctl -out bench/results [-suite startup|pods|rayjob|load|chain|peers|scale|egress|all]
 //
 // Suite startup measures start-up and memory, idle and after a RayJob (startup.md, memory.go); suite pods
 // measures pod create -> Ready and the memory after pod churn on the fake runtime (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
@@ -9,7 +9,7 @@
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
 // peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime (scale.md, see
-// scale.go); all (the default) runs them all. Every suite also writes <suite>.json (bench/benchjson),
+// scale.go); suite egress measures pods' way out of the node (egress.md, see egress.go); all (the default) runs them all. Every suite also writes <suite>.json (bench/benchjson),
 // from which bench/report draws their plots and writes bench/results/README.md.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
@@ -36,7 +36,7 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale, egress or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suites rayjob and startup)")
@@ -72,11 +72,13 @@ func main() {
 		err = runPeers(*rayctl, *out, *runs, peers)
 	case "scale":
 		err = runScale(*rayctl, *out, scale)
+	case "egress":
+		err = runEgress(*rayctl, *out)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale))
+			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale, egress or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
