@@ -43,9 +43,10 @@ type Isolated struct {
 }
 
 // Allow is traffic some rule allows: the peer's address (the source for ingress, the destination for
-// egress) inside Net (nil: any address) and outside each of Except, to one of Ports (none: any
-// protocol and port).
+// egress) one of IPs (pods), or else inside Net (nil: any address) and outside each of Except, to one
+// of Ports (none: any protocol and port).
 type Allow struct {
+	IPs    []net.IP
 	Net    *net.IPNet
 	Except []*net.IPNet
 	Ports  []Port
@@ -70,7 +71,14 @@ func (p Port) String() string {
 // String renders the entry compactly; entries with the same rendering are the same.
 func (a Allow) String() string {
 	var b strings.Builder
-	if a.Net == nil {
+	if len(a.IPs) > 0 {
+		for i, ip := range a.IPs {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(ip.String())
+		}
+	} else if a.Net == nil {
 		b.WriteString("any")
 	} else {
 		b.WriteString(a.Net.String())
@@ -144,13 +152,13 @@ func Compile(policies []*networkingv1.NetworkPolicy, pods []*corev1.Pod, namespa
 	sort.Slice(pols, func(i, j int) bool {
 		return pols[i].Namespace+"/"+pols[i].Name < pols[j].Namespace+"/"+pols[j].Name
 	})
-	c := compiler{nsLabels: nsLabels, pods: live, memo: map[*networkingv1.NetworkPolicyPeer][]peer{}}
+	c := compiler{nsLabels: nsLabels, pods: live, memo: map[*networkingv1.NetworkPolicyPeer][]peer{}, sel: selectors{}}
 	out := &Ruleset{}
 	for _, p := range live {
 		var in, eg []Allow
 		var isIn, isEg bool
 		for _, pol := range pols {
-			if pol.Namespace != p.pod.Namespace || !matches(&pol.Spec.PodSelector, p.pod.Labels) {
+			if pol.Namespace != p.pod.Namespace || !c.sel.matches(&pol.Spec.PodSelector, p.pod.Labels) {
 				continue
 			}
 			ingress, egress := policyTypes(pol)
@@ -199,6 +207,7 @@ type compiler struct {
 	pods     []podInfo
 	// memo keeps each rule's peers, by the rule's first peer, once worked out.
 	memo map[*networkingv1.NetworkPolicyPeer][]peer
+	sel  selectors
 }
 
 // ingress is what one ingress rule of a policy in namespace ns allows to pod dst: named ports are
@@ -208,9 +217,28 @@ func (c *compiler) ingress(ns string, r networkingv1.NetworkPolicyIngressRule, d
 	if !ok {
 		return nil
 	}
+	return allows(c.peers(ns, r.From), ports)
+}
+
+// allows makes the entries allowing peers on ports: the pods' addresses in one entry, each other
+// range in one of its own.
+func allows(peers []peer, ports []Port) []Allow {
 	var out []Allow
-	for _, peer := range c.peers(ns, r.From) {
-		out = append(out, Allow{Net: peer.net, Except: peer.except, Ports: ports})
+	var ips []net.IP
+	seen := map[string]bool{}
+	for _, p := range peers {
+		if p.pod {
+			if k := p.net.IP.String(); !seen[k] {
+				seen[k] = true
+				ips = append(ips, p.net.IP)
+			}
+			continue
+		}
+		out = append(out, Allow{Net: p.net, Except: p.except, Ports: ports})
+	}
+	if len(ips) > 0 {
+		sort.Slice(ips, func(i, j int) bool { return ipLess(ips[i], ips[j]) })
+		out = append(out, Allow{IPs: ips, Ports: ports})
 	}
 	return out
 }
@@ -218,24 +246,40 @@ func (c *compiler) ingress(ns string, r networkingv1.NetworkPolicyIngressRule, d
 // egress is what one egress rule of a policy in namespace ns allows from the pods it selects. Named
 // ports are looked up in each destination pod, so a rule with one reaches pods only, each by its own number.
 func (c *compiler) egress(ns string, r networkingv1.NetworkPolicyEgressRule) []Allow {
-	var out []Allow
 	peers := c.peers(ns, r.To)
 	if !hasNamed(r.Ports) {
 		ports, _ := resolve(r.Ports, nil)
-		for _, peer := range peers {
-			out = append(out, Allow{Net: peer.net, Except: peer.except, Ports: ports})
-		}
-		return out
+		return allows(peers, ports)
 	}
-	for _, peer := range peers {
-		for _, p := range c.pods {
-			if !peer.contains(p.ip) {
-				continue
-			}
-			if ports, ok := resolve(r.Ports, p.pod); ok {
-				out = append(out, Allow{Net: p.net, Ports: ports})
+	// The destination pods, grouped by what the ports come to in each.
+	byPorts := map[string][]peer{}
+	portsOf := map[string][]Port{}
+	var keys []string
+	for _, p := range c.pods {
+		in := false
+		for _, peer := range peers {
+			if peer.contains(p.ip) {
+				in = true
+				break
 			}
 		}
+		if !in {
+			continue
+		}
+		ports, ok := resolve(r.Ports, p.pod)
+		if !ok {
+			continue
+		}
+		k := fmt.Sprint(ports)
+		if _, ok := byPorts[k]; !ok {
+			keys = append(keys, k)
+			portsOf[k] = ports
+		}
+		byPorts[k] = append(byPorts[k], peer{net: p.net, pod: true})
+	}
+	var out []Allow
+	for _, k := range keys {
+		out = append(out, allows(byPorts[k], portsOf[k])...)
 	}
 	return out
 }
@@ -244,6 +288,7 @@ func (c *compiler) egress(ns string, r networkingv1.NetworkPolicyEgressRule) []A
 type peer struct {
 	net    *net.IPNet
 	except []*net.IPNet
+	pod    bool
 }
 
 func (p peer) contains(ip net.IP) bool {
@@ -296,13 +341,13 @@ func (c *compiler) peersOf(ns string, list []networkingv1.NetworkPolicyPeer) []p
 				if pod.pod.Namespace != ns {
 					continue
 				}
-			} else if !matches(p.NamespaceSelector, c.nsLabels[pod.pod.Namespace]) {
+			} else if !c.sel.matches(p.NamespaceSelector, c.nsLabels[pod.pod.Namespace]) {
 				continue
 			}
-			if p.PodSelector != nil && !matches(p.PodSelector, pod.pod.Labels) {
+			if p.PodSelector != nil && !c.sel.matches(p.PodSelector, pod.pod.Labels) {
 				continue
 			}
-			out = append(out, peer{net: pod.net})
+			out = append(out, peer{net: pod.net, pod: true})
 		}
 	}
 	return out
@@ -367,10 +412,17 @@ func namedPort(pod *corev1.Pod, name string, proto corev1.Protocol) uint16 {
 	return 0
 }
 
-func matches(sel *metav1.LabelSelector, set labels.Set) bool {
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false // the API server validates selectors; an invalid one selects nothing
+// selectors keeps each selector of one compilation converted once.
+type selectors map[*metav1.LabelSelector]labels.Selector
+
+func (c selectors) matches(sel *metav1.LabelSelector, set labels.Set) bool {
+	s, ok := c[sel]
+	if !ok {
+		var err error
+		if s, err = metav1.LabelSelectorAsSelector(sel); err != nil {
+			s = labels.Nothing() // the API server validates selectors; an invalid one selects nothing
+		}
+		c[sel] = s
 	}
 	return s.Matches(set)
 }

@@ -4,14 +4,17 @@ package netpolicy
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
 	corev1 "k8s.io/api/core/v1"
 	"golang.org/x/sys/unix"
 
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
 )
 
@@ -26,11 +29,40 @@ type Table struct {
 
 // OpenTable opens nftables in the network namespace at nsPath (this process's own when empty).
 func OpenTable(nsPath string) (*Table, error) {
-	c, err := nft.Open(nsPath)
+	var c *nftables.Conn
+	err := network.Do(nsPath, func() error {
+		var err error
+		c, err = nftables.New(nftables.AsLasting(), nftables.WithSockOptions(bigBuffers))
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("nftables in %s: %w", nsPath, err)
 	}
 	return &Table{conn: c, ns: nsPath}, nil
+}
+
+// socketBuffer is the netlink socket's send and receive buffer: a table of a few thousand rules is one
+// transaction, sent in one message, with an acknowledgement per rule to read back.
+const socketBuffer = 16 << 20
+
+// bigBuffers raises the socket's buffers past the system's default maximum where the process may (it
+// has CAP_NET_ADMIN over the namespace), and as far as that maximum otherwise.
+func bigBuffers(c *netlink.Conn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], socketBuffer) != nil {
+				serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], socketBuffer))
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 // Close deletes the table and closes the connection.
@@ -62,6 +94,11 @@ func (t *Table) Write(r *Ruleset) error {
 	} {
 		base := nft.BaseChain(c, tb, dir.name, nftables.ChainTypeFilter, nftables.ChainHookForward, dir.prio, nil)
 		nft.Add(c, base, nft.Established(), nft.Accept)
+		if len(dir.pods) == 0 {
+			continue
+		}
+		// One lookup sends each isolated pod's packets to its allow chain (ip daddr vmap { … : goto … }).
+		var elems []nftables.SetElement
 		for _, iso := range dir.pods {
 			key := dir.name + "|" + allowKey(iso.Allow)
 			name, ok := chains[key]
@@ -77,8 +114,16 @@ func (t *Table) Write(r *Ruleset) error {
 				nft.Add(c, ch, nft.Reject())
 				nft.Add(c, ch, nft.Drop)
 			}
-			nft.Add(c, base, dir.own(expr.CmpOpEq, &net.IPNet{IP: iso.IP, Mask: net.CIDRMask(32, 32)}), goTo(name))
+			elems = append(elems, nftables.SetElement{Key: iso.IP.To4(), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: name}})
 		}
+		vmap := &nftables.Set{Table: tb, Anonymous: true, Constant: true, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict}
+		if err := c.AddSet(vmap, elems); err != nil {
+			return err
+		}
+		nft.Add(c, base, []nft.Expr{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: peerOffset(dir.own), Len: 4},
+			&expr.Lookup{SourceRegister: 1, SetName: vmap.Name, SetID: vmap.ID, IsDestRegSet: true, DestRegister: 0},
+		})
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("writing nftables table %s: %w", TableName, err)
@@ -96,22 +141,50 @@ func allowKey(l []Allow) string {
 
 // addRows adds the rules accepting entry a: one per port (one for any port).
 func addRows(c *nftables.Conn, ch *nftables.Chain, a Allow, peer func(op expr.CmpOp, n *net.IPNet) []nft.Expr) {
-	var addr []nft.Expr
-	if a.Net != nil && a.Net.IP.To4() != nil {
-		ones, _ := a.Net.Mask.Size()
-		if ones > 0 {
-			addr = peer(expr.CmpOpEq, a.Net)
+	// addr is made anew for each rule: an anonymous set belongs to one rule.
+	addr := func() []nft.Expr {
+		var out []nft.Expr
+		if len(a.IPs) > 0 {
+			out = ipSet(c, ch.Table, a.IPs, peerOffset(peer))
+		} else if a.Net != nil && a.Net.IP.To4() != nil {
+			if ones, _ := a.Net.Mask.Size(); ones > 0 {
+				out = peer(expr.CmpOpEq, a.Net)
+			}
 		}
-	}
-	for _, e := range a.Except {
-		addr = append(addr, peer(expr.CmpOpNeq, e)...)
+		for _, e := range a.Except {
+			out = append(out, peer(expr.CmpOpNeq, e)...)
+		}
+		return out
 	}
 	if len(a.Ports) == 0 {
-		nft.Add(c, ch, addr, nft.Accept)
+		nft.Add(c, ch, addr(), nft.Accept)
 		return
 	}
 	for _, p := range a.Ports {
-		nft.Add(c, ch, addr, nft.Proto(protoNumber(p.Protocol)), dports(p), nft.Accept)
+		nft.Add(c, ch, addr(), nft.Proto(protoNumber(p.Protocol)), dports(p), nft.Accept)
+	}
+}
+
+// peerOffset is where in the IPv4 header the peer's address is: the source's (12) when peer matches
+// sources, else the destination's (16).
+func peerOffset(peer func(op expr.CmpOp, n *net.IPNet) []nft.Expr) uint32 {
+	e := peer(expr.CmpOpEq, &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)})
+	return e[0].(*expr.Payload).Offset
+}
+
+// ipSet matches the address at off against an anonymous set holding ips (a rule's own).
+func ipSet(c *nftables.Conn, t *nftables.Table, ips []net.IP, off uint32) []nft.Expr {
+	s := &nftables.Set{Table: t, Anonymous: true, Constant: true, KeyType: nftables.TypeIPAddr}
+	elems := make([]nftables.SetElement, len(ips))
+	for i, ip := range ips {
+		elems[i] = nftables.SetElement{Key: ip.To4()}
+	}
+	if err := c.AddSet(s, elems); err != nil {
+		panic(err) // only for a malformed set, which this one is not
+	}
+	return []nft.Expr{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4},
+		&expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID},
 	}
 }
 
