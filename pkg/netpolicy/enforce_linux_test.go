@@ -11,8 +11,8 @@ import (
 	"net"
 	"os"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -205,7 +205,7 @@ func TestPoliciesInTheNodeNamespace(t *testing.T) {
 		}}))
 		n.reach("client", "web", 8080, true)
 		n.reach("stranger", "web", 8080, false)
-		n.reach("stranger", "web", 9090, true) // in 9000-9100 from any pod of the namespace
+		n.reach("stranger", "web", 9090, true)  // in 9000-9100 from any pod of the namespace
 		n.reach("outsider", "web", 8080, false) // a client, in another namespace
 		n.reach("outsider", "web", 9090, false)
 	})

@@ -146,7 +146,6 @@ type writer interface {
 	Close() error
 }
 
-
 // Describe says what a ruleset holds, for logs.
 func Describe(r *Ruleset) string {
 	return fmt.Sprintf("%d pods isolated for ingress, %d for egress, %d allow entries", len(r.Ingress), len(r.Egress), r.Rules())

@@ -11,8 +11,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
-	corev1 "k8s.io/api/core/v1"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
