@@ -133,6 +133,8 @@ type ControlPlane struct {
 	images     *preload.Runtime
 	podAPI     podAPIAddress
 	clusterDNS []string
+	// policyEnforced says the NetworkPolicy enforcer runs (the "netpolicy" step).
+	policyEnforced bool
 
 	// Components talk to the API server only; they stop before it does.
 	compCtx        context.Context
@@ -238,6 +240,7 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 		{"ray", func() (string, error) { return rayLine(cp.rt, cp.ray, cp.cfg.Ray), nil }},
 		{"pod-api", cp.servePods},
 		{"dns", cp.startDNS},
+		{"netpolicy", cp.startNetworkPolicy},
 	} {
 		if err := cp.step(s.name, s.run); err != nil {
 			return err

@@ -34,9 +34,10 @@ type Enforcer struct {
 	pods    cache.SharedIndexInformer
 	nss     cache.SharedIndexInformer
 	kick    chan struct{}
+	table   writer
 }
 
-// New makes an Enforcer; Run starts it.
+// New makes an Enforcer, with its nftables connection in the node namespace; Run starts it.
 func New(opts Options) (*Enforcer, error) {
 	if opts.Settle == 0 {
 		opts.Settle = 50 * time.Millisecond
@@ -45,8 +46,12 @@ func New(opts Options) (*Enforcer, error) {
 	if err != nil {
 		return nil, err
 	}
+	t, err := openWriter(opts.NetNS)
+	if err != nil {
+		return nil, err
+	}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	e := &Enforcer{opts: opts, factory: f, kick: make(chan struct{}, 1),
+	e := &Enforcer{opts: opts, factory: f, kick: make(chan struct{}, 1), table: t,
 		pols: f.Networking().V1().NetworkPolicies().Informer(),
 		pods: f.Core().V1().Pods().Informer(),
 		nss:  f.Core().V1().Namespaces().Informer(),
@@ -74,10 +79,7 @@ func (e *Enforcer) changed() {
 // Run writes the table once the caches are filled and again after every burst of changes, until ctx
 // ends; then it removes the table.
 func (e *Enforcer) Run(ctx context.Context) error {
-	t, err := openWriter(e.opts.NetNS)
-	if err != nil {
-		return err
-	}
+	t := e.table
 	defer t.Close()
 	e.factory.Start(ctx.Done())
 	defer e.factory.Shutdown()
@@ -150,3 +152,6 @@ type writer interface {
 func Describe(r *Ruleset) string {
 	return fmt.Sprintf("%d pods isolated for ingress, %d for egress, %d allow entries", len(r.Ingress), len(r.Egress), r.Rules())
 }
+
+// TableName is the nftables table (family ip) netpolicy owns in the node namespace.
+const TableName = "rayctl-policy"

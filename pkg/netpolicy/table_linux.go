@@ -18,8 +18,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
 )
 
-// TableName is the nftables table (family ip) netpolicy owns in the node namespace.
-const TableName = "rayctl-policy"
 
 // Table writes rulesets into the table in one network namespace.
 type Table struct {

@@ -111,6 +111,8 @@ type Options struct {
 	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// HostNetworkPods is passed to the controllers as Env.HostNetworkPods.
 	HostNetworkPods bool
+	// NetworkPolicyEnforced is passed to the controllers as Env.NetworkPolicyEnforced.
+	NetworkPolicyEnforced bool
 	// InsufficientHint is passed to the controllers as Env.InsufficientHint.
 	InsufficientHint string
 	// Logger is the manager's logger; the zero value discards.
@@ -243,14 +245,15 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			RequeueAfter:         opts.RequeueAfter,
 			ResyncPeriod:         opts.ResyncPeriod,
 			// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
-			Recorder:         events.For(name + "-controller"),
-			EventRecorderFor: events.For,
-			Hooks:            chainhooks.New(name, opts.Sink),
-			HostRayVersion:   opts.HostRayVersion,
-			RootCA:           opts.RootCA,
-			VolumesDir:       opts.VolumesDir,
-			PodDial:          opts.PodDial,
-			HostNetworkPods:  opts.HostNetworkPods,
+			Recorder:              events.For(name + "-controller"),
+			EventRecorderFor:      events.For,
+			Hooks:                 chainhooks.New(name, opts.Sink),
+			HostRayVersion:        opts.HostRayVersion,
+			RootCA:                opts.RootCA,
+			VolumesDir:            opts.VolumesDir,
+			PodDial:               opts.PodDial,
+			HostNetworkPods:       opts.HostNetworkPods,
+			NetworkPolicyEnforced: opts.NetworkPolicyEnforced,
 
 			InsufficientHint: opts.InsufficientHint,
 		}

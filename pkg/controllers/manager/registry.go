@@ -50,6 +50,9 @@ type Env struct {
 	// HostNetworkPods says the node's pods share the host's network (`rayctl up --pod-network=host`):
 	// the RayCluster controller then gives each Ray pod a block of the host's loopback ports (rayports).
 	HostNetworkPods bool
+	// NetworkPolicyEnforced says the pod network enforces NetworkPolicies (pkg/netpolicy runs): where it
+	// does not (pods on the host's network, the fake runtime), policies are stored only.
+	NetworkPolicyEnforced bool
 	// InsufficientHint ends the scheduler's FailedScheduling event of a pod that does not fit for want of
 	// a resource, saying what the user can do about it ("" for none).
 	InsufficientHint string
