@@ -18,7 +18,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
 )
 
-
 // Table writes rulesets into the table in one network namespace.
 type Table struct {
 	conn *nftables.Conn
