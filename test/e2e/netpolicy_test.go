@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
 // dialFromPod connects from inside pod ns/pod to addr with bash's /dev/tcp and says "open", "refused"
@@ -73,7 +75,31 @@ func TestNetworkPolicyEnforced(t *testing.T) {
 	if in.NodeNetNS() == "" {
 		t.Skip("pods share the host's network here: NetworkPolicies are not enforced")
 	}
-	e := raySetup(t, in)
+	denyThenAllow(t, raySetup(t, in))
+}
+
+// TestNetworkPolicyEnforcedRootless: the same as an ordinary user, where the node namespace (and its
+// nftables table) belongs to rayctl's own user namespace.
+func TestNetworkPolicyEnforcedRootless(t *testing.T) {
+	t.Parallel()
+	ctx := framework.TestContext(t, 10*time.Minute)
+	bin, err := framework.Binary()
+	must(t, "the rayctl binary", err)
+	mustReach(t, ctx, laptopUser, bin)
+	in, err := framework.StartAs(laptopUser, "--ray=sim", "--node-capacity", sharedCapacity)
+	if in != nil {
+		t.Cleanup(func() { in.Cleanup(t) })
+	}
+	must(t, "rayctl up as an ordinary user", err)
+	if !strings.Contains(in.Output.String(), "(rootless)") || !strings.Contains(in.Output.String(), "enforced in the pod network") {
+		t.Fatalf("rayctl up as an ordinary user does not run rootless with NetworkPolicies enforced:\n%s", in.Output.String())
+	}
+	denyThenAllow(t, newRayEnv(t, in))
+}
+
+// denyThenAllow is the deny-all, then allow-one-port scenario on a raysim head in e's namespace.
+func denyThenAllow(t *testing.T, e *rayEnv) {
+	in := e.in
 	c := sampleCluster(t, "guarded")
 	c.Spec.WorkerGroupSpecs = nil
 	e.createCluster(t, c)
