@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,6 +56,13 @@ func New(opts Options) (*Enforcer, error) {
 		pols: f.Networking().V1().NetworkPolicies().Informer(),
 		pods: f.Core().V1().Pods().Informer(),
 		nss:  f.Core().V1().Namespaces().Informer(),
+	}
+	// The caches keep only what policies look at.
+	if err := e.pods.SetTransform(slimPod); err != nil {
+		return nil, err
+	}
+	if err := e.nss.SetTransform(slimNamespace); err != nil {
+		return nil, err
 	}
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { e.changed() },
@@ -140,6 +148,38 @@ func (e *Enforcer) compile() *Ruleset {
 		nss = append(nss, o.(*corev1.Namespace))
 	}
 	return Compile(pols, pods, nss)
+}
+
+// slimPod keeps of a pod what policies look at: its name, namespace and labels, whether it is on the
+// host's network, its containers' ports, its phase and address.
+func slimPod(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	ports := func(cs []corev1.Container) []corev1.Container {
+		var out []corev1.Container
+		for _, c := range cs {
+			if len(c.Ports) > 0 {
+				out = append(out, corev1.Container{Name: c.Name, Ports: c.Ports})
+			}
+		}
+		return out
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Spec:       corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, Containers: ports(p.Spec.Containers), InitContainers: ports(p.Spec.InitContainers)},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
+	}, nil
+}
+
+// slimNamespace keeps a namespace's name and labels.
+func slimNamespace(o any) (any, error) {
+	n, ok := o.(*corev1.Namespace)
+	if !ok {
+		return o, nil
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, UID: n.UID, ResourceVersion: n.ResourceVersion}}, nil
 }
 
 // writer is the table (Linux) a ruleset is written to.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -127,6 +128,12 @@ func (r *NetworkPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if np == nil {
 		return ctrl.Result{}, r.deleteStale(ctx, &c, nil)
 	}
+	if err := ValidateNetworkPolicy(&c, np); err != nil {
+		// KubeRay refuses such a spec (its validation, with the InvalidRayClusterSpec Warning); here the
+		// cluster's pods still start, and it gets no NetworkPolicies until the spec is fixed.
+		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventInvalidSpec, "The RayCluster spec is invalid %s/%s: %v", c.Namespace, c.Name, err)
+		return ctrl.Result{}, nil
+	}
 	want := BuildNetworkPolicies(&c, np)
 	names := map[string]bool{}
 	for _, p := range want {
@@ -136,6 +143,57 @@ func (r *NetworkPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 	}
 	return ctrl.Result{}, r.deleteStale(ctx, &c, names)
+}
+
+// ValidateNetworkPolicy checks np against cluster c as KubeRay v1.7 does: rules only for the directions
+// the mode restricts, worker group names fit for a policy's name, and every workerGroups entry naming a
+// group of the cluster.
+func ValidateNetworkPolicy(c *rayv1.RayCluster, np *NetworkPolicyConfig) error {
+	mode := NetworkPolicyDenyAll
+	if np.Mode != nil && *np.Mode != "" {
+		mode = *np.Mode
+	}
+	switch mode {
+	case NetworkPolicyDenyAll, NetworkPolicyDenyAllIngress, NetworkPolicyDenyAllEgress:
+	default:
+		return fmt.Errorf("networkPolicy.mode %q is not one of DenyAll, DenyAllIngress, DenyAllEgress", mode)
+	}
+	check := func(where string, r *NetworkPolicyRules) error {
+		if r == nil {
+			return nil
+		}
+		if mode == NetworkPolicyDenyAllEgress && len(r.IngressRules) > 0 {
+			return fmt.Errorf("networkPolicy.%s.ingressRules cannot be set when mode is %q (ingress is not restricted)", where, mode)
+		}
+		if mode == NetworkPolicyDenyAllIngress && len(r.EgressRules) > 0 {
+			return fmt.Errorf("networkPolicy.%s.egressRules cannot be set when mode is %q (egress is not restricted)", where, mode)
+		}
+		return nil
+	}
+	if err := check("head", np.Head); err != nil {
+		return err
+	}
+	if err := check("worker", np.Worker); err != nil {
+		return err
+	}
+	groups := map[string]bool{}
+	for _, g := range c.Spec.WorkerGroupSpecs {
+		if errs := validation.IsDNS1123Label(g.GroupName); len(errs) > 0 {
+			return fmt.Errorf("worker group name %q must be a valid DNS-1123 label when networkPolicy is set (it is part of the NetworkPolicy's name): %s",
+				g.GroupName, strings.Join(errs, "; "))
+		}
+		groups[g.GroupName] = true
+	}
+	for i := range np.WorkerGroups {
+		g := &np.WorkerGroups[i]
+		if err := check(fmt.Sprintf("workerGroups[%q]", g.GroupName), &g.NetworkPolicyRules); err != nil {
+			return err
+		}
+		if !groups[g.GroupName] {
+			return fmt.Errorf("networkPolicy.workerGroups[%q] does not match any group name in workerGroupSpecs", g.GroupName)
+		}
+	}
+	return nil
 }
 
 // networkPolicyOf reads spec.networkPolicy from the stored object (nil when unset).
