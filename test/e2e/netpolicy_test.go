@@ -262,3 +262,25 @@ func TestKubeRayNetworkPolicyField(t *testing.T) {
 	noEventReason(t, e, "UnsupportedField", "networkPolicy")
 	noEventReason(t, e, "NetworkPolicyNotEnforced", "")
 }
+
+// TestNetworkPolicyNotEnforcedOnTheHostNetwork: where pods share the host's network, rayctl up says
+// policies are not enforced, and each NetworkPolicy gets a Warning saying so.
+func TestNetworkPolicyNotEnforcedOnTheHostNetwork(t *testing.T) {
+	t.Parallel()
+	in := framework.StartTest(t, "--runtime", "process", "--pod-network=host", "--ray=sim")
+	if out := in.Output.String(); !strings.Contains(out, "netpolicy") || !strings.Contains(out, "NetworkPolicies are not enforced") {
+		t.Errorf("rayctl up on the host's network does not say NetworkPolicies are not enforced:\n%s", out)
+	}
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, in)
+	_, err := in.Client.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-all"},
+		Spec:       networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+	}, metav1.CreateOptions{})
+	must(t, "creating a NetworkPolicy", err)
+	eventually(t, ctx, time.Minute, "the NetworkPolicyNotEnforced Warning", func(ctx context.Context) (bool, error) {
+		l, err := in.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+			"involvedObject.name": "deny-all", "reason": "NetworkPolicyNotEnforced"}.AsSelector().String()})
+		return err == nil && len(l.Items) > 0 && l.Items[0].Type == corev1.EventTypeWarning, err
+	})
+}
