@@ -139,13 +139,22 @@ func Compile(policies []*networkingv1.NetworkPolicy, pods []*corev1.Pod, namespa
 	for _, ns := range namespaces {
 		nsLabels[ns.Name] = ns.Labels
 	}
-	var live []podInfo
+	// One pod per address: where two claim one (a stale object beside the pod that has the address now),
+	// the newer counts.
+	byIP := map[string]podInfo{}
 	for _, p := range pods {
 		ip := net.ParseIP(p.Status.PodIP).To4()
 		if ip == nil || p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		live = append(live, podInfo{p, ip, &net.IPNet{IP: ip, Mask: net.CIDRMask(32, 32)}})
+		if old, ok := byIP[ip.String()]; ok && !old.pod.CreationTimestamp.Before(&p.CreationTimestamp) {
+			continue
+		}
+		byIP[ip.String()] = podInfo{p, ip, &net.IPNet{IP: ip, Mask: net.CIDRMask(32, 32)}}
+	}
+	live := make([]podInfo, 0, len(byIP))
+	for _, p := range byIP {
+		live = append(live, p)
 	}
 	sort.Slice(live, func(i, j int) bool { return ipLess(live[i].ip, live[j].ip) })
 	pols := slices.Clone(policies)

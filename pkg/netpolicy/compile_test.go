@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -11,7 +12,7 @@ import (
 )
 
 func testPod(ns, name, ip string, lbls map[string]string, ports ...corev1.ContainerPort) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls},
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls, CreationTimestamp: metav1.Now()},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Ports: ports}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}}
 }
@@ -43,6 +44,10 @@ func TestCompile(t *testing.T) {
 			Spec: corev1.PodSpec{HostNetwork: true}, Status: corev1.PodStatus{PodIP: "192.168.1.1"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "done", Labels: map[string]string{"app": "web"}},
 			Status: corev1.PodStatus{PodIP: "10.0.0.9", Phase: corev1.PodSucceeded}},
+		// An older object claiming db's address: db, the newer, counts.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "stale", Labels: map[string]string{"app": "web"},
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour))},
+			Status: corev1.PodStatus{PodIP: "10.0.0.4", Phase: corev1.PodRunning}},
 	}
 	web := metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	for _, c := range []struct {
