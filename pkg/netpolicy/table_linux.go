@@ -42,8 +42,9 @@ func OpenTable(nsPath string) (*Table, error) {
 // transaction, sent in one message, with an acknowledgement per rule to read back.
 const socketBuffer = 16 << 20
 
-// bigBuffers raises the socket's buffers past the system's default maximum where the process may (it
-// has CAP_NET_ADMIN over the namespace), and as far as that maximum otherwise.
+// bigBuffers raises the socket's buffers past the system's maximum (net.core.wmem_max, rmem_max) where
+// the process may (real root: CAP_NET_ADMIN in the host's user namespace), and up to that maximum
+// otherwise (a rootless rayctl, whose tables of the measured scale fit).
 func bigBuffers(c *netlink.Conn) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
