@@ -56,6 +56,7 @@ func init() {
 		setup       manager.SetupFunc
 	}{
 		{groupRay, raycluster.Name, raycluster.Setup},
+		{groupRay, raycluster.NetworkPolicyName, raycluster.SetupNetworkPolicy},
 		{groupRay, rayjob.Name, rayjob.Setup},
 		{groupRay, rayservice.Name, rayservice.Setup},
 		{groupRay, raycronjob.Name, raycronjob.Setup},
@@ -182,6 +183,7 @@ func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
 		opts.Sink = cp.recorder
 	}
 	opts.RootCA = cp.certs.ca.CertPEM()
+	opts.NetworkPolicyEnforced = cp.policyEnforced
 	if !s.ray {
 		opts.VolumesDir = cp.dir.Join("volumes")
 		if cp.cfg.Kubelet {

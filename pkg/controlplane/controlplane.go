@@ -138,6 +138,8 @@ type ControlPlane struct {
 	podAPI     podAPIAddress
 	egress     *egress.Egress // pods' way out, where they have a network of their own
 	clusterDNS []string
+	// policyEnforced says the NetworkPolicy enforcer runs (the "netpolicy" step).
+	policyEnforced bool
 
 	// Components talk to the API server only; they stop before it does.
 	compCtx        context.Context
@@ -247,6 +249,7 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 		{"pod-api", cp.servePods},
 		{"egress", cp.startEgress},
 		{"dns", cp.startDNS},
+		{"netpolicy", cp.startNetworkPolicy},
 	} {
 		if err := cp.step(s.name, s.run); err != nil {
 			return err

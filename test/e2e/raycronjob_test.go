@@ -196,7 +196,7 @@ func TestKubeRayV17Fields(t *testing.T) {
 			t.Errorf("%s was not kept", strings.Join(path, "."))
 		}
 	}
-	wanted := []string{"spec.tlsOptions", "spec.networkPolicy", "spec.gcsFaultToleranceOptions.backend: rocksdb",
+	wanted := []string{"spec.tlsOptions", "spec.gcsFaultToleranceOptions.backend: rocksdb",
 		"spec.gcsFaultToleranceOptions.storage", "spec.headGroupSpec.ingressOptions", "spec.workerGroupSpecs[].priority",
 		"spec.autoscalerOptions.command", "spec.autoscalerOptions.args"}
 	eventually(t, ctx, time.Minute, "UnsupportedField events naming each field", func(ctx context.Context) (bool, error) {

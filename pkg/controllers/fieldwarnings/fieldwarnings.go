@@ -55,7 +55,6 @@ func (f Field) String() string {
 // accepts and does not act on.
 var ClusterSpecFields = []Field{
 	{Path: "tlsOptions", Undone: "TLS between Ray's components is not set up"},
-	{Path: "networkPolicy", Undone: "no NetworkPolicies are made, and no data plane would enforce them"},
 	{Path: "historyServerOptions", Undone: "no history server collector is added"},
 	// The redis backend (the default) is acted on: the head gets its Redis.
 	{Path: "gcsFaultToleranceOptions.backend", Value: "rocksdb", Undone: "GCS fault tolerance with RocksDB is not configured (only with Redis)"},
@@ -73,6 +72,13 @@ var RayServiceFields = []Field{
 	{Path: "suspend", Undone: "the RayService is not suspended"},
 }
 
+// RayJobFields are the fields of a RayJob spec that rayctl accepts and does not act on.
+var RayJobFields = []Field{
+	// A RayCluster's own networkPolicy is acted on (pkg/controllers/raycluster); a RayJob's cluster is
+	// made from the spec as KubeRay v1.6's types read it, without the field.
+	{Path: "rayClusterSpec.networkPolicy", Undone: "the RayJob's RayCluster is made without it, so no NetworkPolicies are made for it"},
+}
+
 // kinds are the watched kinds, where each keeps a cluster spec, and the fields of its own spec
 // rayctl does not act on.
 var kinds = []struct {
@@ -81,7 +87,7 @@ var kinds = []struct {
 	own    []Field
 }{
 	{"RayCluster", []string{"spec"}, nil},
-	{"RayJob", []string{"spec", "rayClusterSpec"}, nil},
+	{"RayJob", []string{"spec", "rayClusterSpec"}, RayJobFields},
 	{"RayService", []string{"spec", "rayClusterConfig"}, RayServiceFields},
 }
 

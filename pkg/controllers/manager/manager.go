@@ -113,6 +113,8 @@ type Options struct {
 	HostNetworkPods bool
 	// OfflinePods is passed to the controllers as Env.OfflinePods.
 	OfflinePods bool
+	// NetworkPolicyEnforced is passed to the controllers as Env.NetworkPolicyEnforced.
+	NetworkPolicyEnforced bool
 	// InsufficientHint is passed to the controllers as Env.InsufficientHint.
 	InsufficientHint string
 	// Logger is the manager's logger; the zero value discards.
@@ -245,15 +247,16 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			RequeueAfter:         opts.RequeueAfter,
 			ResyncPeriod:         opts.ResyncPeriod,
 			// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
-			Recorder:         events.For(name + "-controller"),
-			EventRecorderFor: events.For,
-			Hooks:            chainhooks.New(name, opts.Sink),
-			HostRayVersion:   opts.HostRayVersion,
-			RootCA:           opts.RootCA,
-			VolumesDir:       opts.VolumesDir,
-			PodDial:          opts.PodDial,
-			HostNetworkPods:  opts.HostNetworkPods,
-			OfflinePods:      opts.OfflinePods,
+			Recorder:              events.For(name + "-controller"),
+			EventRecorderFor:      events.For,
+			Hooks:                 chainhooks.New(name, opts.Sink),
+			HostRayVersion:        opts.HostRayVersion,
+			RootCA:                opts.RootCA,
+			VolumesDir:            opts.VolumesDir,
+			PodDial:               opts.PodDial,
+			HostNetworkPods:       opts.HostNetworkPods,
+			OfflinePods:           opts.OfflinePods,
+			NetworkPolicyEnforced: opts.NetworkPolicyEnforced,
 
 			InsufficientHint: opts.InsufficientHint,
 		}

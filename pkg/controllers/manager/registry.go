@@ -53,6 +53,9 @@ type Env struct {
 	// OfflinePods says the node's pods reach nothing beyond it (`rayctl up --pod-egress=off`): a failed
 	// Ray job's message then says so, since a job that downloads (pip, conda, remote working dirs) cannot.
 	OfflinePods bool
+	// NetworkPolicyEnforced says the pod network enforces NetworkPolicies (pkg/netpolicy runs): where it
+	// does not (pods on the host's network, the fake runtime), policies are stored only.
+	NetworkPolicyEnforced bool
 	// InsufficientHint ends the scheduler's FailedScheduling event of a pod that does not fit for want of
 	// a resource, saying what the user can do about it ("" for none).
 	InsufficientHint string

@@ -1,6 +1,6 @@
 // Package nodataplane says out loud what rayctl stores but does not act on: an Ingress routes no traffic
-// (no ingress controller runs), a NetworkPolicy restricts none (the pod network does not enforce
-// policies), and the Gateway API's GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes are claimed by no
+// (no ingress controller runs), a NetworkPolicy restricts none where the pod network does not enforce
+// policies (pods on the host's network, the fake runtime), and the Gateway API's GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes are claimed by no
 // Gateway controller. Each such object gets a Warning event when it is created or its spec changes, so
 // that `kubectl describe` shows why traffic does not follow it.
 //
@@ -42,8 +42,8 @@ const (
 
 	messageIngress = "rayctl runs no ingress controller: this Ingress is stored, but no traffic is routed by it " +
 		"(reach services with `kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
-	messageNetworkPolicy = "rayctl's pod network does not enforce NetworkPolicies: this one is stored, but traffic " +
-		"to and from the pods it selects is not restricted"
+	messageNetworkPolicy = "rayctl's pods share the host's network here, where NetworkPolicies cannot be enforced: this one " +
+		"is stored, but traffic to and from the pods it selects is not restricted"
 	messageGateway = "rayctl runs no Gateway API controller: this %s is stored and validated, but no controller " +
 		"accepts it or routes traffic by it, and its status stays as the API defaults it (reach services with " +
 		"`kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
@@ -70,9 +70,10 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		obj             client.Object
 		reason, message string
 	}
-	kinds := []warned{
-		{ReasonIngress, &networkingv1.Ingress{}, ReasonIngress, messageIngress},
-		{ReasonNetworkPolicy, &networkingv1.NetworkPolicy{}, ReasonNetworkPolicy, messageNetworkPolicy},
+	kinds := []warned{{ReasonIngress, &networkingv1.Ingress{}, ReasonIngress, messageIngress}}
+	if !env.NetworkPolicyEnforced {
+		// Where the pod network enforces them (pkg/netpolicy), policies need no warning.
+		kinds = append(kinds, warned{ReasonNetworkPolicy, &networkingv1.NetworkPolicy{}, ReasonNetworkPolicy, messageNetworkPolicy})
 	}
 	for _, kind := range GatewayKinds {
 		// The Gateway API is served only where its CRDs are installed (rayctl up --gateway-api, or by

@@ -78,6 +78,9 @@ func (p *pass) newCluster(name string) (*rayv1.RayCluster, error) {
 	}
 	labels[LabelOriginName] = job.Name
 	labels[LabelOriginCRD] = originCRDRayJob
+	// KubeRay v1.7 records the submission mode on the cluster (its NetworkPolicies let a K8sJobMode
+	// job's submitter reach the dashboard).
+	labels[raycluster.LabelSubmissionMode] = string(job.Spec.SubmissionMode)
 	var annotations map[string]string
 	for k, v := range job.Annotations {
 		if k == lastAppliedAnnotation {

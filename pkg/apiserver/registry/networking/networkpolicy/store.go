@@ -1,5 +1,5 @@
-// Package networkpolicy is the registry of networking.k8s.io/v1 networkpolicies. rayctl stores them; its
-// pod network does not enforce them.
+// Package networkpolicy is the registry of networking.k8s.io/v1 networkpolicies. rayctl stores them;
+// pkg/netpolicy enforces them in the pod network.
 package networkpolicy
 
 import (
