@@ -245,6 +245,7 @@ func (w *Worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 // pullImage makes the container's image present per its pull policy, with the kubelet's events and
 // back-off. It returns a zero time when the image is ready, else when to try again.
 func (w *Worker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, r *containerRecord) time.Time {
+	ctx = runtime.WithPod(ctx, string(pod.UID))
 	now := time.Now()
 	if until := r.pull.waitUntil(w.deps.CrashBackoff, r.pull.lastUpdate, now); !until.IsZero() {
 		if r.waiting == nil || r.waiting.Reason != "ImagePullBackOff" {
@@ -436,6 +437,15 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 		Labels: map[string]string{
 			LabelPodUID: string(pod.UID), LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace,
 		},
+	}
+	if pod.Spec.RuntimeClassName != nil {
+		cfg.RuntimeClass = *pod.Spec.RuntimeClassName
+	}
+	for _, c := range pod.Spec.InitContainers {
+		cfg.Images = append(cfg.Images, c.Image)
+	}
+	for _, c := range pod.Spec.Containers {
+		cfg.Images = append(cfg.Images, c.Image)
 	}
 	for _, a := range pod.Spec.HostAliases {
 		cfg.HostAliases = append(cfg.HostAliases, runtime.HostAlias{IP: a.IP, Hostnames: a.Hostnames})
