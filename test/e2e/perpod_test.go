@@ -69,7 +69,10 @@ func TestRuntimePerPod(t *testing.T) {
 	_, err = in.Client.CoreV1().Pods(e.ns).Create(e.ctx, odd, metav1.CreateOptions{})
 	must(t, "creating the pod of an unknown class", err)
 	for _, ev := range nodeWaitEvents(t, e.ctx, in, e.ns, odd.Name, "FailedCreatePodSandBox") {
-		if ev.Reason == "FailedCreatePodSandBox" && !strings.Contains(ev.Message, `unknown RuntimeClass "gvisor": this node's runtime classes are "containerd"`) || !strings.Contains(ev.Message, `"process"`) {
+		if ev.Reason != "FailedCreatePodSandBox" {
+			continue
+		}
+		if !strings.Contains(ev.Message, `unknown RuntimeClass "gvisor": this node's runtime classes are "containerd"`) || !strings.Contains(ev.Message, `"process"`) {
 			t.Errorf("FailedCreatePodSandBox says %q", ev.Message)
 		}
 	}
