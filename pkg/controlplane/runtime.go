@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
@@ -69,7 +71,15 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: choice.Name, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {
 		return "", err
 	}
-	return choice.Reason, nil
+	client, err := kubernetes.NewForConfig(cp.server.LoopbackConfig)
+	if err != nil {
+		return "", err
+	}
+	handlers, err := publishRuntimeClasses(ctx, client, choice.Name)
+	if err != nil {
+		return "", err
+	}
+	return choice.Reason + runtimeClassLine(handlers), nil
 }
 
 // dialPods connects to a pod IP the way the node reaches pods: from inside the node network namespace

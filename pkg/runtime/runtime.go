@@ -196,12 +196,12 @@ type SandboxConfig struct {
 	// Ports are the ports the pod's containers declare (spec.containers[].ports). Where pods share the
 	// host's network, no two pods may declare one port.
 	Ports []Port `json:",omitempty"`
-	// RuntimeClass is the pod's spec.runtimeClassName ("" when it names none), and Images the images of
-	// its init containers and containers, in order. A runtime that runs each pod on one of several
-	// (package perpod) chooses by them, as a CRI runtime chooses by the RunPodSandbox request's
-	// runtime handler; the others need not look at them.
-	RuntimeClass string   `json:",omitempty"`
-	Images       []string `json:",omitempty"`
+	// RuntimeHandler is the handler of the RuntimeClass the pod's spec.runtimeClassName names ("" when
+	// it names none), and Images the images of its init containers and containers, in order. A runtime
+	// that runs each pod on one of several (package perpod) chooses by them, as a CRI runtime chooses
+	// by the RunPodSandbox request's runtime handler; the others need not look at them.
+	RuntimeHandler string   `json:",omitempty"`
+	Images         []string `json:",omitempty"`
 }
 
 // Port is a port a container declares.

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -63,17 +65,33 @@ func TestRuntimePerPod(t *testing.T) {
 	_, err = e.ray.RayV1().RayJobs(e.ns).Create(e.ctx, job, metav1.CreateOptions{})
 	must(t, "creating the RayJob", err)
 
-	// A pod of a class no runtime here handles waits, as a kubelet keeps it, with the reason.
-	odd := nodePod("odd-class", corev1.RestartPolicyNever, 0, corev1.Container{Name: "c", Image: "rayctl.local/raysim:latest", Command: []string{"true"}})
-	odd.Spec.RuntimeClassName = ptr.To("gvisor")
-	_, err = in.Client.CoreV1().Pods(e.ns).Create(e.ctx, odd, metav1.CreateOptions{})
-	must(t, "creating the pod of an unknown class", err)
-	for _, ev := range nodeWaitEvents(t, e.ctx, in, e.ns, odd.Name, "FailedCreatePodSandBox") {
-		if ev.Reason != "FailedCreatePodSandBox" {
-			continue
-		}
-		if !strings.Contains(ev.Message, `unknown RuntimeClass "gvisor": this node's runtime classes are "containerd"`) || !strings.Contains(ev.Message, `"process"`) {
-			t.Errorf("FailedCreatePodSandBox says %q", ev.Message)
+	// rayctl made a RuntimeClass per runtime, named after its handler.
+	classes, stderr, err := in.Kubectl(e.ctx, "", "get", "runtimeclasses")
+	if err != nil || !regexpMatch(`(?m)^containerd\s+containerd\s`, classes) || !regexpMatch(`(?m)^process\s+process\s`, classes) {
+		t.Errorf("kubectl get runtimeclasses: %v\n%s%s", err, classes, stderr)
+	}
+	// A pod of raysim's image that asks for the process runtime gets it.
+	asked := nodePod("asks-process", corev1.RestartPolicyNever, 0, corev1.Container{Name: "c", Image: "rayctl.local/raysim:latest", Command: []string{"ray", "--version"}})
+	asked.Spec.RuntimeClassName = ptr.To("process")
+	_, err = in.Client.CoreV1().Pods(e.ns).Create(e.ctx, asked, metav1.CreateOptions{})
+	must(t, "creating a pod of class process", err)
+	// Pods of a class that does not exist, or whose handler no runtime here has, wait without a sandbox,
+	// as a kubelet keeps them, with the reason.
+	_, err = in.Client.NodeV1().RuntimeClasses().Create(e.ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gvisor-" + e.ns}, Handler: "runsc"}, metav1.CreateOptions{})
+	must(t, "creating a RuntimeClass of handler runsc", err)
+	t.Cleanup(func() { _ = in.Client.NodeV1().RuntimeClasses().Delete(context.Background(), "e2e-gvisor-"+e.ns, metav1.DeleteOptions{}) })
+	for _, tc := range []struct{ pod, class, want string }{
+		{"no-class", "no-such-class", `runtimeclasses.node.k8s.io "no-such-class" not found (kubectl get runtimeclasses lists those that exist)`},
+		{"no-handler", "e2e-gvisor-" + e.ns, `unknown runtime handler "runsc": this node's runtime handlers are "containerd" (images, in containers) and "process"`},
+	} {
+		odd := nodePod(tc.pod, corev1.RestartPolicyNever, 0, corev1.Container{Name: "c", Image: "rayctl.local/raysim:latest", Command: []string{"true"}})
+		odd.Spec.RuntimeClassName = ptr.To(tc.class)
+		_, err = in.Client.CoreV1().Pods(e.ns).Create(e.ctx, odd, metav1.CreateOptions{})
+		must(t, "creating a pod of class "+tc.class, err)
+		for _, ev := range nodeWaitEvents(t, e.ctx, in, e.ns, odd.Name, "FailedCreatePodSandBox") {
+			if ev.Reason == "FailedCreatePodSandBox" && !strings.Contains(ev.Message, tc.want) {
+				t.Errorf("class %s: FailedCreatePodSandBox says %q, want %q", tc.class, ev.Message, tc.want)
+			}
 		}
 	}
 
@@ -96,6 +114,13 @@ func TestRuntimePerPod(t *testing.T) {
 	}
 	if !strings.HasPrefix(ids["submitter"], "containerd://") {
 		t.Errorf("the submitter's container is %q, want a containerd one", ids["submitter"])
+	}
+	framework.WaitFor(t, e.ctx, "the pod of class process to succeed", func() (bool, error) {
+		p, err := in.Client.CoreV1().Pods(e.ns).Get(e.ctx, asked.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+	if p, err := in.Client.CoreV1().Pods(e.ns).Get(e.ctx, asked.Name, metav1.GetOptions{}); err != nil || !strings.HasPrefix(containerIDOf(p), "process://") {
+		t.Errorf("the pod of class process ran in %q (%v)", containerIDOf(p), err)
 	}
 	// What kubectl shows, and the containerd namespace itself.
 	col, _, err := in.Kubectl(e.ctx, "", "get", "pod", "-n", e.ns, submitter.Name, "-o", "jsonpath={.status.containerStatuses[0].containerID}")
@@ -145,6 +170,8 @@ func containerIDOf(p *corev1.Pod) string {
 	}
 	return p.Status.ContainerStatuses[0].ContainerID
 }
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
 
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
 	"github.com/rayctl/rayctl/pkg/kubelet/probe"
@@ -438,8 +440,17 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 			LabelPodUID: string(pod.UID), LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace,
 		},
 	}
-	if pod.Spec.RuntimeClassName != nil {
-		cfg.RuntimeClass = *pod.Spec.RuntimeClassName
+	if name := pod.Spec.RuntimeClassName; name != nil && *name != "" {
+		// As a kubelet does: the class's handler names the runtime; a class that does not exist leaves
+		// the pod without a sandbox (runtimeclass.node.k8s.io "x" not found).
+		rc, err := w.deps.Client.NodeV1().RuntimeClasses().Get(ctx, *name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w (kubectl get runtimeclasses lists those that exist)", err)
+		}
+		if err != nil {
+			return err
+		}
+		cfg.RuntimeHandler = rc.Handler
 	}
 	for _, c := range pod.Spec.InitContainers {
 		cfg.Images = append(cfg.Images, c.Image)

@@ -3,9 +3,9 @@
 // containerd. The kubelet sees one runtime; each call goes to the sibling that owns the pod or
 // container, and listings merge the siblings'.
 //
-// A pod's sibling is chosen once, when its sandbox is made (see Route): by its spec.runtimeClassName
-// when it names one (the class names the sibling's handler, "process" or "containerd"; any other class
-// fails the sandbox, as a kubelet fails a pod whose RuntimeClass does not exist), else by its images.
+// A pod's sibling is chosen once, when its sandbox is made (see Route): by the handler of the
+// RuntimeClass its spec.runtimeClassName names, when it names one ("process" or "containerd"; any other
+// handler fails the sandbox, as a CRI runtime refuses a handler it lacks), else by its images.
 // The choice is written into the sandbox's labels (LabelRuntime), which the pod network keeps, so a
 // restarted rayctl finds each pod's runtime again.
 package perpod
@@ -28,10 +28,10 @@ import (
 // LabelRuntime is the sandbox label that records which sibling runs the pod (its handler).
 const LabelRuntime = "rayctl.io/runtime"
 
-// ErrUnknownClass is returned (wrapped) for a pod whose runtimeClassName names no sibling.
-var ErrUnknownClass = errors.New("unknown RuntimeClass")
+// ErrUnknownHandler is returned (wrapped) for a pod whose RuntimeClass's handler names no sibling.
+var ErrUnknownHandler = errors.New("unknown runtime handler")
 
-// Sibling is one runtime of the set and the handler name that a pod's runtimeClassName gives to ask
+// Sibling is one runtime of the set and its handler name, which a RuntimeClass's handler gives to ask
 // for it (as a Kubernetes RuntimeClass's handler names a CRI runtime handler).
 type Sibling struct {
 	// Handler is the name, e.g. "process" or "containerd".
@@ -70,7 +70,7 @@ func (r *Runtime) siblings() []*Sibling { return []*Sibling{&r.images, &r.ray} }
 // Siblings returns the runtimes routed to, the default one first.
 func (r *Runtime) Siblings() []Sibling { return []Sibling{r.images, r.ray} }
 
-// Route says which sibling runs a pod with this sandbox config: the one its RuntimeClass names; else
+// Route says which sibling runs a pod with this sandbox config: the one its runtime handler names; else
 // the Ray runtime when one of its images is Ray's (hostray.RunsImage: a pod of Ray's image with a
 // sidecar of another runs on Ray's runtime, where Ray is); else the images runtime.
 func (r *Runtime) Route(cfg runtime.SandboxConfig) (Sibling, error) {
@@ -82,15 +82,15 @@ func (r *Runtime) Route(cfg runtime.SandboxConfig) (Sibling, error) {
 }
 
 func (r *Runtime) route(cfg runtime.SandboxConfig) (*Sibling, error) {
-	if cfg.RuntimeClass != "" {
-		if s := r.byHandler(cfg.RuntimeClass); s != nil {
+	if cfg.RuntimeHandler != "" {
+		if s := r.byHandler(cfg.RuntimeHandler); s != nil {
 			return s, nil
 		}
 		var known []string
 		for _, s := range r.siblings() {
 			known = append(known, fmt.Sprintf("%q (%s)", s.Handler, s.Runs))
 		}
-		return nil, fmt.Errorf("%w %q: this node's runtime classes are %s", ErrUnknownClass, cfg.RuntimeClass, strings.Join(known, " and "))
+		return nil, fmt.Errorf("%w %q: this node's runtime handlers are %s", ErrUnknownHandler, cfg.RuntimeHandler, strings.Join(known, " and "))
 	}
 	if slices.ContainsFunc(cfg.Images, hostray.RunsImage) {
 		return &r.ray, nil

@@ -47,7 +47,7 @@ func newFakes(t *testing.T) *Runtime {
 	return r
 }
 
-// TestRoute is the rule a pod's runtime is chosen by: its runtimeClassName when it names one, else
+// TestRoute is the rule a pod's runtime is chosen by: its RuntimeClass's handler when it has one, else
 // Ray's images on the process runtime and every other image (raysim's included) on containerd.
 func TestRoute(t *testing.T) {
 	r := newFakes(t)
@@ -66,12 +66,12 @@ func TestRoute(t *testing.T) {
 		{name: "class process", class: "process", images: []string{"redis:7.4.0"}, want: "process"},
 		{name: "class containerd", class: "containerd", images: []string{"rayproject/ray:2.60.0"}, want: "containerd"},
 		{name: "unknown class", class: "gvisor", images: []string{"redis:7.4.0"},
-			err: `unknown RuntimeClass "gvisor": this node's runtime classes are "containerd" (images) and "process" (Ray's images)`},
+			err: `unknown runtime handler "gvisor": this node's runtime handlers are "containerd" (images) and "process" (Ray's images)`},
 	} {
-		got, err := r.Route(runtime.SandboxConfig{RuntimeClass: tc.class, Images: tc.images})
+		got, err := r.Route(runtime.SandboxConfig{RuntimeHandler: tc.class, Images: tc.images})
 		switch {
 		case tc.err != "":
-			if err == nil || !errors.Is(err, ErrUnknownClass) || err.Error() != tc.err {
+			if err == nil || !errors.Is(err, ErrUnknownHandler) || err.Error() != tc.err {
 				t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 			}
 		case err != nil:
@@ -83,12 +83,12 @@ func TestRoute(t *testing.T) {
 }
 
 // TestCallsReachTheOwner: containers are made, listed, stopped and removed on the sibling that holds
-// their pod, the status names it, a pod of an unknown class gets no sandbox, and a new Runtime over
+// their pod, the status names it, a pod of an unknown handler gets no sandbox, and a new Runtime over
 // the same siblings finds each pod's owner again from its sandbox's label.
 func TestCallsReachTheOwner(t *testing.T) {
 	ctx := context.Background()
 	r := newFakes(t)
-	if _, err := r.RunSandbox(ctx, runtime.SandboxConfig{PodUID: "bad", RuntimeClass: "kata"}); !errors.Is(err, ErrUnknownClass) {
+	if _, err := r.RunSandbox(ctx, runtime.SandboxConfig{PodUID: "bad", RuntimeHandler: "kata"}); !errors.Is(err, ErrUnknownHandler) {
 		t.Fatalf("unknown class: %v", err)
 	}
 	pods := map[string]string{"head": "rayproject/ray:2.60.0", "submitter": "rayctl.local/raysim:latest"}
