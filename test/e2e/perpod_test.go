@@ -79,7 +79,9 @@ func TestRuntimePerPod(t *testing.T) {
 	// as a kubelet keeps them, with the reason.
 	_, err = in.Client.NodeV1().RuntimeClasses().Create(e.ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gvisor-" + e.ns}, Handler: "runsc"}, metav1.CreateOptions{})
 	must(t, "creating a RuntimeClass of handler runsc", err)
-	t.Cleanup(func() { _ = in.Client.NodeV1().RuntimeClasses().Delete(context.Background(), "e2e-gvisor-"+e.ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = in.Client.NodeV1().RuntimeClasses().Delete(context.Background(), "e2e-gvisor-"+e.ns, metav1.DeleteOptions{})
+	})
 	for _, tc := range []struct{ pod, class, want string }{
 		{"no-class", "no-such-class", `runtimeclasses.node.k8s.io "no-such-class" not found (kubectl get runtimeclasses lists those that exist)`},
 		{"no-handler", "e2e-gvisor-" + e.ns, `unknown runtime handler "runsc": this node's runtime handlers are "containerd" (images, in containers) and "process"`},
