@@ -89,6 +89,9 @@ type Options struct {
 	// Supervise tunes how a private containerd is restarted (defaults when
 	// zero).
 	Supervise containerd.SuperviseOptions
+
+	// notFoundHint is the process runtime's Options.NotFoundHint.
+	notFoundHint string
 }
 
 // Choice is the runtime picked and why.
@@ -247,14 +250,17 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		}
 		// auto: the process runtime for Ray's images, containerd beside it for the others where it runs.
 		why := plan.Why
-		if notHere := containerdUnavailable(opts); notHere != "" {
-			return selectProcess(ctx, opts, why+"; no other image runs: "+notHere)
+		notHere := containerdUnavailable(opts)
+		if notHere == "" {
+			c, err := selectPerPod(ctx, opts, why)
+			if err == nil {
+				return c, nil
+			}
+			notHere = "containerd failed: " + firstLine(err.Error())
 		}
-		c, err := selectPerPod(ctx, opts, why)
-		if err != nil {
-			return selectProcess(ctx, opts, why+"; no other image runs: containerd failed: "+firstLine(err.Error()))
-		}
-		return c, nil
+		// Pods of other images fail, saying what would run them.
+		opts.notFoundHint = "other images run on containerd, not used here: " + notHere
+		return selectProcess(ctx, opts, why+"; no other image runs: "+notHere)
 	case PerPod:
 		if notHere := containerdUnavailable(opts); notHere != "" {
 			return nil, fmt.Errorf("runtime %s: %s", PerPod, notHere)
@@ -494,7 +500,8 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 // newProcess makes the process runtime on the pod network nm, its containers confined as rayctl's
 // mode allows.
 func newProcess(ctx context.Context, opts Options, nm *network.Manager) (*process.Runtime, error) {
-	popts := process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay}
+	popts := process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay,
+		NotFoundHint: opts.notFoundHint}
 	switch {
 	case opts.Rootless:
 		// Root in rayctl's user namespace is the user who started it; the next rayctl makes a new

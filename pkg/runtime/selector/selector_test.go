@@ -286,3 +286,36 @@ func waitExited(t *testing.T, rt runtime.Runtime, id string) *runtime.ContainerS
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestAutoWithoutContainerdSaysWhatRunsOtherImages: where the process runtime runs Ray's images and
+// containerd cannot run, auto takes the process runtime alone, saying why no other image runs, and a pod
+// of another image fails naming what to install.
+func TestAutoWithoutContainerdSaysWhatRunsOtherImages(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	opts := testOpts(t)
+	opts.Ray = RaySim
+	c, err := Select(ctx(t), Auto, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeChoice(t, c)
+	const why = "no other image runs: no containerd binary on PATH (apt-get install containerd runc)"
+	if c.Name != Process || !strings.Contains(c.Reason, why) {
+		t.Fatalf("auto chose %s: %s", c.Name, c.Reason)
+	}
+	sb, err := c.Runtime.RunSandbox(ctx(t), runtime.SandboxConfig{PodUID: "uid-" + randHex(6), Namespace: "default", Name: "submitter", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Runtime.RemoveSandbox(context.Background(), sb.PodUID) })
+	id, err := c.Runtime.CreateContainer(ctx(t), sb, runtime.ContainerConfig{Name: "c", Image: "quay.io/kuberay/submitter:v1.7.0",
+		Command: []string{"/submitter"}, LogPath: filepath.Join(sb.Config.Dir, "c.log")})
+	if err == nil {
+		t.Cleanup(func() { _ = c.Runtime.RemoveContainer(context.Background(), id) })
+		err = c.Runtime.StartContainer(ctx(t), id)
+	}
+	const want = "/submitter: not found on this host (the process runtime runs host programs; other images run on containerd, not used here: no containerd binary on PATH (apt-get install containerd runc))"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a pod of another image: %v, want %q", err, want)
+	}
+}
