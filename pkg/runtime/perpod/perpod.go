@@ -171,9 +171,11 @@ func (r *Runtime) RemoveSandbox(ctx context.Context, podUID string) error {
 }
 
 // ListSandboxes merges the siblings' sandboxes (one per pod: siblings that share a pod network may list
-// the same ones) and learns each pod's owner from its LabelRuntime.
+// the same ones) and learns each pod's owner from its LabelRuntime. A sandbox without one (made by a
+// rayctl that ran one runtime) belongs to the sibling holding containers of its pod, else to the one
+// Route picks for it.
 func (r *Runtime) ListSandboxes(ctx context.Context) ([]*runtime.Sandbox, error) {
-	var out []*runtime.Sandbox
+	var out, unlabeled []*runtime.Sandbox
 	seen := map[string]bool{}
 	for _, s := range r.siblings() {
 		list, err := s.Runtime.ListSandboxes(ctx)
@@ -190,10 +192,40 @@ func (r *Runtime) ListSandboxes(ctx context.Context) ([]*runtime.Sandbox, error)
 				r.mu.Lock()
 				r.pods[sb.PodUID] = owner
 				r.mu.Unlock()
+			} else {
+				unlabeled = append(unlabeled, sb)
 			}
 		}
 	}
+	if len(unlabeled) > 0 {
+		r.adoptUnlabeled(ctx, unlabeled)
+	}
 	return out, nil
+}
+
+// adoptUnlabeled settles the owners of sandboxes without LabelRuntime (see ListSandboxes).
+func (r *Runtime) adoptUnlabeled(ctx context.Context, sbs []*runtime.Sandbox) {
+	holder := map[string]*Sibling{}
+	for _, s := range r.siblings() {
+		list, err := s.Runtime.ListContainers(ctx)
+		if err != nil {
+			continue
+		}
+		for _, c := range list {
+			holder[c.PodUID] = s
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sb := range sbs {
+		owner := holder[sb.PodUID]
+		if owner == nil {
+			owner, _ = r.route(sb.Config)
+		}
+		if owner != nil {
+			r.pods[sb.PodUID] = owner
+		}
+	}
 }
 
 // podOwner is the sibling that runs pod uid: known already, or read from the sandboxes' labels; nil when

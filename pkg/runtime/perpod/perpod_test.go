@@ -163,3 +163,34 @@ func TestCallsReachTheOwner(t *testing.T) {
 		t.Errorf("name %s version %s %v", again.Name(), v, err)
 	}
 }
+
+// TestSandboxesOfOneRuntimeAreAdopted: pods left by a rayctl that ran the process runtime alone (their
+// sandboxes carry no LabelRuntime) stay on it: their next containers go there too.
+func TestSandboxesOfOneRuntimeAreAdopted(t *testing.T) {
+	ctx := context.Background()
+	r := newFakes(t)
+	pr := r.ray.Runtime
+	sb, err := pr.RunSandbox(ctx, runtime.SandboxConfig{PodUID: "old", Name: "old", Namespace: "default", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pr.CreateContainer(ctx, sb, runtime.ContainerConfig{Name: "c", Image: "redis:7.4.0", Command: []string{"/bin/true"},
+		LogPath: filepath.Join(sb.Config.Dir, "c.log")}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(r.ray, r.images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.ListSandboxes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := again.CreateContainer(ctx, sb, runtime.ContainerConfig{Name: "d", Image: "redis:7.4.0", Attempt: 1, Command: []string{"/bin/true"},
+		LogPath: filepath.Join(sb.Config.Dir, "d.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := again.ContainerStatus(ctx, id); err != nil || st.Runtime != "process" {
+		t.Errorf("the old pod's new container: %+v %v, want it on the process runtime", st, err)
+	}
+}
