@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,7 @@ func TestRuntimePerPod(t *testing.T) {
 		RestartPolicy: corev1.RestartPolicyNever,
 		Containers:    []corev1.Container{{Name: "ray-job-submitter", Image: "rayctl.local/raysim:latest"}},
 	}}
+	created := time.Now()
 	_, err = e.ray.RayV1().RayJobs(e.ns).Create(e.ctx, job, metav1.CreateOptions{})
 	must(t, "creating the RayJob", err)
 
@@ -98,6 +100,7 @@ func TestRuntimePerPod(t *testing.T) {
 	}
 
 	got := e.waitRealJob(t, name)
+	t.Logf("the RayJob ended %s after its creation (a figure, not a bound)", time.Since(created).Round(100*time.Millisecond))
 	s := got.Status
 	if s.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete || s.JobStatus != rayv1.JobStatusSucceeded {
 		t.Fatalf("RayJob ended %q/%q (reason %q, message %q); want Complete, SUCCEEDED", s.JobDeploymentStatus, s.JobStatus, s.Reason, s.Message)
