@@ -36,6 +36,7 @@ OPENAPI_PKGS=(
 	k8s.io/api/discovery/v1
 	k8s.io/api/storage/v1
 	k8s.io/api/networking/v1
+	k8s.io/api/node/v1
 	k8s.io/api/authorization/v1
 	k8s.io/api/authentication/v1
 	k8s.io/api/autoscaling/v1

@@ -39,6 +39,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/ingress"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/ingressclass"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/networking/networkpolicy"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/node/runtimeclass"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/proxyrest"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/storage/storageclass"
@@ -105,7 +106,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 		configmap.Resource, secret.Resource, endpoints.Resource,
 		coreevent.Resource, eventsevent.Resource, lease.Resource, job.Resource,
 		persistentvolumeclaim.Resource, persistentvolume.Resource, storageclass.Resource,
-		ingress.Resource, ingressclass.Resource, networkpolicy.Resource,
+		ingress.Resource, ingressclass.Resource, networkpolicy.Resource, runtimeclass.Resource,
 		deployment.Resource, replicaset.Resource, statefulset.Resource, daemonset.Resource, controllerrevision.Resource,
 	} {
 		if err := plain(r); err != nil {

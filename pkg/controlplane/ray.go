@@ -50,6 +50,10 @@ func rayLine(c *selector.Choice, found *hostray.Ray, mode string) string {
 	switch {
 	case c.Name == selector.Fake:
 		return "the fake runtime runs no processes: no Ray, no raysim"
+	case c.Name == selector.PerPod && c.Ray == selector.RayHost:
+		return fmt.Sprintf("%s for rayproject/ray images (process runtime); containerd runs %s (raysim inside) and every other image", c.HostRay, SimImageRef)
+	case c.Name == selector.PerPod:
+		return fmt.Sprintf("raysim for rayproject/ray images (process runtime); containerd runs %s and every other image", SimImageRef)
 	case c.Ray == selector.RayHost:
 		return fmt.Sprintf("%s for rayproject/ray images; %s", c.HostRay, sim)
 	case c.Ray == selector.RayImage && found != nil:

@@ -12,11 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/perpod"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
 )
@@ -62,13 +65,21 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 	if choice.Name == selector.Fake {
 		cp.images = preload.Start(ctx, choice.Runtime)
 	} else {
-		cp.images = preload.Start(ctx, choice.Runtime, simImage(dir, cfg.Version))
+		cp.images = preload.Start(ctx, choice.Runtime, simImage(dir, cfg.Version, choice.Name))
 	}
 	// The runtime chosen, not "auto": `down --purge` must find it whatever auto would take then.
 	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: choice.Name, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {
 		return "", err
 	}
-	return choice.Reason, nil
+	client, err := kubernetes.NewForConfig(cp.server.LoopbackConfig)
+	if err != nil {
+		return "", err
+	}
+	handlers, err := publishRuntimeClasses(ctx, client, choice.Name)
+	if err != nil {
+		return "", err
+	}
+	return choice.Reason + runtimeClassLine(handlers), nil
 }
 
 // dialPods connects to a pod IP the way the node reaches pods: from inside the node network namespace
@@ -82,12 +93,14 @@ func (cp *ControlPlane) dialPods(ctx context.Context, network, addr string) (net
 }
 
 // simImage builds the raysim image from simBinary and this very binary, unless the runtime already
-// holds the image made from them (recorded by the binaries' paths, sizes and modification times).
-func simImage(dir *datadir.Dir, version string) preload.Image {
+// holds the image made from them (recorded by the binaries' paths, sizes and modification times, and
+// the runtime's name). A runtime that runs each pod on one of several (package perpod) holds it when
+// each of them does: any of them may run the image.
+func simImage(dir *datadir.Dir, version, runtimeName string) preload.Image {
 	rayctl, _ := os.Executable()
 	self := simBinary(rayctl, version)
 	marker := dir.Join("raysim-image")
-	key := ""
+	key := "runtime " + runtimeName + "\n"
 	for _, bin := range slices.Compact([]string{self, rayctl}) {
 		st, err := os.Stat(bin)
 		if err != nil {
@@ -102,8 +115,20 @@ func simImage(dir *datadir.Dir, version string) preload.Image {
 			if b, err := os.ReadFile(marker); err != nil || string(b) != key {
 				return false
 			}
-			images, err := rt.ListImages(ctx)
-			return err == nil && slices.ContainsFunc(images, func(i *runtime.Image) bool { return i.Ref == SimImageRef })
+			each := []runtime.Runtime{rt}
+			if pp, ok := rt.(*perpod.Runtime); ok {
+				each = each[:0]
+				for _, s := range pp.Siblings() {
+					each = append(each, s.Runtime)
+				}
+			}
+			for _, rt := range each {
+				images, err := rt.ListImages(ctx)
+				if err != nil || !slices.ContainsFunc(images, func(i *runtime.Image) bool { return i.Ref == SimImageRef }) {
+					return false
+				}
+			}
+			return true
 		},
 		Write: func(w io.Writer) error {
 			_, err := image.BuildSimImage(w, image.SimImageOptions{RayBinary: self, RayctlBinary: rayctlIfApart(rayctl, self), Version: version, Ref: SimImageRef})

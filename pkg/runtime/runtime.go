@@ -105,6 +105,22 @@ func (e *Exits) Exited(id string) {
 	}
 }
 
+// podKey is the context key of WithPod.
+type podKey struct{}
+
+// WithPod returns ctx marked as acting for the pod podUID. The kubelet marks its image calls
+// (EnsureImage, ListImages) so, as CRI's PullImage request carries the pod's sandbox config: a runtime
+// that runs each pod on one of several then asks the pod's own.
+func WithPod(ctx context.Context, podUID string) context.Context {
+	return context.WithValue(ctx, podKey{}, podUID)
+}
+
+// PodOf is the pod UID WithPod marked ctx with, or "".
+func PodOf(ctx context.Context) string {
+	uid, _ := ctx.Value(podKey{}).(string)
+	return uid
+}
+
 // ErrNotFound is returned (wrapped) for a sandbox, container or image that does not exist.
 var ErrNotFound = errors.New("not found")
 
@@ -180,6 +196,12 @@ type SandboxConfig struct {
 	// Ports are the ports the pod's containers declare (spec.containers[].ports). Where pods share the
 	// host's network, no two pods may declare one port.
 	Ports []Port `json:",omitempty"`
+	// RuntimeHandler is the handler of the RuntimeClass the pod's spec.runtimeClassName names ("" when
+	// it names none), and Images the images of its init containers and containers, in order. A runtime
+	// that runs each pod on one of several (package perpod) chooses by them, as a CRI runtime chooses
+	// by the RunPodSandbox request's runtime handler; the others need not look at them.
+	RuntimeHandler string   `json:",omitempty"`
+	Images         []string `json:",omitempty"`
 }
 
 // Port is a port a container declares.
@@ -310,6 +332,9 @@ type ContainerStatus struct {
 	Labels map[string]string
 	// LogPath is the container's log file.
 	LogPath string
+	// Runtime names the runtime that runs the container where one runtime routes pods to several
+	// (the Pod status' containerID then reads "<Runtime>://<ID>"); empty: the Runtime's Name.
+	Runtime string `json:",omitempty"`
 }
 
 // ExecIO connects an exec'd process.

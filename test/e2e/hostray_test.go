@@ -37,8 +37,9 @@ func hostRay(t *testing.T) string {
 }
 
 // TestHostRayIsFound starts rayctl with --runtime=auto beside the `make ray` venv: it takes the process
-// runtime, since the host's Ray runs Ray's images (containerd would pull them), and says at start-up
-// which Ray, with its version and path, runs Ray's images, and that raysim runs rayctl's own image.
+// runtime for Ray's images, since the host's Ray runs them (containerd would pull them), and says at
+// start-up which Ray, with its version and path, runs Ray's images, and what runs rayctl's own image
+// (raysim on the process runtime; in containerd where containerd runs the other images beside it).
 // --ray=sim says raysim runs both; --runtime=containerd says containerd pulls Ray's images;
 // --ray=host with containerd, or with a path that is no Ray, refuses to start, saying why.
 func TestHostRayIsFound(t *testing.T) {
@@ -50,10 +51,17 @@ func TestHostRayIsFound(t *testing.T) {
 		t.Fatalf("rayctl up: %v", err)
 	}
 	t.Cleanup(func() { in.Cleanup(t) })
-	if line := startupLine(in, "runtime"); !strings.Contains(line, "process (the host's Ray runs Ray's images; containerd would pull them (--ray=image);") {
-		t.Errorf("with the host's Ray, --runtime=auto says %q, want the process runtime and why", line)
-	}
+	// As root with containerd installed, containerd runs every other image beside it (TestRuntimePerPod).
+	perPod := containerd.Available() && os.Geteuid() == 0
+	wantRuntime := "process (the host's Ray runs Ray's images; containerd would pull them (--ray=image);"
 	want := "host Ray 2.60.0 (" + ray + ") for rayproject/ray images; raysim for rayctl.local/raysim:latest"
+	if perPod {
+		wantRuntime = "per pod, on one pod network: process for Ray's images (the host's Ray runs Ray's images; containerd would pull them (--ray=image)), containerd "
+		want = "host Ray 2.60.0 (" + ray + ") for rayproject/ray images (process runtime); containerd runs rayctl.local/raysim:latest (raysim inside) and every other image"
+	}
+	if line := startupLine(in, "runtime"); !strings.Contains(line, wantRuntime) {
+		t.Errorf("with the host's Ray, --runtime=auto says %q, want %q", line, wantRuntime)
+	}
 	if line := startupLine(in, "ray"); !strings.HasSuffix(line, want) {
 		t.Errorf("the start-up's ray line is %q, want it to end in %q\n%s", line, want, in.Output.String())
 	}
@@ -98,7 +106,11 @@ func TestHostRayIsFound(t *testing.T) {
 
 	in.ExtraArgs = append(in.ExtraArgs, "--ray", "sim")
 	must(t, "rayctl up --ray sim", in.Restart())
-	if line := startupLine(in, "ray"); !strings.Contains(line, "raysim for rayproject/ray images and rayctl.local/raysim:latest (--ray=sim)") {
+	wantSim := "raysim for rayproject/ray images and rayctl.local/raysim:latest (--ray=sim)"
+	if perPod {
+		wantSim = "raysim for rayproject/ray images (process runtime); containerd runs rayctl.local/raysim:latest and every other image"
+	}
+	if line := startupLine(in, "ray"); !strings.Contains(line, wantSim) {
 		t.Errorf("with --ray=sim the ray line is %q", line)
 	}
 	must(t, "stopping", in.Stop())

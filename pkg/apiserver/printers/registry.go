@@ -66,6 +66,8 @@ func ForKind(gk schema.GroupKind) rest.TableConvertor {
 		return NewIngressClassTableConvertor()
 	case schema.GroupKind{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:
 		return NewNetworkPolicyTableConvertor()
+	case schema.GroupKind{Group: "node.k8s.io", Kind: "RuntimeClass"}:
+		return NewRuntimeClassTableConvertor()
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -213,4 +214,13 @@ func orUnset(s *string) string {
 		return "<unset>"
 	}
 	return *s
+}
+
+// NewRuntimeClassTableConvertor prints runtime classes as NAME HANDLER AGE.
+func NewRuntimeClassTableConvertor() *Convertor[*nodev1.RuntimeClass] {
+	return New([]metav1.TableColumnDefinition{
+		nameColumn(), col("Handler", "string", nodev1.RuntimeClass{}.SwaggerDoc()["handler"]), ageColumn(),
+	}, func(rc *nodev1.RuntimeClass) []any {
+		return []any{rc.Name, rc.Handler, Age(rc.CreationTimestamp)}
+	})
 }

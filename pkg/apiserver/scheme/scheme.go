@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
@@ -51,6 +52,7 @@ var GroupVersions = []schema.GroupVersion{
 	discoveryv1.SchemeGroupVersion,
 	storagev1.SchemeGroupVersion,
 	networkingv1.SchemeGroupVersion,
+	nodev1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
 	authenticationv1.SchemeGroupVersion,
 }
@@ -66,6 +68,7 @@ var addToScheme = []func(*runtime.Scheme) error{
 	discoveryv1.AddToScheme,
 	storagev1.AddToScheme,
 	networkingv1.AddToScheme,
+	nodev1.AddToScheme,
 	authorizationv1.AddToScheme,
 	authenticationv1.AddToScheme,
 }

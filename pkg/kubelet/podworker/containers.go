@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
 	"github.com/rayctl/rayctl/pkg/kubelet/probe"
@@ -245,6 +247,7 @@ func (w *Worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 // pullImage makes the container's image present per its pull policy, with the kubelet's events and
 // back-off. It returns a zero time when the image is ready, else when to try again.
 func (w *Worker) pullImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, r *containerRecord) time.Time {
+	ctx = runtime.WithPod(ctx, string(pod.UID))
 	now := time.Now()
 	if until := r.pull.waitUntil(w.deps.CrashBackoff, r.pull.lastUpdate, now); !until.IsZero() {
 		if r.waiting == nil || r.waiting.Reason != "ImagePullBackOff" {
@@ -436,6 +439,24 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 		Labels: map[string]string{
 			LabelPodUID: string(pod.UID), LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace,
 		},
+	}
+	if name := pod.Spec.RuntimeClassName; name != nil && *name != "" {
+		// As a kubelet does: the class's handler names the runtime; a class that does not exist leaves
+		// the pod without a sandbox (runtimeclass.node.k8s.io "x" not found).
+		rc, err := w.deps.Client.NodeV1().RuntimeClasses().Get(ctx, *name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w (kubectl get runtimeclasses lists those that exist)", err)
+		}
+		if err != nil {
+			return err
+		}
+		cfg.RuntimeHandler = rc.Handler
+	}
+	for _, c := range pod.Spec.InitContainers {
+		cfg.Images = append(cfg.Images, c.Image)
+	}
+	for _, c := range pod.Spec.Containers {
+		cfg.Images = append(cfg.Images, c.Image)
 	}
 	for _, a := range pod.Spec.HostAliases {
 		cfg.HostAliases = append(cfg.HostAliases, runtime.HostAlias{IP: a.IP, Hostnames: a.Hostnames})

@@ -172,7 +172,7 @@ func (w *Worker) containerStatus(pod *corev1.Pod, c *corev1.Container, init, blo
 		return cs
 	}
 	cur := r.current
-	cs.ContainerID = w.deps.Runtime.Name() + "://" + cur.ID
+	cs.ContainerID = w.containerID(cur)
 	cs.ImageID = cur.ImageID
 	if cs.ImageID == "" {
 		cs.ImageID = r.imageID
@@ -212,7 +212,7 @@ func (w *Worker) containerStatus(pod *corev1.Pod, c *corev1.Container, init, blo
 		cs.Started = new(false)
 	}
 	if cs.LastTerminationState.Terminated == nil && r.previous != nil && r.previous.State == runtime.StateExited {
-		cs.LastTerminationState.Terminated = terminated(r.previous, w.deps.Runtime.Name()+"://"+r.previous.ID)
+		cs.LastTerminationState.Terminated = terminated(r.previous, w.containerID(r.previous))
 	}
 	return cs
 }
@@ -297,4 +297,13 @@ func phase(pod *corev1.Pod, st corev1.PodStatus, initDone, initFailed, terminati
 		return corev1.PodFailed
 	}
 	return corev1.PodPending
+}
+
+// containerID is c's ID as the Pod status shows it: "<runtime>://<id>", naming the runtime that runs c.
+func (w *Worker) containerID(c *runtime.ContainerStatus) string {
+	name := c.Runtime
+	if name == "" {
+		name = w.deps.Runtime.Name()
+	}
+	return name + "://" + c.ID
 }

@@ -111,7 +111,11 @@ func (r *Runtime) resolve(ref string, argv []string) (*program, error) {
 	}
 	found, err := exec.LookPath(base)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not found on this host (the process runtime runs host programs): %w", argv[0], err)
+		hint := ""
+		if r.notFoundHint != "" && !isRayImage(ref) && !isSimImage(ref) {
+			hint = "; " + r.notFoundHint
+		}
+		return nil, fmt.Errorf("%s: not found on this host (the process runtime runs host programs%s): %w", argv[0], hint, err)
 	}
 	p.Path = found
 	return p, nil

@@ -131,15 +131,19 @@ type Options struct {
 	// sandbox files and log pipes reach them apart). Where containers run as the user who started rayctl
 	// (rootless) the dir's modes alone would not keep them out.
 	HiddenDirs []string
+	// NotFoundHint, when set, ends the error of a container of an image other than Ray's or raysim's
+	// whose program the host lacks: what would run that image (e.g. containerd, and why it does not).
+	NotFoundHint string
 }
 
 // Runtime runs containers as host processes.
 type Runtime struct {
-	dir       string
-	binDir    string
-	net       *network.Manager
-	rayBinary string
-	hostRay   *hostray.Ray
+	notFoundHint string
+	dir          string
+	binDir       string
+	net          *network.Manager
+	rayBinary    string
+	hostRay      *hostray.Ray
 	// isolated: containers get their own mount and UTS namespaces, and a network namespace each unless
 	// the network is HostOnly (pods on the host's network: still not root, still a read-only host).
 	isolated bool
@@ -195,7 +199,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
+	r := &Runtime{notFoundHint: opts.NotFoundHint, dir: dir, binDir: filepath.Join(dir, "bin"), net: opts.Network, rayBinary: opts.RayBinary, hostRay: opts.HostRay,
 		isolated: goruntime.GOOS == "linux" && os.Geteuid() == 0,
 		images:   newImageStore(dir), live: map[string]*watch{},
 		runAs: opts.RunAs, readOnlyHost: opts.ReadOnlyHost, hidden: opts.HiddenDirs, endWithRuntime: opts.ContainersEndWithRuntime, ids: currentIDMaps()}

@@ -24,6 +24,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/containerd"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/perpod"
 	"github.com/rayctl/rayctl/pkg/runtime/process"
 )
 
@@ -33,6 +34,11 @@ const (
 	Containerd = "containerd"
 	Process    = "process"
 	Fake       = "fake"
+	// PerPod is what auto takes when the process runtime runs Ray's images (the host's Ray, or
+	// raysim) and containerd can run: each pod on one of the two (package perpod), Ray's images on
+	// the process runtime and every other image on containerd, all on one pod network. It is recorded
+	// under this name (and may be asked for by it, e.g. by `rayctl down --purge`).
+	PerPod = "containerd+process"
 )
 
 // What runs Ray's images (rayproject/ray…), as `rayctl up --ray=…` names it.
@@ -83,6 +89,9 @@ type Options struct {
 	// Supervise tunes how a private containerd is restarted (defaults when
 	// zero).
 	Supervise containerd.SuperviseOptions
+
+	// notFoundHint is the process runtime's Options.NotFoundHint.
+	notFoundHint string
 }
 
 // Choice is the runtime picked and why.
@@ -168,6 +177,12 @@ func Plan(runtime, ray string, found *hostray.Ray) (RayPlan, error) {
 	if ray == "" {
 		ray = RayAuto
 	}
+	if runtime == PerPod {
+		// Ray's images run on its process runtime, as with --runtime=process.
+		p, err := Plan(Process, ray, found)
+		p.Runtime, p.Why = PerPod, ""
+		return p, err
+	}
 	p := RayPlan{Runtime: runtime}
 	switch ray {
 	case RayAuto:
@@ -230,10 +245,27 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		}
 		return &Choice{Runtime: r, Name: Fake, Reason: "fake (no processes; pods only report running)", Close: r.Close}, nil
 	case Process:
-		if plan.Why != "" {
-			return selectProcess(ctx, opts, plan.Why)
+		if plan.Why == "" {
+			return selectProcess(ctx, opts, "asked for")
 		}
-		return selectProcess(ctx, opts, "asked for")
+		// auto: the process runtime for Ray's images, containerd beside it for the others where it runs.
+		why := plan.Why
+		notHere := containerdUnavailable(opts)
+		if notHere == "" {
+			c, err := selectPerPod(ctx, opts, why)
+			if err == nil {
+				return c, nil
+			}
+			notHere = "containerd failed: " + firstLine(err.Error())
+		}
+		// Pods of other images fail, saying what would run them.
+		opts.notFoundHint = "other images run on containerd, not used here: " + notHere
+		return selectProcess(ctx, opts, why+"; no other image runs: "+notHere)
+	case PerPod:
+		if notHere := containerdUnavailable(opts); notHere != "" {
+			return nil, fmt.Errorf("runtime %s: %s", PerPod, notHere)
+		}
+		return selectPerPod(ctx, opts, "asked for")
 	case Containerd:
 		if err := containerdPlatform(goruntime.GOOS); err != nil {
 			return nil, fmt.Errorf("runtime containerd: %w; --runtime=process runs pods as host processes", err)
@@ -241,15 +273,15 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		if opts.Rootless {
 			return nil, errors.New("runtime containerd: rayctl runs as an ordinary user here, and containerd needs root; --runtime=process runs pods as processes in rayctl's own namespaces")
 		}
-		if c, err := useSocket(ctx, opts); err == nil {
+		if c, err := useSocket(ctx, opts, nil); err == nil {
 			return c, nil
 		}
-		return startPrivate(ctx, opts)
+		return startPrivate(ctx, opts, nil)
 	case Auto, "":
 		if err := containerdPlatform(goruntime.GOOS); err != nil {
 			return selectProcess(ctx, opts, err.Error())
 		}
-		if c, err := useSocket(ctx, opts); err == nil {
+		if c, err := useSocket(ctx, opts, nil); err == nil {
 			return c, nil
 		}
 		switch {
@@ -258,7 +290,7 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		case opts.Rootless || os.Geteuid() != 0:
 			return selectProcess(ctx, opts, "containerd needs root")
 		}
-		c, err := startPrivate(ctx, opts)
+		c, err := startPrivate(ctx, opts, nil)
 		if err != nil {
 			return selectProcess(ctx, opts, "the private containerd failed: "+firstLine(err.Error()))
 		}
@@ -266,6 +298,62 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 	default:
 		return nil, fmt.Errorf("unknown runtime %q (want auto, containerd, process or fake)", name)
 	}
+}
+
+// containerdUnavailable says why containerd cannot run pods beside the process runtime here ("": it
+// can): not Linux, rayctl runs as an ordinary user, or no containerd answers and none is installed.
+func containerdUnavailable(opts Options) string {
+	if err := containerdPlatform(goruntime.GOOS); err != nil {
+		return err.Error()
+	}
+	if opts.Rootless {
+		return "rayctl runs as an ordinary user, and rootless containerd is not supported yet (run rayctl up as root for containerd)"
+	}
+	if _, err := os.Stat(opts.SystemSocket); err == nil && opts.SystemSocket != "-" {
+		return ""
+	}
+	switch {
+	case !containerd.Available():
+		return "no containerd binary on PATH (apt-get install containerd runc)"
+	case os.Geteuid() != 0:
+		return "containerd needs root"
+	}
+	return ""
+}
+
+// selectPerPod makes the process runtime and containerd (an existing socket, else a private one) on one
+// pod network, and the runtime that routes each pod to one of them (package perpod).
+func selectPerPod(ctx context.Context, opts Options, why string) (*Choice, error) {
+	nm, err := network.New(opts.Network)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := useSocket(ctx, opts, nm)
+	if err != nil {
+		if cc, err = startPrivate(ctx, opts, nm); err != nil {
+			return nil, err
+		}
+	}
+	pr, err := newProcess(ctx, opts, nm)
+	if err != nil {
+		_ = cc.Close()
+		return nil, err
+	}
+	rayRuns := "Ray's images on raysim, and host programs"
+	if opts.HostRay != nil {
+		rayRuns = "Ray's images on the host's Ray, and host programs"
+	}
+	r, err := perpod.New(
+		perpod.Sibling{Handler: Process, Runtime: pr, Runs: rayRuns},
+		perpod.Sibling{Handler: Containerd, Runtime: cc.Runtime, Runs: "images, in containers"})
+	if err != nil {
+		_ = errors.Join(pr.Close(), cc.Close())
+		return nil, err
+	}
+	return &Choice{Runtime: r, Name: PerPod, Network: nm, Address: cc.Address, Failed: cc.Failed,
+		Close: func() error { return errors.Join(pr.Close(), cc.Close()) },
+		Reason: fmt.Sprintf("per pod, on one pod network: process for Ray's images (%s), %s for every other image; a pod's runtimeClassName %q or %q chooses",
+			why, cc.Reason, Process, Containerd)}, nil
 }
 
 // containerdPlatform says why containerd cannot run rayctl's pods on goos: its containers need Linux
@@ -284,7 +372,7 @@ func firstLine(s string) string {
 
 // useSocket connects to an existing containerd if its socket answers. A rootless rayctl takes none: a
 // system containerd would run its pods as the host's root, in namespaces rayctl's user owns.
-func useSocket(ctx context.Context, opts Options) (*Choice, error) {
+func useSocket(ctx context.Context, opts Options, nm *network.Manager) (*Choice, error) {
 	if opts.SystemSocket == "-" || opts.Rootless {
 		return nil, errors.New("no system socket")
 	}
@@ -295,9 +383,10 @@ func useSocket(ctx context.Context, opts Options) (*Choice, error) {
 	if err != nil {
 		return nil, err
 	}
-	nm, err := network.New(opts.Network)
-	if err != nil {
-		return nil, err
+	if nm == nil {
+		if nm, err = network.New(opts.Network); err != nil {
+			return nil, err
+		}
 	}
 	r, err := containerd.New(ctx, containerd.Options{Address: opts.SystemSocket, FIFODir: filepath.Join(opts.DataDir, "containerd-fifo"), Network: nm})
 	if err != nil {
@@ -320,17 +409,18 @@ func ping(ctx context.Context, address string) (string, error) {
 }
 
 // startPrivate starts containerd under <DataDir>/containerd.
-func startPrivate(ctx context.Context, opts Options) (*Choice, error) {
+func startPrivate(ctx context.Context, opts Options, nm *network.Manager) (*Choice, error) {
 	start := time.Now()
 	d, err := containerd.StartPrivate(ctx, filepath.Join(opts.DataDir, "containerd"))
 	if err != nil {
 		return nil, err
 	}
 	took := time.Since(start)
-	nm, err := network.New(opts.Network)
-	if err != nil {
-		_ = d.Stop()
-		return nil, err
+	if nm == nil {
+		if nm, err = network.New(opts.Network); err != nil {
+			_ = d.Stop()
+			return nil, err
+		}
 	}
 	r, err := containerd.New(ctx, containerd.Options{Address: d.Address, FIFODir: d.FIFODir, Network: nm, StateDir: d.StateDir})
 	if err != nil {
@@ -395,7 +485,23 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 	if err != nil {
 		return nil, err
 	}
-	popts := process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay}
+	r, err := newProcess(ctx, opts, nm)
+	if err != nil {
+		return nil, err
+	}
+	mode := "pods share the host network"
+	if !nm.Config().HostOnly {
+		mode = "a network namespace per pod"
+	}
+	return &Choice{Runtime: r, Name: Process, Network: nm, Close: r.Close,
+		Reason: fmt.Sprintf("process (%s; %s)", why, mode)}, nil
+}
+
+// newProcess makes the process runtime on the pod network nm, its containers confined as rayctl's
+// mode allows.
+func newProcess(ctx context.Context, opts Options, nm *network.Manager) (*process.Runtime, error) {
+	popts := process.Options{StateDir: filepath.Join(opts.DataDir, "process"), Network: nm, RayBinary: opts.RayBinary, HostRay: opts.HostRay,
+		NotFoundHint: opts.notFoundHint}
 	switch {
 	case opts.Rootless:
 		// Root in rayctl's user namespace is the user who started it; the next rayctl makes a new
@@ -408,14 +514,5 @@ func selectProcess(ctx context.Context, opts Options, why string) (*Choice, erro
 		user := process.PodUser(opts.DataDir)
 		popts.RunAs, popts.ReadOnlyHost, popts.HiddenDirs = &user, true, []string{opts.DataDir}
 	}
-	r, err := process.New(ctx, popts)
-	if err != nil {
-		return nil, err
-	}
-	mode := "pods share the host network"
-	if !nm.Config().HostOnly {
-		mode = "a network namespace per pod"
-	}
-	return &Choice{Runtime: r, Name: Process, Network: nm, Close: r.Close,
-		Reason: fmt.Sprintf("process (%s; %s)", why, mode)}, nil
+	return process.New(ctx, popts)
 }
