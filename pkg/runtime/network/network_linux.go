@@ -173,6 +173,11 @@ func (m *Manager) plumb(node *netlink.Handle, att *Attachment, br netlink.Link) 
 	if err != nil {
 		return err
 	}
+	// Hairpin: a pod that reaches itself through a Service's ClusterIP has its packet translated back to its
+	// own address on the bridge, which must then send it out of the port it came in by.
+	if err := node.LinkSetHairpin(host, true); err != nil {
+		return fmt.Errorf("turning hairpin mode on for %s: %w", att.HostVeth, err)
+	}
 	if err := node.LinkSetUp(host); err != nil {
 		return fmt.Errorf("bringing %s up: %w", att.HostVeth, err)
 	}
