@@ -196,4 +196,3 @@ func (p *Proxy) Stats() SyncStats {
 	defer p.mu.Unlock()
 	return p.stats
 }
-

@@ -325,4 +325,3 @@ func pick(c *nftables.Conn, tb *nftables.Table, chains []string) []nft.Expr {
 		&expr.Lookup{SourceRegister: 1, SetName: m.Name, SetID: m.ID, IsDestRegSet: true, DestRegister: 0},
 	}
 }
-

@@ -214,7 +214,7 @@ func TestEndpointsShareAndAffinityHolds(t *testing.T) {
 	)
 	check("after a rewrite")
 	// Not by chance: the client's address is still in the affinity set of the endpoint it had.
-	if out := listTable(t, n.m.NodeNSPath()); out != "" && !strings.Contains(out, n.pods["client"].IP.String()+" timeout") {
+	if out := listTable(t, n.m.NodeNSPath()); out != "" && !strings.Contains(out, n.pods["client"].IP.String()+" expires") {
 		t.Errorf("after a rewrite no affinity set holds the client %s:\n%s", n.pods["client"].IP, out)
 	}
 }
