@@ -250,6 +250,7 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 		{"egress", cp.startEgress},
 		{"dns", cp.startDNS},
 		{"netpolicy", cp.startNetworkPolicy},
+		{"services", cp.startServices},
 	} {
 		if err := cp.step(s.name, s.run); err != nil {
 			return err

@@ -47,13 +47,13 @@ func TestStartReadyStop(t *testing.T) {
 		default:
 			t.Fatal("Start returned but Ready is open")
 		}
-		for _, line := range []string{"rayctl up (data dir ", "  pki ", "  etcd ", "  apiserver ", "  runtime ", "  ray ", "  pod-api ", "  dns ", "  netpolicy ",
+		for _, line := range []string{"rayctl up (data dir ", "  pki ", "  etcd ", "  apiserver ", "  runtime ", "  ray ", "  pod-api ", "  dns ", "  netpolicy ", "  services ",
 			"  kubelet      ", "  controllers ", "ready in "} {
 			if !strings.Contains(out.String(), "\n"+line) && !strings.HasPrefix(out.String(), line) {
 				t.Errorf("no line %q in:\n%s", line, out.String())
 			}
 		}
-		if st := cp.Startup(); st.Server == "" || st.Kubeconfig != filepath.Join(dataDir, "kubeconfig") || len(st.Components) != 11 {
+		if st := cp.Startup(); st.Server == "" || st.Kubeconfig != filepath.Join(dataDir, "kubeconfig") || len(st.Components) != 12 {
 			t.Errorf("Startup() = %+v", st)
 		}
 		return cp, &out

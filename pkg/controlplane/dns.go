@@ -30,6 +30,8 @@ func (cp *ControlPlane) startDNS() (string, error) {
 		Listen: []string{net.JoinHostPort(gw.String(), "53")}, NetNS: rt.Network.NodeNSPath(), RESTConfig: cfg,
 		// Pods have addresses in the subnet; anything else in the node namespace comes from the gateway.
 		AllowClient: func(ip net.IP) bool { return subnet.Contains(ip) && !ip.Equal(gw) },
+		// The Service proxy (the "services" step) makes ClusterIPs carry traffic: names resolve to them.
+		ClusterIPs: cp.proxiesServices(),
 	})
 	if err != nil {
 		return "", err

@@ -85,13 +85,16 @@ type env struct {
 }
 
 // setup starts rayctl up, the endpoints controller and a DNS server forwarding to a fake upstream.
-func setup(t *testing.T) *env {
+func setup(t *testing.T) *env { t.Helper(); return setupWith(t, false) }
+
+// setupWith is setup with the server's ClusterIPs option set as given.
+func setupWith(t *testing.T, clusterIPs bool) *env {
 	t.Helper()
 	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
 	ctrl.SetLogger(logr.Discard())
 	// Each component runs as the identity `rayctl up` gives it, so the test also proves RBAC lets it work.
 	srv, err := rdns.New(rdns.Options{Listen: []string{"127.0.0.1:0"}, Upstreams: []string{fakeUpstream(t)},
-		RESTConfig: identity(t, in, "rayctl:dns")})
+		RESTConfig: identity(t, in, "rayctl:dns"), ClusterIPs: clusterIPs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,6 +272,36 @@ func TestClusterDNS(t *testing.T) {
 			Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}})
 		e.expect(t, "ext"+zone, dns.TypeA, "NOERROR A 192.0.2.7 CNAME example.com.")
 	})
+}
+
+// Where a Service proxy runs, a Service with a ClusterIP resolves to it, and its SRV records name the Service
+// and its port; headless Services answer as before.
+func TestClusterIPAnswers(t *testing.T) {
+	e := setupWith(t, true)
+	web := map[string]string{"app": "web"}
+	e.service(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+		Selector: web, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}}})
+	e.pod(t, "web-1", web, "", "", "10.244.5.1", true)
+	db := map[string]string{"app": "db"}
+	e.service(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: corev1.ServiceSpec{
+		ClusterIP: corev1.ClusterIPNone, Selector: db, Ports: []corev1.ServicePort{{Name: "pg", Port: 5432}}}})
+	e.pod(t, "db-0", db, "db-0", "db", "10.244.6.1", true)
+	svc, err := e.client.CoreV1().Services(ns).Get(e.ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const zone = ".dns-test.svc.cluster.local"
+	e.expect(t, "web"+zone, dns.TypeA, "NOERROR A "+svc.Spec.ClusterIP)
+	r := e.expect(t, "_http._tcp.web"+zone, dns.TypeSRV, "NOERROR SRV 0 100 80 web"+zone+".")
+	if len(r.Extra) != 1 || !strings.Contains(r.Extra[0].String(), svc.Spec.ClusterIP) {
+		t.Errorf("SRV extra = %v, want the ClusterIP", r.Extra)
+	}
+	e.expect(t, "_nope._tcp.web"+zone, dns.TypeSRV, "NXDOMAIN")
+	e.expect(t, "10-244-5-1.web"+zone, dns.TypeA, "NXDOMAIN") // no endpoint names behind a ClusterIP
+	// Headless: the ready endpoints, their host names and SRV records with the endpoints' ports.
+	e.expect(t, "db"+zone, dns.TypeA, "NOERROR A 10.244.6.1")
+	e.expect(t, "db-0.db"+zone, dns.TypeA, "NOERROR A 10.244.6.1")
+	e.expect(t, "_pg._tcp.db"+zone, dns.TypeSRV, "NOERROR SRV 0 100 5432 db-0.db"+zone+".")
 }
 
 func TestUpstreamUnreachableIsServfail(t *testing.T) {

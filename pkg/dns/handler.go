@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // specVersion is the Kubernetes DNS specification version the zone follows, served at dns-version.<zone>.
@@ -132,6 +133,9 @@ func (s *Server) lookupService(q dns.Question, l []string, depth int) (int, []dn
 	if n == 2 && svc.Spec.ExternalName != "" {
 		return s.externalName(q, strings.ToLower(dns.Fqdn(svc.Spec.ExternalName)), depth)
 	}
+	if ip := clusterIPv4(svc); s.vips && ip != "" {
+		return s.lookupClusterIP(q, l, svc, ip, svcName)
+	}
 	eps, ports := s.records.serviceEndpoints(svc)
 	switch n {
 	case 2: // <svc>.<ns>.svc
@@ -174,6 +178,77 @@ func (s *Server) lookupService(q dns.Question, l []string, depth int) (int, []dn
 				}
 			}
 			return dns.RcodeNameError, nil, nil
+		}
+		if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
+			return dns.RcodeSuccess, nil, nil
+		}
+		return dns.RcodeSuccess, ans, extra
+	}
+	return dns.RcodeNameError, nil, nil
+}
+
+// clusterIPv4 returns the Service's IPv4 ClusterIP, or "" for a headless or ExternalName Service.
+func clusterIPv4(svc *corev1.Service) string {
+	ip := net.ParseIP(svc.Spec.ClusterIP)
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || ip == nil || ip.To4() == nil {
+		return ""
+	}
+	return svc.Spec.ClusterIP
+}
+
+// lookupClusterIP answers the names of a Service with a ClusterIP (Options.ClusterIPs): the Service's name
+// has the ClusterIP, and _<port>._<proto> SRV records name the Service and its port; l are the labels before
+// "svc", svcName the Service's full name.
+func (s *Server) lookupClusterIP(q dns.Question, l []string, svc *corev1.Service, ip, svcName string) (int, []dns.RR, []dns.RR) {
+	type port struct {
+		name, proto string
+		port        int32
+	}
+	var ports []port
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "" {
+			continue
+		}
+		proto := strings.ToLower(string(p.Protocol))
+		if proto == "" {
+			proto = "tcp"
+		}
+		ports = append(ports, port{strings.ToLower(p.Name), proto, p.Port})
+	}
+	srv := func(name, proto string) (ans, extra []dns.RR) {
+		for _, p := range ports {
+			if (name == "" || p.name == name) && (proto == "" || p.proto == proto) {
+				ans = append(ans, &dns.SRV{Hdr: s.hdr(q.Name, dns.TypeSRV), Priority: 0, Weight: 100, Port: uint16(p.port), Target: svcName})
+			}
+		}
+		if len(ans) > 0 {
+			extra = []dns.RR{s.a(svcName, ip)}
+		}
+		return ans, extra
+	}
+	switch len(l) {
+	case 2: // <svc>.<ns>.svc
+		switch {
+		case wantA(q.Qtype):
+			return dns.RcodeSuccess, []dns.RR{s.a(q.Name, ip)}, nil
+		case q.Qtype == dns.TypeSRV:
+			ans, extra := srv("", "")
+			return dns.RcodeSuccess, ans, extra
+		}
+		return dns.RcodeSuccess, nil, nil
+	case 3: // only the empty non-terminal _<proto>.<svc>.<ns>.svc: a ClusterIP Service has no endpoint names
+		for _, p := range ports {
+			if strings.HasPrefix(l[0], "_") && p.proto == l[0][1:] {
+				return dns.RcodeSuccess, nil, nil
+			}
+		}
+	case 4: // _<port>._<proto>.<svc>.<ns>.svc
+		if !strings.HasPrefix(l[0], "_") || !strings.HasPrefix(l[1], "_") {
+			break
+		}
+		ans, extra := srv(l[0][1:], l[1][1:])
+		if len(ans) == 0 {
+			break
 		}
 		if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
 			return dns.RcodeSuccess, nil, nil

@@ -56,6 +56,12 @@ type Options struct {
 	TTL uint32
 	// RESTConfig reaches the API server the records come from.
 	RESTConfig *rest.Config
+	// ClusterIPs makes a Service with a ClusterIP answer with it, as on a cluster: set it where a Service
+	// proxy (pkg/serviceproxy) makes ClusterIPs carry traffic. <svc>.<ns>.svc then resolves to the
+	// ClusterIP, and its SRV records name the Service itself and its port. Headless Services answer as
+	// before (their ready endpoints, SRV records by endpoint, endpoint host names). Without it every
+	// Service answers as a headless one.
+	ClusterIPs bool
 	// AllowClient, when set, says whose queries are answered: UDP queries from anyone else get REFUSED,
 	// and TCP connections from anyone else are closed at once. The cluster's DNS serves pods, not every
 	// local user who can reach the pod bridge's address (their queries come from the gateway itself).
@@ -72,6 +78,7 @@ type Server struct {
 	servers   []*dns.Server
 	addrs     []string
 	allow     func(net.IP) bool
+	vips      bool // Options.ClusterIPs
 	closeOnce sync.Once
 }
 
@@ -88,6 +95,7 @@ func New(opts Options) (*Server, error) {
 		ttl:     opts.TTL,
 		timeout: opts.ForwardTimeout,
 		allow:   opts.AllowClient,
+		vips:    opts.ClusterIPs,
 	}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL

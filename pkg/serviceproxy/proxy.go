@@ -70,12 +70,14 @@ type Proxy struct {
 	slices   discoverylisters.EndpointSliceLister
 	synced   []cache.InformerSynced
 	changed  chan struct{}
+	table    *Table
 
 	mu    sync.Mutex
 	stats SyncStats
 }
 
-// New prepares the informers; nothing is watched or written before Run.
+// New prepares the informers and opens the table (empty; the route to the service range in place); nothing
+// is watched before Run, which removes the table when it returns.
 func New(opts Options) (*Proxy, error) {
 	if opts.RESTConfig == nil {
 		return nil, errors.New("service proxy: no REST config")
@@ -108,6 +110,9 @@ func New(opts Options) (*Proxy, error) {
 		}
 		p.synced = append(p.synced, inf.HasSynced)
 	}
+	if p.table, err = OpenTable(opts.Table); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -118,13 +123,10 @@ func (p *Proxy) poke() {
 	}
 }
 
-// Run opens the table, writes it once the caches are filled and again after every change (at most every
+// Run writes the table once the caches are filled and again after every change (at most every
 // MinSyncInterval), and removes it, with the route to the service range, when ctx ends.
 func (p *Proxy) Run(ctx context.Context) error {
-	t, err := OpenTable(p.opts.Table)
-	if err != nil {
-		return err
-	}
+	t := p.table
 	defer func() {
 		if err := t.Close(); err != nil {
 			klog.ErrorS(err, "service proxy: removing the table")
