@@ -9,7 +9,8 @@
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
 // peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime (scale.md, see
-// scale.go); suite egress measures pods' way out of the node (egress.md, see egress.go); all (the default) runs them all. Every suite also writes <suite>.json (bench/benchjson),
+// scale.go); suite egress measures pods' way out of the node (egress.md, see egress.go); suite services measures a connection to a pod IP against one through a ClusterIP, and the
+// Service proxy's table rewrites (services.md, see services.go; needs root); all (the default) runs them all. Every suite also writes <suite>.json (bench/benchjson),
 // from which bench/report draws their plots and writes bench/results/README.md.
 //
 // Cold start: a new data dir (CA, etcd and CRDs made from nothing). Warm restart: the same data dir again.
@@ -36,7 +37,7 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale, egress or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale, egress, services or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suites rayjob and startup)")
@@ -74,11 +75,13 @@ func main() {
 		err = runScale(*rayctl, *out, scale)
 	case "egress":
 		err = runEgress(*rayctl, *out)
+	case "services":
+		err = runServices(*out)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out))
+			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out), runServices(*out))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale, egress or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale, egress, services or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

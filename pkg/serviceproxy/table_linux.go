@@ -13,7 +13,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/vishvananda/netlink"
+	"github.com/mdlayher/netlink"
+	vnetlink "github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
@@ -54,7 +55,7 @@ type Table struct {
 	opts  TableOptions
 	conn  *nftables.Conn
 	table *nftables.Table
-	route *netlink.Route
+	route *vnetlink.Route
 	// affinity sets written last time, by name: their clients are carried over to the next write.
 	affinity map[string]bool
 }
@@ -62,7 +63,7 @@ type Table struct {
 // OpenTable connects to nftables in opts.NetNS, routes the service range onto the bridge there and writes an
 // empty table (replacing whatever a previous run left).
 func OpenTable(opts TableOptions) (*Table, error) {
-	c, err := nft.Open(opts.NetNS)
+	c, err := openConn(opts.NetNS)
 	if err != nil {
 		return nil, err
 	}
@@ -82,16 +83,51 @@ func OpenTable(opts TableOptions) (*Table, error) {
 	return t, nil
 }
 
+// socketBuffer is the netlink socket's send and receive buffer: a table of 1,000 Services is a transaction
+// of some 10,000 messages (a few MB, and an acknowledgement for each), past the default of ~200 KB.
+const socketBuffer = 32 << 20
+
+// openConn is nft.Open with socket buffers large enough for the whole table in one transaction (set with
+// the *FORCE options, which CAP_NET_ADMIN over the namespace allows past the system's maximum).
+func openConn(nsPath string) (*nftables.Conn, error) {
+	var c *nftables.Conn
+	err := network.Do(nsPath, func() error {
+		var err error
+		c, err = nftables.New(nftables.AsLasting(), nftables.WithSockOptions(func(nc *netlink.Conn) error {
+			rc, err := nc.SyscallConn()
+			if err != nil {
+				return err
+			}
+			var serr error
+			if err := rc.Control(func(fd uintptr) {
+				for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_RCVBUFFORCE} {
+					if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, socketBuffer); e != nil {
+						serr = e
+					}
+				}
+			}); err != nil {
+				return err
+			}
+			return serr
+		}))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service proxy: nftables in %s: %w", nsPath, err)
+	}
+	return c, nil
+}
+
 // addRoute routes the service range onto the bridge, from the gateway's address: without a route a
 // connection from the node namespace to a ClusterIP fails before nftables sees it.
 func (t *Table) addRoute() error {
 	return network.Do(t.opts.NetNS, func() error {
-		br, err := netlink.LinkByName(t.opts.Bridge)
+		br, err := vnetlink.LinkByName(t.opts.Bridge)
 		if err != nil {
 			return fmt.Errorf("service proxy: the bridge %s: %w", t.opts.Bridge, err)
 		}
-		r := &netlink.Route{LinkIndex: br.Attrs().Index, Dst: t.opts.ServiceCIDR, Src: t.opts.Gateway.To4(), Scope: netlink.SCOPE_LINK}
-		if err := netlink.RouteReplace(r); err != nil {
+		r := &vnetlink.Route{LinkIndex: br.Attrs().Index, Dst: t.opts.ServiceCIDR, Src: t.opts.Gateway.To4(), Scope: vnetlink.SCOPE_LINK}
+		if err := vnetlink.RouteReplace(r); err != nil {
 			return fmt.Errorf("service proxy: routing %s onto %s: %w", t.opts.ServiceCIDR, t.opts.Bridge, err)
 		}
 		t.route = r
@@ -127,7 +163,7 @@ func (t *Table) Close() error {
 		t.conn = nil
 	}
 	if t.route != nil {
-		err := network.Do(t.opts.NetNS, func() error { return netlink.RouteDel(t.route) })
+		err := network.Do(t.opts.NetNS, func() error { return vnetlink.RouteDel(t.route) })
 		if err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("removing the route to %s: %w", t.opts.ServiceCIDR, err))
 		}
