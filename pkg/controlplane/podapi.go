@@ -11,7 +11,7 @@ import (
 // servePods is the "pod-api" step: it makes the API server reachable from pods and publishes where, in
 // default/kubernetes (its Endpoints and EndpointSlice, which the cluster DNS answers
 // kubernetes.default.svc with). Pods with a network of their own reach it on the bridge's gateway, port
-// 443 (the Service's port: rayctl routes no ClusterIPs, so clients dial the endpoint itself), through a
+// 443 (the Service's port, so the endpoint works whether or not the Service proxy translates the ClusterIP), through a
 // second listener of the same server, TLS and authentication, bound in the node namespace (which holds
 // the bridge; the host's namespace has no route into it) on the gateway only, never a wildcard. Pods on the host's network reach the loopback
 // listener. The address pods are given (KUBERNETES_SERVICE_HOST and _PORT) is kept for the kubelet.

@@ -4,7 +4,7 @@
 //
 // Names in the zone (cluster.local by default), all with a TTL of 5 seconds:
 //
-//	<svc>.<ns>.svc.<zone>                  A     the Service's ready endpoint IPs (see below)
+//	<svc>.<ns>.svc.<zone>                  A     the ClusterIP, or the ready endpoint IPs (see below)
 //	<svc>.<ns>.svc.<zone>                  CNAME spec.externalName, for ExternalName Services
 //	<ep>.<svc>.<ns>.svc.<zone>             A     one ready endpoint: <ep> is its hostname (a Pod whose
 //	                                             spec.hostname is set and spec.subdomain names the Service),
@@ -19,10 +19,12 @@
 // spec.publishNotReadyAddresses every endpoint counts. A name that exists without records of the asked type
 // answers NOERROR with no records; a name in the zone that does not exist answers NXDOMAIN.
 //
-// Unlike a real cluster, rayctl runs no kube-proxy, so a Service's ClusterIP carries no traffic. The server
-// therefore answers every Service the way a headless one is answered: <svc>.<ns>.svc.<zone> resolves to the
-// ready endpoint (Pod) IPs, never to the ClusterIP, and SRV records carry the endpoints' target ports. A client
-// that connects to <svc>:<port> reaches a Pod directly on <port>, which works when a Service's port and
+// With Options.ClusterIPs (set where rayctl's Service proxy, pkg/serviceproxy, makes ClusterIPs carry
+// traffic) a Service with a ClusterIP is answered as on a cluster: <svc>.<ns>.svc.<zone> is the ClusterIP, its
+// SRV records name the Service and the Service's port, and it has no endpoint names. Headless Services, and
+// every Service without the option (where ClusterIPs carry nothing), are answered by their endpoints: the ready
+// endpoint (Pod) IPs, SRV records with the endpoints' target ports, and the endpoint names above. A client that
+// connects to <svc>:<port> then reaches a Pod directly on <port>, which works when the Service's port and
 // targetPort are equal (as in KubeRay's head Service), and not otherwise.
 //
 // Search paths (<svc>, <svc>.<ns>) are the client's business: the kubelet writes them into each Pod's

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +21,33 @@ import (
 // TestClusterIPServices: a Service whose port (80) differs from its targetPort (the head's port named
 // "dashboard", 8265) reaches a RayCluster's dashboard through its ClusterIP and through its name, from
 // a pod and from the node namespace, as kube-proxy makes it on a cluster; default/kubernetes answers on
-// its ClusterIP too. It needs a pod network of rayctl's own (the node namespace).
+// its ClusterIP too. It needs a pod network of rayctl's own (the node namespace): as root here, and
+// (Rootless) as an ordinary user, in rayctl's user namespace, on raysim.
 func TestClusterIPServices(t *testing.T) {
-	in := shared(t)
-	if in.NodeNetNS() == "" {
-		t.Skip("pods share the host's network here: ClusterIPs carry nothing")
+	if os.Geteuid() != 0 {
+		t.Skip("pods get a network of their own only as root (or as a user namespace's root, which the Rootless case starts as root)")
 	}
+	t.Run("Root", func(t *testing.T) { clusterIPServices(t, shared(t)) })
+	t.Run("Rootless", func(t *testing.T) {
+		bin, err := framework.Binary()
+		must(t, "the rayctl binary", err)
+		ctx := framework.TestContext(t, time.Minute)
+		mustReach(t, ctx, laptopUser, bin)
+		in, err := framework.StartAs(laptopUser, "--ray", "sim")
+		if in != nil {
+			t.Cleanup(func() { in.Cleanup(t) })
+		}
+		must(t, "rayctl up --ray sim as uid "+strconv.Itoa(laptopUID), err)
+		if !strings.Contains(in.Output.String(), "(rootless)") {
+			t.Fatalf("rayctl up as uid %d does not run rootless:\n%s", laptopUID, in.Output.String())
+		}
+		clusterIPServices(t, in)
+	})
+}
+
+func clusterIPServices(t *testing.T, in *framework.Instance) {
 	if !strings.Contains(in.Output.String(), "ClusterIPs 10.96.0.0/16 carry traffic") {
-		t.Errorf("rayctl up does not say what Services do:\n%s", in.Output.String())
+		t.Fatalf("rayctl up does not say ClusterIPs carry traffic:\n%s", in.Output.String())
 	}
 	e := newRayEnv(t, in)
 	e.createCluster(t, sampleCluster(t, "svc"))
@@ -62,12 +83,35 @@ func TestClusterIPServices(t *testing.T) {
 		})
 		t.Logf("%s from a pod: %q %s", url, out, stderr)
 	}
-	lookup, _, err := in.Kubectl(e.ctx, "", "exec", "-n", e.ns, "client", "--", "nslookup", "dash."+e.ns+".svc.cluster.local")
-	must(t, "nslookup in the pod", err)
+	// busybox's nslookup in an image; glibc's getent where pods run the host's programs (rootless).
+	name := "dash." + e.ns + ".svc.cluster.local"
+	lookup, _, err := in.Kubectl(e.ctx, "", "exec", "-n", e.ns, "client", "--", "sh", "-c", "nslookup "+name+" 2>/dev/null || getent hosts "+name)
+	must(t, "looking the name up in the pod", err)
 	if !strings.Contains(lookup, clusterIP) || strings.Contains(lookup, head.Status.PodIP) {
 		t.Errorf("the Service's name resolves in a pod to:\n%s\nwant its ClusterIP %s, not the head's %s", lookup, clusterIP, head.Status.PodIP)
 	}
 
+	// A Service without a ready endpoint refuses at once.
+	_, err = in.Client.CoreV1().Services(e.ns).Create(e.ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "nobody"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "none"}, Ports: []corev1.ServicePort{{Port: 80}}},
+	}, metav1.CreateOptions{})
+	must(t, "creating Service nobody", err)
+	framework.WaitFor(t, e.ctx, "the endpoint-less Service refusing", func() (bool, error) {
+		_, stderr, err := in.Kubectl(e.ctx, "", "exec", "-n", e.ns, "client", "--", "wget", "-T", "5", "-O-", "http://nobody/")
+		return err != nil && strings.Contains(stderr, "refused"), nil
+	})
+
+	// The API server through default/kubernetes' ClusterIP from a pod: plain HTTP to its TLS port gets the
+	// server's 400, so the connection got there.
+	_, stderr, _ := in.Kubectl(e.ctx, "", "exec", "-n", e.ns, "client", "--", "wget", "-T", "5", "-O-", "http://10.96.0.1:443/")
+	if !strings.Contains(stderr, "400") {
+		t.Errorf("plain HTTP to 10.96.0.1:443 from a pod: %q, want the API server's 400", stderr)
+	}
+
+	if in.NodeNetNS() == "" {
+		return // the node namespace is mounted in rayctl's own mount namespace only (rootless)
+	}
 	// From the node namespace, where rayctl dials from.
 	httpc := in.PodHTTPClient(10 * time.Second)
 	resp, err := httpc.Get("http://" + clusterIP + ":80/api/gcs_healthz")
@@ -78,8 +122,7 @@ func TestClusterIPServices(t *testing.T) {
 		t.Errorf("through the ClusterIP from the node: %d %q, want 200 success", resp.StatusCode, body)
 	}
 
-	// The API server through default/kubernetes' ClusterIP: from the node (TLS) and from a pod (plain HTTP
-	// to the TLS port gets the server's 400, so the connection got there).
+	// The API server through default/kubernetes' ClusterIP, from the node: TLS.
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
 	defer cancel()
 	conn, err := in.DialPod(ctx, "tcp", net.JoinHostPort("10.96.0.1", "443"))
@@ -91,19 +134,4 @@ func TestClusterIPServices(t *testing.T) {
 		t.Errorf("the API server's certificate names no address")
 	}
 	tc.Close()
-	_, stderr, _ := in.Kubectl(e.ctx, "", "exec", "-n", e.ns, "client", "--", "wget", "-q", "-T", "5", "-O-", "http://10.96.0.1:443/")
-	if !strings.Contains(stderr, "400") {
-		t.Errorf("plain HTTP to 10.96.0.1:443 from a pod: %q, want the API server's 400", stderr)
-	}
-
-	// A Service without a ready endpoint refuses at once.
-	_, err = in.Client.CoreV1().Services(e.ns).Create(e.ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "nobody"},
-		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "none"}, Ports: []corev1.ServicePort{{Port: 80}}},
-	}, metav1.CreateOptions{})
-	must(t, "creating Service nobody", err)
-	framework.WaitFor(t, e.ctx, "the endpoint-less Service refusing", func() (bool, error) {
-		_, stderr, err := in.Kubectl(e.ctx, "", "exec", "-n", e.ns, "client", "--", "wget", "-q", "-T", "5", "-O-", "http://nobody/")
-		return err != nil && strings.Contains(stderr, "refused"), nil
-	})
 }
