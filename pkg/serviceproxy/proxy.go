@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -55,7 +56,7 @@ type TableOptions struct {
 
 // SyncStats says what the table's rewrites cost.
 type SyncStats struct {
-	// Syncs counts rewrites; Ports is how many ClusterIP ports the last one held.
+	// Syncs counts rewrites (changes that change no rule cause none); Ports is how many ClusterIP ports the last one held.
 	Syncs, Ports int
 	// Last is how long the last rewrite took (building the rules and the nftables transaction); Max the
 	// longest so far.
@@ -71,6 +72,8 @@ type Proxy struct {
 	synced   []cache.InformerSynced
 	changed  chan struct{}
 	table    *Table
+
+	written []Port // what the table holds, after the last successful write
 
 	mu    sync.Mutex
 	stats SyncStats
@@ -179,10 +182,15 @@ func (p *Proxy) sync(t *Table) error {
 		}
 		ports = append(ports, Ports(svc, slices)...)
 	}
+	if p.stats.Syncs > 0 && reflect.DeepEqual(ports, p.written) {
+		return nil // a change that changes no rule (a Pod's status, a Service's labels)
+	}
 	if err := t.Write(ports); err != nil {
 		return fmt.Errorf("%d ports: %w", len(ports), err)
 	}
+	p.written = ports
 	d := time.Since(start)
+	klog.V(2).InfoS("service proxy: table written", "ports", len(ports), "took", d)
 	p.mu.Lock()
 	p.stats.Syncs++
 	p.stats.Ports = len(ports)

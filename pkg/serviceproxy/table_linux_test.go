@@ -270,3 +270,40 @@ func listTable(t testing.TB, ns string) string {
 	}
 	return string(out)
 }
+
+// Closing the table (rayctl stopping while pods keep the node namespace) leaves neither the table nor the
+// route to the service range behind; opening it again after a crash replaces what was left.
+func TestCloseLeavesNothing(t *testing.T) {
+	n := newTestNode(t, "a")
+	n.serve(t, "a", 8080)
+	opts := n.table.opts
+	n.write(t, Port{Service: "ns/web", IP: net.IPv4(10, 96, 0, 40), Protocol: corev1.ProtocolTCP, Port: 80, Endpoints: []Endpoint{n.endpoint("a", 8080)}})
+	// A second table over the first, as a start after a crash: it begins empty.
+	again, err := OpenTable(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := listTable(t, n.m.NodeNSPath()); strings.Contains(out, "ns/web") {
+		t.Errorf("a new table still holds the old one's rules:\n%s", out)
+	}
+	for _, tb := range []*Table{again, n.table} {
+		if err := tb.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var routes string
+	err = network.Do(n.m.NodeNSPath(), func() error {
+		out, err := exec.Command("ip", "route", "show", serviceCIDR.String()).CombinedOutput()
+		routes = string(out)
+		return err
+	})
+	if err != nil || strings.TrimSpace(routes) != "" {
+		t.Errorf("a route to %s is left: %q (%v)", serviceCIDR, routes, err)
+	}
+	if _, err := exec.LookPath("nft"); err == nil {
+		err := network.Do(n.m.NodeNSPath(), func() error { return exec.Command("nft", "list", "table", "ip", TableName).Run() })
+		if err == nil {
+			t.Errorf("the table %s is left after Close", TableName)
+		}
+	}
+}
