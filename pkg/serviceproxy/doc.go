@@ -16,5 +16,7 @@
 // Services get their ClusterIP part only. Changes are coalesced: the table is rewritten whole, in one
 // transaction, at most every MinSyncInterval.
 //
+// When an endpoint leaves a UDP port, conntrack forgets the flows translated to it.
+//
 // The translation itself is Linux-only (nftables); elsewhere New fails and pods share the host's network.
 package serviceproxy

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/google/nftables"
@@ -17,6 +18,7 @@ import (
 	vnetlink "github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
@@ -58,6 +60,8 @@ type Table struct {
 	route *vnetlink.Route
 	// affinity sets written last time, by name: their clients are carried over to the next write.
 	affinity map[string]bool
+	// udp holds, by ClusterIP and port, the endpoints of the UDP ports written last time.
+	udp map[udpPort][]Endpoint
 }
 
 // OpenTable connects to nftables in opts.NetNS, routes the service range onto the bridge there and writes an
@@ -243,7 +247,53 @@ func (t *Table) Write(ports []Port) error {
 		return err
 	}
 	t.affinity = affinity
+	t.forgetGoneUDPEndpoints(ports)
 	return nil
+}
+
+// udpPort is a UDP ClusterIP port.
+type udpPort struct {
+	ip   string
+	port uint16
+}
+
+// forgetGoneUDPEndpoints deletes the conntrack entries of UDP flows translated to an endpoint that a port no
+// longer has: UDP has no connection to end, so a client that keeps sending (a DNS client, say) would stay on
+// its translation to the endpoint that went away for as long as it sends. Its next datagram is translated
+// afresh. Failures are logged: the entries expire by themselves.
+func (t *Table) forgetGoneUDPEndpoints(ports []Port) {
+	now := map[udpPort][]Endpoint{}
+	for _, p := range ports {
+		if p.Protocol == corev1.ProtocolUDP && p.IP.To4() != nil {
+			key := udpPort{ip: p.IP.String(), port: uint16(p.Port)}
+			now[key] = append(now[key], p.Endpoints...)
+		}
+	}
+	var filters []vnetlink.CustomConntrackFilter
+	for key, old := range t.udp {
+		for _, ep := range old {
+			if slices.ContainsFunc(now[key], func(e Endpoint) bool { return e.IP.Equal(ep.IP) && e.Port == ep.Port }) {
+				continue
+			}
+			f := &vnetlink.ConntrackFilter{}
+			_ = f.AddProtocol(unix.IPPROTO_UDP)
+			_ = f.AddIP(vnetlink.ConntrackOrigDstIP, net.ParseIP(key.ip))
+			_ = f.AddPort(vnetlink.ConntrackOrigDstPort, key.port)
+			_ = f.AddIP(vnetlink.ConntrackReplySrcIP, ep.IP)
+			filters = append(filters, f)
+		}
+	}
+	t.udp = now
+	if len(filters) == 0 {
+		return
+	}
+	err := network.Do(t.opts.NetNS, func() error {
+		_, err := vnetlink.ConntrackDeleteFilters(vnetlink.ConntrackTable, unix.AF_INET, filters...)
+		return err
+	})
+	if err != nil {
+		klog.ErrorS(err, "service proxy: forgetting UDP flows to endpoints that went away")
+	}
 }
 
 // affinityClients reads the clients of the affinity sets written last time, each with the time it has left.

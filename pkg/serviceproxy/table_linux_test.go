@@ -307,3 +307,44 @@ func TestCloseLeavesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A UDP client that keeps sending to a ClusterIP moves to another endpoint when its endpoint leaves the
+// Service, though the old one still answers: its flow's translation is forgotten.
+func TestUDPFlowFollowsTheEndpoints(t *testing.T) {
+	n := newTestNode(t, "a", "c", "client")
+	n.serve(t, "a", 5353)
+	n.serve(t, "c", 5353)
+	port := func(ep string) Port {
+		return Port{Service: "ns/dns", IP: net.IPv4(10, 96, 0, 50), Protocol: corev1.ProtocolUDP, Port: 53, Endpoints: []Endpoint{n.endpoint(ep, 5353)}}
+	}
+	n.write(t, port("a"))
+	var conn net.Conn
+	err := network.Do(n.from("client"), func() (err error) {
+		conn, err = net.Dial("udp4", "10.96.0.50:53")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	askOn := func() string {
+		t.Helper()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintln(conn, "who"); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 100)
+		k, err := conn.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(buf[:k]))
+	}
+	if got := askOn(); got != "a" {
+		t.Fatalf("first answer from %q, want a", got)
+	}
+	n.write(t, port("c"))
+	if got := askOn(); got != "c" {
+		t.Fatalf("after the endpoint moved to c, the same socket's datagram reached %q", got)
+	}
+}
