@@ -99,6 +99,7 @@ func TestBootstrapPolicyGrants(t *testing.T) {
 		gc          = authed("rayctl:garbage-collector")
 		namespaces  = authed("rayctl:namespace-controller")
 		dns         = authed("rayctl:dns")
+		proxy       = authed("rayctl:service-proxy")
 		someone     = authed("someone")
 		anonymous   = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 		admin       = &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}
@@ -164,6 +165,11 @@ func TestBootstrapPolicyGrants(t *testing.T) {
 		{"dns watches services", res(dns, "watch", "", "services", ""), true},
 		{"dns watches endpointslices", res(dns, "watch", "discovery.k8s.io", "endpointslices", ""), true},
 		{"dns reads no secrets", res(dns, "get", "", "secrets", "x"), false},
+		{"service proxy watches services", res(proxy, "watch", "", "services", ""), true},
+		{"service proxy lists endpointslices", res(proxy, "list", "discovery.k8s.io", "endpointslices", ""), true},
+		{"service proxy reads no pods", res(proxy, "list", "", "pods", ""), false},
+		{"service proxy writes no services", res(proxy, "update", "", "services", "x"), false},
+		{"service proxy reads no secrets", res(proxy, "get", "", "secrets", "x"), false},
 	} {
 		d, reason, err := a.Authorize(context.Background(), tc.attrs)
 		if err != nil {
