@@ -97,22 +97,23 @@ func runServices(out string) error {
 		{name: "pod IP, direct, 1,000 Services programmed", addr: podAddr, ports: many},
 		{name: "ClusterIP, 1,000 Services programmed", addr: "10.96.0.10:80", ports: many},
 	}
-	for _, p := range paths {
-		if err := table.Write(p.ports); err != nil {
+	// The two paths of one table are measured in turns (direct, ClusterIP, direct, …), so that the machine's
+	// other load falls on both alike.
+	for i := 0; i < len(paths); i += 2 {
+		pair := paths[i : i+2]
+		if err := table.Write(pair[0].ports); err != nil {
 			return err
 		}
-		// Warm up (ARP, conntrack), then measure.
-		for i := 0; i < 50; i++ {
-			if _, err := oneRequest(cli.NetNSPath, p.addr); err != nil {
-				return fmt.Errorf("%s: %w", p.name, err)
+		for k := 0; k < 50+servicesConns; k++ {
+			for _, p := range pair {
+				d, err := oneRequest(cli.NetNSPath, p.addr)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				if k >= 50 { // after 50 to warm up (ARP, conntrack)
+					p.lat = append(p.lat, d)
+				}
 			}
-		}
-		for i := 0; i < servicesConns; i++ {
-			d, err := oneRequest(cli.NetNSPath, p.addr)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p.name, err)
-			}
-			p.lat = append(p.lat, d)
 		}
 	}
 	rewrite := map[int][]time.Duration{}
@@ -134,7 +135,7 @@ func runServices(out string) error {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), loadBefore, loadAverage())
 	fmt.Fprintf(&b, "One connection per request from a client pod to a server pod (Go's HTTP server) on rayctl's pod network "+
 		"(a node namespace with a bridge, as `rayctl up` makes it): connect, `GET /`, read the answer, close; %d "+
-		"connections per row after 50 to warm up. Through a ClusterIP the first packet of each connection goes through "+
+		"connections per row after 50 to warm up, the direct and the ClusterIP connections of one table in turns. Through a ClusterIP the first packet of each connection goes through "+
 		"pkg/serviceproxy's nftables table (a verdict map by ClusterIP, protocol and port; DNAT), the rest through "+
 		"conntrack. The 1,000 Services have 2 endpoints each.\n\n", servicesConns)
 	fmt.Fprintf(&b, "| path | median | p90 | p99 |\n|---|---|---|---|\n")
@@ -145,11 +146,22 @@ func runServices(out string) error {
 		res.Figures = append(res.Figures, figure{Name: "connect + request, " + p.name + " (median)", Value: us(percentile(p.lat, 0.5))})
 		cdf = append(cdf, series{Name: p.name, Values: msValues(p.lat)})
 	}
+	for i := 0; i < len(paths); i += 2 {
+		diff := percentile(paths[i+1].lat, 0.5) - percentile(paths[i].lat, 0.5)
+		fmt.Fprintf(&b, "\nThrough the ClusterIP, %s: %+.0f µs at the median.", strings.TrimPrefix(paths[i+1].name, "ClusterIP, "), float64(diff)/float64(time.Microsecond))
+		res.Figures = append(res.Figures, figure{Name: "ClusterIP's added cost per connection, " + strings.TrimPrefix(paths[i+1].name, "ClusterIP, ") + " (median)",
+			Value: fmt.Sprintf("%+.0f µs", float64(diff)/float64(time.Microsecond))})
+	}
+	fmt.Fprintf(&b, "\n")
 	fmt.Fprintf(&b, "\nRewriting the whole table (one nftables transaction: delete and re-create), %d times each:\n\n", servicesRewrites)
 	fmt.Fprintf(&b, "| Services | median | max |\n|---|---|---|\n")
 	for _, n := range []int{1, servicesMany} {
 		fmt.Fprintf(&b, "| %d | %s | %s |\n", n, ms(percentile(rewrite[n], 0.5)), ms(percentile(rewrite[n], 1)))
-		res.Figures = append(res.Figures, figure{Name: fmt.Sprintf("table rewrite, %d Services (median)", n), Value: ms(percentile(rewrite[n], 0.5))})
+		what := fmt.Sprintf("%d Services", n)
+		if n == 1 {
+			what = "1 Service"
+		}
+		res.Figures = append(res.Figures, figure{Name: "table rewrite, " + what + " (median)", Value: ms(percentile(rewrite[n], 0.5))})
 	}
 	res.Plots = []plotSpec{{File: "services-connect.png", Title: "Connect + request: pod IP vs ClusterIP", Kind: "cdf",
 		XLabel: "connect + GET + close (ms)", YLabel: "share of connections", Series: cdf}}
