@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -134,4 +136,51 @@ func clusterIPServices(t *testing.T, in *framework.Instance) {
 		t.Errorf("the API server's certificate names no address")
 	}
 	tc.Close()
+}
+
+// TestClusterIPRulesGoAtStop: a clean stop with a pod still running keeps the node namespace (the pod's
+// network lives there) but leaves no Service rule in it, nor the route to the service range; the next
+// start writes them again.
+func TestClusterIPRulesGoAtStop(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a node namespace mounted where the test can see it needs root")
+	}
+	in, err := framework.Start("", "--ray", "sim")
+	if in != nil {
+		t.Cleanup(func() { in.Cleanup(t) })
+	}
+	must(t, "rayctl up", err)
+	ctx := framework.TestContext(t, 3*time.Minute)
+	ns := newNamespace(t, ctx, in)
+	nodeStartPod(t, ctx, in, ns, nodePod("stays", corev1.RestartPolicyAlways, 0, nodeSh("c", "exec sleep 3600")))
+	nodeNS := in.NodeNetNS()
+	if nodeNS == "" {
+		t.Skip("no node namespace here: pods share the host's network")
+	}
+	inNode := func(name string, args ...string) (string, error) {
+		var out []byte
+		err := network.Do(nodeNS, func() (err error) {
+			out, err = exec.Command(name, args...).CombinedOutput()
+			return err
+		})
+		return string(out), err
+	}
+	route := func() string { out, _ := inNode("ip", "route", "show", "10.96.0.0/16"); return strings.TrimSpace(out) }
+	if route() == "" {
+		t.Fatal("no route to the service range in the node namespace while rayctl runs")
+	}
+	must(t, "stopping rayctl", in.Stop())
+	if in.NodeNetNS() == "" {
+		t.Fatal("the node namespace went at a stop with a pod running")
+	}
+	if r := route(); r != "" {
+		t.Errorf("the route to the service range is left after a stop: %s", r)
+	}
+	if _, err := exec.LookPath("nft"); err == nil {
+		if out, err := inNode("nft", "list", "table", "ip", "rayctl-services"); err == nil {
+			t.Errorf("the table rayctl-services is left after a stop:\n%s", out)
+		}
+	}
+	must(t, "starting again", in.Restart())
+	framework.WaitFor(t, ctx, "the route back after a restart", func() (bool, error) { return route() != "", nil })
 }
