@@ -60,6 +60,9 @@ type Table struct {
 	route *vnetlink.Route
 	// affinity sets written last time, by name: their clients are carried over to the next write.
 	affinity map[string]bool
+	// chunk, when not 0, is how many ports go in one transaction: the socket's buffers could not be made
+	// large enough for a whole table (rootless).
+	chunk int
 	// udp holds, by ClusterIP and port, the endpoints of the UDP ports written last time.
 	udp map[udpPort][]Endpoint
 }
@@ -67,11 +70,14 @@ type Table struct {
 // OpenTable connects to nftables in opts.NetNS, routes the service range onto the bridge there and writes an
 // empty table (replacing whatever a previous run left).
 func OpenTable(opts TableOptions) (*Table, error) {
-	c, err := openConn(opts.NetNS)
+	c, big, err := openConn(opts.NetNS)
 	if err != nil {
 		return nil, err
 	}
 	t := &Table{opts: opts, conn: c, table: &nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName}}
+	if !big {
+		t.chunk = rootlessChunk
+	}
 	if err := network.Do(opts.NetNS, noRedirects(opts.Bridge)); err != nil {
 		c.CloseLasting()
 		return nil, err
@@ -91,35 +97,37 @@ func OpenTable(opts TableOptions) (*Table, error) {
 // of some 10,000 messages (a few MB, and an acknowledgement for each), past the default of ~200 KB.
 const socketBuffer = 32 << 20
 
-// openConn is nft.Open with socket buffers large enough for the whole table in one transaction (set with
-// the *FORCE options, which CAP_NET_ADMIN over the namespace allows past the system's maximum).
-func openConn(nsPath string) (*nftables.Conn, error) {
-	var c *nftables.Conn
-	err := network.Do(nsPath, func() error {
+// rootlessChunk is how many ports go in one transaction when the socket's buffers stay small: each port of
+// 2 endpoints is some 10 messages, and 25 such ports fit a default 200 KB buffer with their acknowledgements.
+const rootlessChunk = 20
+
+// openConn is nft.Open with socket buffers large enough for the whole table in one transaction, set with
+// the *FORCE options, which need CAP_NET_ADMIN in the host's user namespace. Rootless, the plain options
+// are capped by net.core.wmem_max and rmem_max: big reports false, and tables are written in chunks.
+func openConn(nsPath string) (c *nftables.Conn, big bool, err error) {
+	big = true
+	err = network.Do(nsPath, func() error {
 		var err error
 		c, err = nftables.New(nftables.AsLasting(), nftables.WithSockOptions(func(nc *netlink.Conn) error {
 			rc, err := nc.SyscallConn()
 			if err != nil {
 				return err
 			}
-			var serr error
-			if err := rc.Control(func(fd uintptr) {
-				for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_RCVBUFFORCE} {
-					if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, socketBuffer); e != nil {
-						serr = e
+			return rc.Control(func(fd uintptr) {
+				for _, opt := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
+					if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt[0], socketBuffer) != nil {
+						big = false
+						_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt[1], socketBuffer)
 					}
 				}
-			}); err != nil {
-				return err
-			}
-			return serr
+			})
 		}))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("service proxy: nftables in %s: %w", nsPath, err)
+		return nil, false, fmt.Errorf("service proxy: nftables in %s: %w", nsPath, err)
 	}
-	return c, nil
+	return c, big, nil
 }
 
 // addRoute routes the service range onto the bridge, from the gateway's address: without a route a
@@ -181,6 +189,39 @@ func (t *Table) Close() error {
 func (t *Table) Write(ports []Port) error {
 	kept := t.affinityClients()
 	c := t.conn
+	dispatch := t.queueBase()
+	affinity := map[string]bool{}
+	if t.chunk == 0 {
+		if err := t.queuePorts(dispatch, ports, kept, affinity); err != nil {
+			return err
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+	} else {
+		// Small socket buffers (rootless): the table goes in in several transactions, the empty table
+		// first, then chunk ports at a time; until the last one, ClusterIPs not yet written refuse.
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		for start := 0; start < len(ports); start += t.chunk {
+			if err := t.queuePorts(dispatch, ports[start:min(start+t.chunk, len(ports))], kept, affinity); err != nil {
+				return err
+			}
+			if err := c.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	t.affinity = affinity
+	t.forgetGoneUDPEndpoints(ports)
+	return nil
+}
+
+// queueBase queues the table's replacement with its base chains, the services chain, the refusals and an
+// empty service-ports map, which it returns.
+func (t *Table) queueBase() *nftables.Set {
+	c := t.conn
 	tb := nft.ReplaceTable(c, t.table)
 	dstnat, srcnat := nftables.ChainPriorityNATDest, nftables.ChainPriorityNATSource
 	pre := nft.BaseChain(c, tb, "nat-prerouting", nftables.ChainTypeNAT, nftables.ChainHookPrerouting, dstnat, nil)
@@ -189,10 +230,27 @@ func (t *Table) Write(ports []Port) error {
 	fwd := nft.BaseChain(c, tb, "filter-forward", nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter, nil)
 	lout := nft.BaseChain(c, tb, "filter-output", nftables.ChainTypeFilter, nftables.ChainHookOutput, nftables.ChainPriorityFilter, nil)
 	services := c.AddChain(&nftables.Chain{Name: "services", Table: tb})
-
 	dispatch := &nftables.Set{Table: tb, Name: "service-ports", KeyType: keyType, Concatenation: true, IsMap: true, DataType: nftables.TypeVerdict}
+	if err := c.AddSet(dispatch, nil); err != nil {
+		panic(err) // only for an anonymous set that is not constant
+	}
+	nft.Add(c, pre, nft.Jump("services"))
+	nft.Add(c, out, nft.Jump("services"))
+	nft.Add(c, services, dispatchLookup(dispatch))
+	nft.Add(c, post, markSet(hairpinMark), nft.Masquerade)
+	for _, ch := range []*nftables.Chain{fwd, lout} {
+		nft.Add(c, ch, nft.DaddrIn(expr.CmpOpEq, t.opts.ServiceCIDR), nft.RejectTCP())
+		// Anything else: ICMP port unreachable, which a UDP socket reads as connection refused.
+		nft.Add(c, ch, nft.DaddrIn(expr.CmpOpEq, t.opts.ServiceCIDR), []nft.Expr{&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}})
+	}
+	return dispatch
+}
+
+// queuePorts queues the chains of ports and their entries in the service-ports map dispatch; the affinity
+// sets it makes are added to affinity, each with the clients kept for it.
+func (t *Table) queuePorts(dispatch *nftables.Set, ports []Port, kept map[string][]nftables.SetElement, affinity map[string]bool) error {
+	c, tb := t.conn, dispatch.Table
 	var portElems []nftables.SetElement
-	affinity := map[string]bool{}
 	for _, p := range ports {
 		ip := p.IP.To4()
 		if ip == nil {
@@ -231,24 +289,10 @@ func (t *Table) Write(ports []Port) error {
 		portElems = append(portElems, nftables.SetElement{Key: portKey(ip, p.Protocol, p.Port),
 			VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: name}})
 	}
-	if err := c.AddSet(dispatch, portElems); err != nil {
-		return err
+	if len(portElems) == 0 {
+		return nil
 	}
-	nft.Add(c, pre, nft.Jump("services"))
-	nft.Add(c, out, nft.Jump("services"))
-	nft.Add(c, services, dispatchLookup(dispatch))
-	nft.Add(c, post, markSet(hairpinMark), nft.Masquerade)
-	for _, ch := range []*nftables.Chain{fwd, lout} {
-		nft.Add(c, ch, nft.DaddrIn(expr.CmpOpEq, t.opts.ServiceCIDR), nft.RejectTCP())
-		// Anything else: ICMP port unreachable, which a UDP socket reads as connection refused.
-		nft.Add(c, ch, nft.DaddrIn(expr.CmpOpEq, t.opts.ServiceCIDR), []nft.Expr{&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}})
-	}
-	if err := c.Flush(); err != nil {
-		return err
-	}
-	t.affinity = affinity
-	t.forgetGoneUDPEndpoints(ports)
-	return nil
+	return c.SetAddElements(dispatch, portElems)
 }
 
 // udpPort is a UDP ClusterIP port.

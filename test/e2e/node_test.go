@@ -672,7 +672,7 @@ func TestNodeGracefulDeletion(t *testing.T) {
 }
 
 // TestNodeClusterDNS: a second pod finds a Service by its cluster DNS name and fetches a page from the
-// busybox httpd behind it, and looks the name up with nslookup.
+// busybox httpd behind it (through the Service's ClusterIP), and looks the name up with nslookup.
 func TestNodeClusterDNS(t *testing.T) {
 	in, ctx, ns := nodeSetup(t)
 	web := nodeSh("httpd", "mkdir -p /www && echo hello-from-$(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www")
@@ -712,8 +712,12 @@ cat /tmp/ns; cat /etc/resolv.conf; exit 1`, host)
 	if want := "PAGE=hello-from-web"; !strings.Contains(out, want) {
 		t.Errorf("the client's output lacks %q:\n%s", want, out)
 	}
-	if !strings.Contains(out, webPod.Status.PodIP) {
-		t.Errorf("nslookup %s did not answer the web pod's IP %s:\n%s", host, webPod.Status.PodIP, out)
+	// The Service has a ClusterIP, which carries traffic here (the Service proxy): its name resolves to it, as
+	// on a cluster, not to the pod.
+	svc, err := in.Client.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+	must(t, "reading the service", err)
+	if !strings.Contains(out, svc.Spec.ClusterIP) || strings.Contains(out, webPod.Status.PodIP) {
+		t.Errorf("nslookup %s did not answer the Service's ClusterIP %s (the pod is %s):\n%s", host, svc.Spec.ClusterIP, webPod.Status.PodIP, out)
 	}
 	if !strings.Contains(out, "search "+ns+".svc.cluster.local svc.cluster.local cluster.local") {
 		t.Errorf("the client's resolv.conf lacks the cluster search path:\n%s", out)
