@@ -4,12 +4,9 @@ package netpolicy
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nettest"
+	"github.com/rayctl/rayctl/pkg/runtime/network/nodetest"
 )
 
 // node is a node namespace with pods on its bridge, each listening on TCP 8080 and 9090 (answering its
@@ -36,24 +34,7 @@ type node struct {
 
 func newNode(t *testing.T) *node {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces and nftables need root")
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	m, err := network.New(network.Config{StateDir: t.TempDir(), Bridge: "np" + hex.EncodeToString(b), CIDR: fmt.Sprintf("10.251.%d.0/24", b[0])})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = m.Cleanup(nil)
-		if err := m.RemoveBridge(); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := m.EnsureNode(); err != nil {
-		t.Fatal(err)
-	}
+	m := nodetest.New(t, "np")
 	tb, err := OpenTable(m.NodeNSPath())
 	if err != nil {
 		t.Fatal(err)
@@ -87,27 +68,7 @@ func (n *node) pod(ns, name string, lbls map[string]string) *corev1.Pod {
 	return p
 }
 
-func listen(t *testing.T, nsPath, addr, word string) {
-	var ln net.Listener
-	if err := network.Do(nsPath, func() error {
-		var err error
-		ln, err = net.Listen("tcp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintln(c, word)
-			c.Close()
-		}
-	}()
-}
+func listen(t *testing.T, nsPath, addr, word string) { nodetest.Serve(t, nsPath, addr, word) }
 
 // apply compiles the policies against the node's pods and writes the table.
 func (n *node) apply(pols ...*networkingv1.NetworkPolicy) {

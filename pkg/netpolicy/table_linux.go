@@ -12,7 +12,6 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
@@ -159,7 +158,7 @@ func addRows(c *nftables.Conn, ch *nftables.Chain, a Allow, peer func(op expr.Cm
 		return
 	}
 	for _, p := range a.Ports {
-		nft.Add(c, ch, addr(), nft.Proto(protoNumber(p.Protocol)), dports(p), nft.Accept)
+		nft.Add(c, ch, addr(), nft.Proto(nft.ProtoNumber(string(p.Protocol))), dports(p), nft.Accept)
 	}
 }
 
@@ -184,16 +183,6 @@ func ipSet(c *nftables.Conn, t *nftables.Table, ips []net.IP, off uint32) []nft.
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4},
 		&expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID},
 	}
-}
-
-func protoNumber(p corev1.Protocol) byte {
-	switch p {
-	case corev1.ProtocolUDP:
-		return unix.IPPROTO_UDP
-	case corev1.ProtocolSCTP:
-		return unix.IPPROTO_SCTP
-	}
-	return unix.IPPROTO_TCP
 }
 
 // dports matches the destination port range of p (nothing for every port).

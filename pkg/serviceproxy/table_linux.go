@@ -283,7 +283,7 @@ func (t *Table) queuePorts(dispatch *nftables.Set, ports []Port, kept map[string
 			}
 			// An endpoint reaching itself through its Service: masqueraded on the way out (nat-postrouting).
 			nft.Add(c, epChain, saddrIs(ep.IP), setMark(hairpinMark))
-			nft.Add(c, epChain, remember, nft.Proto(protoNumber(p.Protocol)), dnat(ep.IP, ep.Port))
+			nft.Add(c, epChain, remember, nft.Proto(nft.ProtoNumber(string(p.Protocol))), dnat(ep.IP, ep.Port))
 		}
 		nft.Add(c, svc, pick(c, tb, epChains))
 		portElems = append(portElems, nftables.SetElement{Key: portKey(ip, p.Protocol, p.Port),
@@ -363,21 +363,11 @@ func portChainName(p Port) string {
 	return fmt.Sprintf("svc/%s/%s/%d", p.Service, strings.ToLower(string(p.Protocol)), p.Port)
 }
 
-func protoNumber(p corev1.Protocol) byte {
-	switch p {
-	case corev1.ProtocolUDP:
-		return unix.IPPROTO_UDP
-	case corev1.ProtocolSCTP:
-		return unix.IPPROTO_SCTP
-	}
-	return unix.IPPROTO_TCP
-}
-
 // portKey is a service-ports key: the address, the protocol and the port, each padded to 4 bytes.
 func portKey(ip net.IP, proto corev1.Protocol, port int32) []byte {
 	k := make([]byte, 12)
 	copy(k, ip.To4())
-	k[4] = protoNumber(proto)
+	k[4] = nft.ProtoNumber(string(proto))
 	binary.BigEndian.PutUint16(k[8:], uint16(port))
 	return k
 }

@@ -5,12 +5,9 @@ package serviceproxy
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -20,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
+	"github.com/rayctl/rayctl/pkg/runtime/network/nodetest"
 )
 
 // testNode is a node namespace of the test's own, with pods and the proxy's table in it.
@@ -33,22 +31,8 @@ var serviceCIDR = &net.IPNet{IP: net.IPv4(10, 96, 0, 0).To4(), Mask: net.CIDRMas
 
 func newTestNode(t testing.TB, pods ...string) *testNode {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces and nftables need root")
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	m, err := network.New(network.Config{StateDir: t.TempDir(), Bridge: "sp" + hex.EncodeToString(b), CIDR: fmt.Sprintf("10.251.%d.0/24", b[0])})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := nodetest.New(t, "sp")
 	n := &testNode{m: m, pods: map[string]*network.Attachment{}}
-	t.Cleanup(func() {
-		_, _ = m.Cleanup(nil)
-		if err := m.RemoveBridge(); err != nil {
-			t.Error(err)
-		}
-	})
 	for _, p := range pods {
 		att, err := m.Setup(p)
 		if err != nil {
@@ -56,6 +40,7 @@ func newTestNode(t testing.TB, pods ...string) *testNode {
 		}
 		n.pods[p] = att
 	}
+	var err error
 	n.table, err = OpenTable(TableOptions{NetNS: m.NodeNSPath(), Bridge: m.Config().Bridge, Gateway: m.Gateway(), ServiceCIDR: serviceCIDR})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/egress"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nettest"
+	"github.com/rayctl/rayctl/pkg/runtime/network/nodetest"
 )
 
 // place is a node namespace with one pod, and a "world" beyond the host: a namespace of its own behind a
@@ -46,16 +47,9 @@ func setUp(t *testing.T) *place {
 		t.Skip("slirp4netns is not installed")
 	}
 	dir := t.TempDir()
-	p := &place{brName: fmt.Sprintf("eg%09d", randByte(1e9))[:11]}
-	m, err := network.New(network.Config{StateDir: dir, Bridge: p.brName, CIDR: fmt.Sprintf("10.%d.%d.0/24", 200+randByte(50), randByte(256))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.m = m
-	t.Cleanup(func() {
-		_, _ = m.Cleanup(nil)
-		_ = m.RemoveNodeIfUnused()
-	})
+	m := nodetest.New(t, "eg")
+	p := &place{m: m, brName: m.Config().Bridge}
+	var err error
 	if p.pod, err = m.Setup("pod-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +68,8 @@ func setUp(t *testing.T) *place {
 	run(t, "ip", "link", "set", name, "up")
 	run(t, "ip", "-n", filepath.Base(p.worldNS), "addr", "add", p.world.String()+"/30", "dev", "eth0")
 	run(t, "ip", "-n", filepath.Base(p.worldNS), "link", "set", "eth0", "up")
-	p.worldLns = serve(t, p.worldNS, net.JoinHostPort(p.world.String(), "8080"), "world")
-	p.hostLn = serve(t, "", net.JoinHostPort(p.hostSide.String(), "8081"), "host")
+	p.worldLns = nodetest.Serve(t, p.worldNS, net.JoinHostPort(p.world.String(), "8080"), "world")
+	p.hostLn = nodetest.Serve(t, "", net.JoinHostPort(p.hostSide.String(), "8081"), "host")
 	return p
 }
 
@@ -84,31 +78,6 @@ func run(t *testing.T, name string, args ...string) {
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
-}
-
-// serve answers every connection to addr, in the namespace at nsPath, with word.
-func serve(t *testing.T, nsPath, addr, word string) net.Listener {
-	t.Helper()
-	var ln net.Listener
-	if err := network.Do(nsPath, func() error {
-		var err error
-		ln, err = net.Listen("tcp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintln(c, word)
-			c.Close()
-		}
-	}()
-	return ln
 }
 
 // fromPod dials addr from the pod and returns the line it answers.
@@ -176,7 +145,7 @@ func TestPodsReachTheWorldNotTheHost(t *testing.T) {
 		t.Fatalf("%s is still in the node namespace after Close", egress.Uplink)
 	}
 	// The node still reaches the pod.
-	serve(t, p.pod.NetNSPath, net.JoinHostPort(p.pod.IP.String(), "9000"), "pod")
+	nodetest.Serve(t, p.pod.NetNSPath, net.JoinHostPort(p.pod.IP.String(), "9000"), "pod")
 	if got, err := nettest.ReadLine(p.m.DialContext, net.JoinHostPort(p.pod.IP.String(), "9000")); err != nil || got != "pod" {
 		t.Fatalf("the pod from the node: %q, %v", got, err)
 	}

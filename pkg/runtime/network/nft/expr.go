@@ -122,6 +122,18 @@ func Daddr(ip net.IP) []Expr {
 	}
 }
 
+// ProtoNumber is the IP protocol number of a Kubernetes protocol name ("UDP", "SCTP"; anything else is TCP,
+// the API's default).
+func ProtoNumber(name string) byte {
+	switch name {
+	case "UDP":
+		return unix.IPPROTO_UDP
+	case "SCTP":
+		return unix.IPPROTO_SCTP
+	}
+	return unix.IPPROTO_TCP
+}
+
 // Proto matches the transport protocol (unix.IPPROTO_TCP, _UDP, _SCTP).
 func Proto(p byte) []Expr {
 	return []Expr{&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1}, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{p}}}

@@ -3,37 +3,14 @@
 package nft_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 
-	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
+	"github.com/rayctl/rayctl/pkg/runtime/network/nodetest"
 )
-
-// nodeNS gives the test a node namespace of its own.
-func nodeNS(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	m, err := network.New(network.Config{StateDir: t.TempDir(), Bridge: fmt.Sprintf("nt%d", os.Getpid()%100000), CIDR: "10.250.7.0/24"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.EnsureNode(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := m.RemoveNodeIfUnused(); err != nil {
-			t.Error(err)
-		}
-	})
-	return m.NodeNSPath()
-}
 
 func tables(t *testing.T, c *nftables.Conn) map[string]int {
 	t.Helper()
@@ -65,7 +42,7 @@ func tables(t *testing.T, c *nftables.Conn) map[string]int {
 // A table replaced in the node namespace holds only its latest rules, the host's namespace never sees it,
 // and DeleteTable removes it (twice is fine).
 func TestReplaceTableInANamespace(t *testing.T) {
-	ns := nodeNS(t)
+	ns := nodetest.New(t, "nt").NodeNSPath()
 	c, err := nft.Open(ns)
 	if err != nil {
 		t.Fatal(err)
