@@ -261,6 +261,34 @@ func TestKubeRayNetworkPolicyField(t *testing.T) {
 	waitDial(t, e, "outsider", hp.Status.PodIP, 8265, "refused")
 	noEventReason(t, e, "UnsupportedField", "networkPolicy")
 	noEventReason(t, e, "NetworkPolicyNotEnforced", "")
+
+	// A RayJob's rayClusterSpec carries the field to the cluster it makes, as KubeRay's does.
+	t.Run("RayJob", func(t *testing.T) {
+		cluster := strings.SplitN(strings.SplitN(networkPolicyClusterYAML, "\nspec:\n", 2)[1], "\n", -1)
+		var spec strings.Builder
+		for _, l := range cluster {
+			spec.WriteString("    " + l + "\n")
+		}
+		job := "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: job-deny-all\nspec:\n  entrypoint: python -c 'print(1)'\n" +
+			"  submissionMode: HTTPMode\n  rayClusterSpec:\n" + spec.String()
+		_, stderr, err := in.Kubectl(e.ctx, job, "apply", "-n", e.ns, "-f", "-")
+		must(t, "kubectl apply the RayJob: "+stderr, err)
+		e.waitFor(t, time.Minute, "the RayJob's cluster's head NetworkPolicy", func(ctx context.Context) (bool, string, error) {
+			l, err := in.Client.NetworkingV1().NetworkPolicies(e.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			var names []string
+			for _, p := range l.Items {
+				names = append(names, p.Name)
+				if strings.HasPrefix(p.Name, "job-deny-all-") && strings.HasSuffix(p.Name, "-head") {
+					return true, "", nil
+				}
+			}
+			return false, strings.Join(names, ","), nil
+		})
+		noEventReason(t, e, "UnsupportedField", "networkPolicy")
+	})
 }
 
 // TestNetworkPolicyNotEnforcedOnTheHostNetwork: where pods share the host's network, rayctl up says

@@ -73,11 +73,9 @@ var RayServiceFields = []Field{
 }
 
 // RayJobFields are the fields of a RayJob spec that rayctl accepts and does not act on.
-var RayJobFields = []Field{
-	// A RayCluster's own networkPolicy is acted on (pkg/controllers/raycluster); a RayJob's cluster is
-	// made from the spec as KubeRay v1.6's types read it, without the field.
-	{Path: "rayClusterSpec.networkPolicy", Undone: "the RayJob's RayCluster is made without it, so no NetworkPolicies are made for it"},
-}
+// (None today: rayClusterSpec's own fields are checked as a RayCluster's, and its networkPolicy is carried
+// to the RayJob's cluster, where it is acted on.)
+var RayJobFields = []Field{}
 
 // kinds are the watched kinds, where each keeps a cluster spec, and the fields of its own spec
 // rayctl does not act on.

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,7 +59,7 @@ func (p *pass) getOrCreateCluster(ctx context.Context) (*rayv1.RayCluster, error
 	if err != nil {
 		return nil, err
 	}
-	if err := p.r.client.Create(ctx, cluster); err != nil {
+	if err := p.createCluster(ctx, cluster); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("RayCluster %s exists but is not in the cache yet: %w", key, err)
 		}
@@ -66,6 +70,61 @@ func (p *pass) getOrCreateCluster(ctx context.Context) (*rayv1.RayCluster, error
 	p.event(corev1.EventTypeNormal, EventCreatedCluster, "Created RayCluster %s/%s", key.Namespace, key.Name)
 	return cluster, nil
 }
+
+// createCluster creates c, with the fields of spec.rayClusterSpec that rayctl's Go types (KubeRay v1.6.2's)
+// lack — KubeRay v1.7's networkPolicy — copied from the RayJob as stored (read unstructured), as KubeRay
+// gives its cluster the whole rayClusterSpec. On success c holds what the API server returned.
+func (p *pass) createCluster(ctx context.Context, c *rayv1.RayCluster) error {
+	raw := &unstructured.Unstructured{}
+	raw.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayJob"))
+	if err := p.r.client.Get(ctx, client.ObjectKeyFromObject(p.job), raw); err != nil {
+		return err
+	}
+	if raw.GetUID() != p.job.UID || raw.GetGeneration() != p.job.Generation {
+		// Not the generation this pass read; the next pass retries with the new one.
+		return apierrors.NewConflict(rayv1.Resource("rayjobs"), p.job.Name, errors.New("the RayJob changed while its RayCluster was being made"))
+	}
+	stored, _, _ := unstructured.NestedMap(raw.Object, "spec", "rayClusterSpec")
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		return err
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	later := false
+	for k, v := range stored {
+		if !knownClusterSpecField(k) {
+			spec[k], later = v, true
+		}
+	}
+	if !later {
+		return p.r.client.Create(ctx, c)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayCluster"))
+	delete(u.Object, "status")
+	if err := p.r.client.Create(ctx, u); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c)
+}
+
+// knownClusterSpecField says whether rayctl's RayClusterSpec type has a field of that JSON name: such a
+// field is the typed spec's (which the RayJob controller may have changed), even when empty there.
+func knownClusterSpecField(name string) bool {
+	_, ok := clusterSpecFields[name]
+	return ok
+}
+
+// clusterSpecFields are the JSON names of rayctl's RayClusterSpec's fields.
+var clusterSpecFields = func() map[string]struct{} {
+	out := map[string]struct{}{}
+	t := reflect.TypeOf(rayv1.RayClusterSpec{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = struct{}{}
+	}
+	return out
+}()
 
 // newCluster builds the RayJob's own RayCluster: its spec.rayClusterSpec, its
 // labels and annotations, a controller reference, and in SidecarMode the
