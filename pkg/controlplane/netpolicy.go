@@ -17,6 +17,10 @@ func (cp *ControlPlane) startNetworkPolicy() (string, error) {
 	if rt.Network == nil || rt.Network.Gateway() == nil {
 		return "off: pods share the host's network, NetworkPolicies are not enforced", nil
 	}
+	if !rt.Network.BridgeFiltered() {
+		return "off: the kernel's br_netfilter module is not loaded, so traffic between pods on the bridge cannot be filtered; " +
+			"NetworkPolicies are not enforced (load it as root: modprobe br_netfilter, then restart rayctl)", nil
+	}
 	cfg, err := cp.identityConfig("network-policy", "rayctl:network-policy", nil)
 	if err != nil {
 		return "", err

@@ -32,12 +32,17 @@ func (cp *ControlPlane) startServices() (string, error) {
 		return "", err
 	}
 	nw := cp.rt.Network
+	filtered := nw.BridgeFiltered()
 	p, err := serviceproxy.New(serviceproxy.Options{RESTConfig: cfg, Table: serviceproxy.TableOptions{
-		NetNS: nw.NodeNSPath(), Bridge: nw.Config().Bridge, Gateway: nw.Gateway(), ServiceCIDR: cidr}})
+		NetNS: nw.NodeNSPath(), Bridge: nw.Config().Bridge, Gateway: nw.Gateway(), ServiceCIDR: cidr, MasqueradePods: !filtered}})
 	if err != nil {
 		return "", err
 	}
 	cp.runLogged("services", p.Run)
-	return "ClusterIPs " + cidr.String() + " carry traffic to ready endpoints (nftables table " + serviceproxy.TableName +
-		" in the node namespace); Service names resolve to them", nil
+	line := "ClusterIPs " + cidr.String() + " carry traffic to ready endpoints (nftables table " + serviceproxy.TableName +
+		" in the node namespace); Service names resolve to them"
+	if !filtered {
+		line += "; without the kernel's br_netfilter, pods' connections to them are masqueraded (endpoints see the gateway's address)"
+	}
+	return line, nil
 }

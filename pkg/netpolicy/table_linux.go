@@ -62,10 +62,11 @@ func bigBuffers(c *netlink.Conn) error {
 	return serr
 }
 
-// Close deletes the table and closes the connection.
+// Close closes the connection. The table stays: pods that outlive a clean stop stay isolated as their
+// policies say until the next start replaces it (the node namespace, and the table with it, goes at
+// `rayctl down`).
 func (t *Table) Close() error {
-	t.conn.CloseLasting()
-	return nft.DeleteTable(t.ns, TableName)
+	return t.conn.CloseLasting()
 }
 
 // Write replaces the table's contents with r, in one transaction. Two base chains hook the forward path
@@ -199,8 +200,4 @@ func dports(p Port) []nft.Expr {
 		&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: be(p.From)},
 		&expr.Cmp{Op: expr.CmpOpLte, Register: 1, Data: be(p.To)},
 	}
-}
-
-func goTo(chain string) []nft.Expr {
-	return []nft.Expr{&expr.Verdict{Kind: expr.VerdictGoto, Chain: chain}}
 }

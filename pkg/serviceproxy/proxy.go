@@ -52,6 +52,10 @@ type TableOptions struct {
 	Gateway net.IP
 	// ServiceCIDR is the range ClusterIPs come from.
 	ServiceCIDR *net.IPNet
+	// MasqueradePods masquerades every pod's connection to a ClusterIP, not only an endpoint's to itself:
+	// where the IPv4 hooks do not see what the bridge passes between pods (no br_netfilter), the reply of
+	// one pod to another would go straight over the bridge, untranslated, unless it comes back by the node.
+	MasqueradePods bool
 }
 
 // SyncStats says what the table's rewrites cost.

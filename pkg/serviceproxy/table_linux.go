@@ -31,7 +31,7 @@ const hairpinMark = 0x4000
 // What the table holds (read it with `nft list table ip rayctl-services` in the node namespace):
 //
 //	map service-ports      ClusterIP . protocol . port : goto the port's chain
-//	chain nat-prerouting   (nat, prerouting, dstnat) from pods: jump services
+//	chain nat-prerouting   (nat, prerouting, dstnat) what arrives (from pods): jump services
 //	chain nat-output       (nat, output, dstnat) from the node namespace: jump services
 //	chain services         lookup in service-ports
 //	chain nat-postrouting  (nat, postrouting, srcnat) masquerade what hairpinMark marks
@@ -282,7 +282,11 @@ func (t *Table) queuePorts(dispatch *nftables.Set, ports []Port, kept map[string
 				}
 			}
 			// An endpoint reaching itself through its Service: masqueraded on the way out (nat-postrouting).
-			nft.Add(c, epChain, saddrIs(ep.IP), setMark(hairpinMark))
+			if t.opts.MasqueradePods {
+				nft.Add(c, epChain, setMark(hairpinMark))
+			} else {
+				nft.Add(c, epChain, saddrIs(ep.IP), setMark(hairpinMark))
+			}
 			nft.Add(c, epChain, remember, nft.Proto(nft.ProtoNumber(string(p.Protocol))), dnat(ep.IP, ep.Port))
 		}
 		nft.Add(c, svc, pick(c, tb, epChains))

@@ -2,7 +2,9 @@ package raycluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -136,13 +138,14 @@ func (r *NetworkPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	want := BuildNetworkPolicies(&c, np)
 	names := map[string]bool{}
+	var errs []error
 	for _, p := range want {
 		names[p.Name] = true
-		if err := r.createOrUpdate(ctx, &c, p); err != nil {
-			return ctrl.Result{}, err
-		}
+		// One policy that cannot be written (a name another object holds) does not keep the others.
+		errs = append(errs, r.createOrUpdate(ctx, &c, p))
 	}
-	return ctrl.Result{}, r.deleteStale(ctx, &c, names)
+	errs = append(errs, r.deleteStale(ctx, &c, names))
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 // ValidateNetworkPolicy checks np against cluster c as KubeRay v1.7 does: rules only for the directions
@@ -342,10 +345,15 @@ func (r *NetworkPolicyReconciler) createOrUpdate(ctx context.Context, c *rayv1.R
 			"NetworkPolicy %s/%s exists and is not this RayCluster's: its pods are not isolated by it; rename one of the two", p.Namespace, p.Name)
 		return fmt.Errorf("NetworkPolicy %s/%s exists and is not RayCluster %s's", p.Namespace, p.Name, c.Name)
 	}
-	if apiequality.Semantic.DeepEqual(have.Spec, p.Spec) && apiequality.Semantic.DeepEqual(have.Labels, p.Labels) {
+	labels := maps.Clone(have.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, p.Labels) // ours set, other tools' kept
+	if apiequality.Semantic.DeepEqual(have.Spec, p.Spec) && apiequality.Semantic.DeepEqual(have.Labels, labels) {
 		return nil
 	}
-	have.Spec, have.Labels = p.Spec, p.Labels
+	have.Spec, have.Labels = p.Spec, labels
 	if err := r.client.Update(ctx, &have); err != nil {
 		return err
 	}

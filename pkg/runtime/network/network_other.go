@@ -57,3 +57,6 @@ func DialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
 	}
 	return (&net.Dialer{}).DialContext(ctx, network, addr)
 }
+
+// BridgeFiltered is false off Linux: there is no pod bridge.
+func (m *Manager) BridgeFiltered() bool { return false }

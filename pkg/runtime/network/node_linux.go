@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 // nodeState is the manager's open handle on the node namespace (nil until first needed).
 type nodeState struct {
 	handle *netlink.Handle
+	// bridgeFiltered says the IPv4 hooks see traffic bridged between pods (br_netfilter), once known.
+	bridgeFiltered bool
 }
 
 // EnsureNode makes the node namespace if it is missing, with its loopback up and the bridge (holding
@@ -61,6 +66,7 @@ func (m *Manager) ensureNode() (*netlink.Handle, netlink.Link, error) {
 		h.Close()
 		return nil, nil, fmt.Errorf("network: turning on forwarding in the node namespace: %w", err)
 	}
+	m.node.bridgeFiltered = Do(path, enableBridgeFiltering) == nil
 	br, err := m.ensureBridge(h)
 	if err != nil {
 		h.Close()
@@ -75,6 +81,36 @@ func (m *Manager) ensureNode() (*netlink.Handle, netlink.Link, error) {
 // routed there. What may cross is the nftables rules' business (egress, Services, NetworkPolicy).
 func enableForwarding() error {
 	return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644)
+}
+
+// bridgeNFCall is the switch (per network namespace) that hands IPv4 packets bridged between ports of a
+// bridge to the IPv4 netfilter hooks; it exists while the kernel's br_netfilter module is loaded.
+const bridgeNFCall = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+// enableBridgeFiltering makes the IPv4 hooks of the calling thread's network namespace see what the pod
+// bridge passes between pods: NetworkPolicy filters it there, and a ClusterIP connection between two pods
+// is translated back on its reply. As root a missing br_netfilter is loaded (modprobe), as Docker and k3s
+// do; an ordinary user cannot load it.
+func enableBridgeFiltering() error {
+	if _, err := os.Stat(bridgeNFCall); err != nil && os.Geteuid() == 0 && !userns.Inside() {
+		_ = exec.Command("modprobe", "br_netfilter").Run()
+	}
+	return os.WriteFile(bridgeNFCall, []byte("1\n"), 0o644)
+}
+
+// BridgeFiltered says whether traffic bridged between pods passes the node namespace's IPv4 hooks (the
+// kernel's br_netfilter is loaded): without it NetworkPolicy cannot filter pod-to-pod traffic, and a
+// ClusterIP connection from one pod to another must be masqueraded. False for a HostOnly manager.
+func (m *Manager) BridgeFiltered() bool {
+	if m.cfg.HostOnly {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, _, err := m.ensureNode(); err != nil {
+		return false
+	}
+	return m.node.bridgeFiltered
 }
 
 // RemoveNodeIfUnused deletes the node namespace when no pod has a network in it any more (at a clean

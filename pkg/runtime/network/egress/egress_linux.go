@@ -23,9 +23,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
 )
 
-// slirpNet is the range slirp4netns puts its tap in (the tap 10.0.2.100, the gateway 10.0.2.2 — the
-// host's loopback unless disabled — and its DNS 10.0.2.3): nothing pods need, so all refused.
-var slirpNet = &net.IPNet{IP: net.IPv4(10, 0, 2, 0).To4(), Mask: net.CIDRMask(24, 32)}
+// Ranges pods are refused: slirp4netns's own (the tap 10.0.2.100, the gateway 10.0.2.2 — the host's
+// loopback unless disabled — and its DNS 10.0.2.3), nothing pods need; and the link-local range, where a
+// cloud VM's metadata service (169.254.169.254) hands out the machine's credentials.
+var (
+	slirpNet     = &net.IPNet{IP: net.IPv4(10, 0, 2, 0).To4(), Mask: net.CIDRMask(24, 32)}
+	linkLocalNet = &net.IPNet{IP: net.IPv4(169, 254, 0, 0).To4(), Mask: net.CIDRMask(16, 32)}
+)
 
 // slirpReadyTimeout bounds how long slirp4netns may take to make its tap.
 const slirpReadyTimeout = 15 * time.Second
@@ -63,7 +67,7 @@ func Start(cfg Config) (*Egress, error) {
 	if cfg.Mode == Off {
 		e.line = "off (--pod-egress=off): pods reach nothing beyond the node; a connection out is refused at once, " +
 			"names outside the cluster do not resolve"
-		return e, e.closeDoor()
+		return e.closed()
 	}
 	err = hostRouteOut()
 	if err == nil {
@@ -75,11 +79,13 @@ func Start(cfg Config) (*Egress, error) {
 			return nil, fmt.Errorf("--pod-egress=on: %w", err)
 		}
 		e.line = "off: " + err.Error() + "; pods reach nothing beyond the node (--pod-egress=on requires it)"
-		return e, e.closeDoor()
+		return e.closed()
 	}
 	e.on = true
-	e.hostAddrs = hostAddrs()
-	if err := e.openDoor(); err != nil {
+	if e.hostAddrs, err = hostAddrs(); err == nil {
+		err = e.openDoor()
+	}
+	if err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -88,6 +94,15 @@ func Start(cfg Config) (*Egress, error) {
 	e.wg.Add(2)
 	go e.supervise()
 	go e.watchHostAddrs()
+	return e, nil
+}
+
+// closed writes the closed door and returns e, or lets go of the namespace if that fails.
+func (e *Egress) closed() (*Egress, error) {
+	if err := e.closeDoor(); err != nil {
+		e.conn.CloseLasting()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -127,10 +142,10 @@ func hostRouteOut() error {
 
 // hostAddrs lists the host's own IPv4 addresses, sorted: slirp4netns would reach the services bound
 // there, so pods must not.
-func hostAddrs() []net.IP {
+func hostAddrs() ([]net.IP, error) {
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("egress: the host's addresses: %w", err)
 	}
 	var out []net.IP
 	for _, a := range addrs {
@@ -139,7 +154,7 @@ func hostAddrs() []net.IP {
 		}
 	}
 	slices.SortFunc(out, func(a, b net.IP) int { return bytes.Compare(a, b) })
-	return slices.CompactFunc(out, net.IP.Equal)
+	return slices.CompactFunc(out, net.IP.Equal), nil
 }
 
 // closeDoor writes the table of a node without egress: what leaves the pods' bridge for anything beyond
@@ -167,7 +182,7 @@ func (e *Egress) openDoor() error {
 	nft.Add(c, post, nft.OutIf(Uplink), nft.Masquerade)
 
 	fwd := nft.BaseChain(c, t, "forward", nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter, nil)
-	closed := []*net.IPNet{slirpNet}
+	closed := []*net.IPNet{slirpNet, linkLocalNet}
 	if e.cfg.ServiceCIDR != nil {
 		closed = append(closed, e.cfg.ServiceCIDR)
 	}
@@ -201,6 +216,8 @@ func (e *Egress) watchHostAddrs() {
 			e.cfg.Logf("egress: cannot follow the host's addresses (%v); the ones at start stay closed", err)
 			return
 		}
+		// An address added before the subscription took is not lost.
+		e.refreshHostAddrs()
 		for open := true; open; {
 			select {
 			case <-e.stop:
@@ -211,19 +228,32 @@ func (e *Egress) watchHostAddrs() {
 			e.refreshHostAddrs()
 		}
 		close(done)
+		// The subscription ended: subscribe again, not in a busy loop.
+		select {
+		case <-e.stop:
+			return
+		case <-time.After(time.Second):
+		}
 	}
 }
 
-// refreshHostAddrs rewrites the rules if the host's addresses are not the ones closed.
+// refreshHostAddrs rewrites the rules if the host's addresses are not the ones closed. What cannot be
+// read or written keeps the rules as they are (and is tried again at the next change).
 func (e *Egress) refreshHostAddrs() {
-	now := hostAddrs()
+	now, err := hostAddrs()
+	if err != nil {
+		e.cfg.Logf("%v", err)
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closing || slices.EqualFunc(now, e.hostAddrs, net.IP.Equal) {
 		return
 	}
+	was := e.hostAddrs
 	e.hostAddrs = now
 	if err := e.openDoor(); err != nil {
+		e.hostAddrs = was
 		e.cfg.Logf("%v", err)
 	}
 }
@@ -326,6 +356,7 @@ func (e *Egress) supervise() {
 			return
 		case <-p.done:
 		}
+		p.exitW.Close()
 		if e.stopping() {
 			return
 		}

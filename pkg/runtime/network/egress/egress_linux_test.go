@@ -126,6 +126,7 @@ func TestPodsReachTheWorldNotTheHost(t *testing.T) {
 	p.wantRefused(t, net.JoinHostPort(p.hostSide.String(), "8081"))
 	p.wantRefused(t, "10.0.2.2:8081")
 	p.wantRefused(t, "10.96.7.7:80")
+	p.wantRefused(t, "169.254.169.254:80")
 	// A listener of the node's namespace is not reachable from the uplink's side.
 	lnk, err := netlinkIn(p.m.NodeNSPath(), egress.Uplink)
 	if err != nil || lnk == nil {

@@ -31,12 +31,10 @@ var (
 	Drop = []Expr{&expr.Verdict{Kind: expr.VerdictDrop}}
 	// Masquerade rewrites the source to the outgoing interface's address.
 	Masquerade = []Expr{&expr.Masq{}}
-	// Return leaves this chain for the one that jumped to it.
-	Return = []Expr{&expr.Verdict{Kind: expr.VerdictReturn}}
 )
 
-// Reject refuses the packet at once: a TCP reset for TCP (the connection is refused), an ICMP
-// administratively-prohibited for anything else.
+// Reject refuses a packet that is not TCP at once, with an ICMP administratively-prohibited; put RejectTCP
+// before it, so that TCP gets a reset (the connection is refused).
 func Reject() []Expr {
 	return []Expr{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
@@ -85,17 +83,6 @@ func Established() []Expr {
 	}
 }
 
-// Invalid matches packets conntrack cannot place (ct state invalid).
-func Invalid() []Expr {
-	return []Expr{
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitINVALID),
-			Xor:  binaryutil.NativeEndian.PutUint32(0)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
-	}
-}
-
 // The offsets of the IPv4 header's addresses.
 const (
 	offSaddr = 12
@@ -111,14 +98,6 @@ func addrIn(off uint32, op expr.CmpOp, n *net.IPNet) []Expr {
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: []byte(n.Mask), Xor: make([]byte, 4)},
 		&expr.Cmp{Op: op, Register: 1, Data: n.IP.To4().Mask(n.Mask)},
-	}
-}
-
-// Daddr matches the IPv4 destination ip.
-func Daddr(ip net.IP) []Expr {
-	return []Expr{
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offDaddr, Len: 4},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ip.To4()},
 	}
 }
 
