@@ -4,16 +4,12 @@ package netpolicy
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
-	"golang.org/x/sys/unix"
 
-	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nft"
 )
 
@@ -25,14 +21,10 @@ type Table struct {
 
 // OpenTable opens nftables in the network namespace at nsPath (this process's own when empty).
 func OpenTable(nsPath string) (*Table, error) {
-	var c *nftables.Conn
-	err := network.Do(nsPath, func() error {
-		var err error
-		c, err = nftables.New(nftables.AsLasting(), nftables.WithSockOptions(bigBuffers))
-		return err
-	})
+	// Rootless the buffers stay at the system's maximum, which tables of the measured scale fit.
+	c, _, err := nft.OpenLarge(nsPath, socketBuffer)
 	if err != nil {
-		return nil, fmt.Errorf("nftables in %s: %w", nsPath, err)
+		return nil, err
 	}
 	return &Table{conn: c, ns: nsPath}, nil
 }
@@ -40,27 +32,6 @@ func OpenTable(nsPath string) (*Table, error) {
 // socketBuffer is the netlink socket's send and receive buffer: a table of a few thousand rules is one
 // transaction, sent in one message, with an acknowledgement per rule to read back.
 const socketBuffer = 16 << 20
-
-// bigBuffers raises the socket's buffers past the system's maximum (net.core.wmem_max, rmem_max) where
-// the process may (real root: CAP_NET_ADMIN in the host's user namespace), and up to that maximum
-// otherwise (a rootless rayctl, whose tables of the measured scale fit).
-func bigBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
-			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], socketBuffer) != nil {
-				serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], socketBuffer))
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
-}
 
 // Close closes the connection. The table stays: pods that outlive a clean stop stay isolated as their
 // policies say until the next start replaces it (the node namespace, and the table with it, goes at

@@ -14,7 +14,6 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"github.com/mdlayher/netlink"
 	vnetlink "github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -70,7 +69,7 @@ type Table struct {
 // OpenTable connects to nftables in opts.NetNS, routes the service range onto the bridge there and writes an
 // empty table (replacing whatever a previous run left).
 func OpenTable(opts TableOptions) (*Table, error) {
-	c, big, err := openConn(opts.NetNS)
+	c, big, err := nft.OpenLarge(opts.NetNS, socketBuffer)
 	if err != nil {
 		return nil, err
 	}
@@ -100,35 +99,6 @@ const socketBuffer = 32 << 20
 // rootlessChunk is how many ports go in one transaction when the socket's buffers stay small: each port of
 // 2 endpoints is some 10 messages, and 25 such ports fit a default 200 KB buffer with their acknowledgements.
 const rootlessChunk = 20
-
-// openConn is nft.Open with socket buffers large enough for the whole table in one transaction, set with
-// the *FORCE options, which need CAP_NET_ADMIN in the host's user namespace. Rootless, the plain options
-// are capped by net.core.wmem_max and rmem_max: big reports false, and tables are written in chunks.
-func openConn(nsPath string) (c *nftables.Conn, big bool, err error) {
-	big = true
-	err = network.Do(nsPath, func() error {
-		var err error
-		c, err = nftables.New(nftables.AsLasting(), nftables.WithSockOptions(func(nc *netlink.Conn) error {
-			rc, err := nc.SyscallConn()
-			if err != nil {
-				return err
-			}
-			return rc.Control(func(fd uintptr) {
-				for _, opt := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
-					if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt[0], socketBuffer) != nil {
-						big = false
-						_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt[1], socketBuffer)
-					}
-				}
-			})
-		}))
-		return err
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("service proxy: nftables in %s: %w", nsPath, err)
-	}
-	return c, big, nil
-}
 
 // addRoute routes the service range onto the bridge, from the gateway's address: without a route a
 // connection from the node namespace to a ClusterIP fails before nftables sees it.
