@@ -16,6 +16,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 	"github.com/rayctl/rayctl/test/e2e/framework"
@@ -45,6 +46,9 @@ func (e *rayEnv) applySample(t *testing.T, name string) {
 // and pendulum from PyPI in the pods; the RayJob completes, and the driver's output (it counts to 5 with
 // the runtime env's counter name) is in the submitter's log.
 func testKubeRaySampleWithPip(t *testing.T, e *rayEnv) {
+	// The sample brings its own ConfigMap, of the name realRaySetup's has: that one goes first, or the
+	// head could mount it before the apply replaces its script.
+	must(t, "deleting realRaySetup's ConfigMap", e.in.Client.CoreV1().ConfigMaps(e.ns).Delete(e.ctx, "ray-job-code-sample", metav1.DeleteOptions{}))
 	start := time.Now()
 	e.applySample(t, "ray-job.sample.yaml")
 	job := e.waitRealJob(t, "rayjob-sample")
