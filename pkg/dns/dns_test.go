@@ -19,11 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
-	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	rdns "github.com/rayctl/rayctl/pkg/dns"
 	"github.com/rayctl/rayctl/test/e2e/framework"
@@ -60,24 +57,6 @@ func fakeUpstream(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-// identity returns a REST config for user (no groups), with a client certificate from the instance's CA.
-func identity(t *testing.T, in *framework.Instance, user string) *rest.Config {
-	t.Helper()
-	ca, err := pki.LoadOrCreate(filepath.Join(in.DataDir, "pki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := ca.Client("test-"+strings.ReplaceAll(user, ":", "-"), user, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*kubeconfig.Build(in.Config.Host, ca.CertPEM(), kp), nil).ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 type env struct {
 	ctx    context.Context
 	client kubernetes.Interface
@@ -94,11 +73,11 @@ func setupWith(t *testing.T, clusterIPs bool) *env {
 	ctrl.SetLogger(logr.Discard())
 	// Each component runs as the identity `rayctl up` gives it, so the test also proves RBAC lets it work.
 	srv, err := rdns.New(rdns.Options{Listen: []string{"127.0.0.1:0"}, Upstreams: []string{fakeUpstream(t)},
-		RESTConfig: identity(t, in, "rayctl:dns"), ClusterIPs: clusterIPs})
+		RESTConfig: in.Identity(t, "rayctl:dns"), ClusterIPs: clusterIPs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllerCfg := identity(t, in, "system:kube-controller-manager")
+	controllerCfg := in.Identity(t, "system:kube-controller-manager")
 	ctx := framework.RunDuringTest(t, func(ctx context.Context) error { return endpoints.Run(ctx, controllerCfg) }, srv.Run)
 	if _, err := in.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

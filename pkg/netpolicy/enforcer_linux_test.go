@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -16,32 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
-	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/runtime/network/nettest"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
-
-// identity is a REST config for user, with a client certificate from the instance's CA.
-func identity(t *testing.T, in *framework.Instance, user string) *rest.Config {
-	t.Helper()
-	ca, err := pki.LoadOrCreate(filepath.Join(in.DataDir, "pki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := ca.Client("test-"+strings.ReplaceAll(user, ":", "-"), user, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*kubeconfig.Build(in.Config.Host, ca.CertPEM(), kp), nil).ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
 
 // The enforcer, as the identity rayctl gives it (so RBAC lets it list and watch what it needs), follows
 // the API: a policy created closes a pod's port, a namespace's new label opens it to that namespace, and
@@ -50,7 +26,7 @@ func TestEnforcerFollowsTheAPI(t *testing.T) {
 	n := newNode(t)
 	in := framework.StartTest(t, framework.ControlPlaneOnly()...)
 	var writes atomic.Int32
-	e, err := New(Options{RESTConfig: identity(t, in, "rayctl:network-policy"), NetNS: n.m.NodeNSPath(),
+	e, err := New(Options{RESTConfig: in.Identity(t, "rayctl:network-policy"), NetNS: n.m.NodeNSPath(),
 		Written: func(r *Ruleset, took time.Duration, err error) {
 			if err != nil {
 				t.Errorf("writing the table: %v", err)
