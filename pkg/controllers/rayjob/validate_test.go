@@ -67,6 +67,9 @@ func TestValidate(t *testing.T) {
 			j.Spec.SubmissionMode = rayv1.InteractiveMode
 			j.Spec.BackoffLimit = ptr.To[int32](1)
 		}, want: "BackoffLimit is incompatible with InteractiveMode"},
+		{name: "Kubernetes-delegated token authentication", mut: func(j *rayv1.RayJob) {
+			j.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+		}, want: "enableK8sTokenAuth: Kubernetes-delegated token authentication is not supported for a RayJob"},
 		{name: "head without containers", mut: func(j *rayv1.RayJob) {
 			j.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers = nil
 		}, want: "headGroupSpec.template must have at least one container"},
