@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,20 +28,21 @@ const authSample = "ray-cluster.auth.yaml"
 // the dashboard refuses a job submission without the token (401) or with another (403) as Ray 2.60 does
 // (compared case by case, raysim against Ray); Ray's own `ray job submit` from the host through `rayctl
 // kubectl port-forward` is refused without RAY_AUTH_TOKEN and runs with it; and a RayJob run on the
-// cluster completes, its controller and its submitter sending the token.
+// cluster completes, its controller and its submitter sending the token. Then, on raysim: KubeRay's
+// ray-cluster.auth.secret-ref.yaml uses the user's Secret; a RayService's cluster with a token gets Ready,
+// its controller sending the token too; `rayctl demo` of an HTTPMode RayJob on such a cluster shows the
+// job's log, read from the dashboard with the token; enableK8sTokenAuth falls back to the Secret's token
+// with a Warning; and `rayctl get token` refuses a cluster without token authentication.
 func TestTokenAuth(t *testing.T) {
 	hostRay(t)
-	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=24,memory=48Gi")
+	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
 	e := raySetup(t, in)
 	realRaySlots <- struct{}{}
 	t.Cleanup(func() { <-realRaySlots })
 	e.ctx = framework.TestContext(t, 15*time.Minute)
 
-	b, err := os.ReadFile(kubeRaySample(t, authSample))
-	must(t, "reading "+authSample, err)
 	e.applySample(t, authSample)
-	sim := strings.ReplaceAll(strings.ReplaceAll(string(b), "rayproject/ray:2.53.0", simImage), "name: ray-cluster-with-auth", "name: raysim-cluster-with-auth")
-	kubectl(t, e.ctx, in, e.ns, sim, "apply", "-f", "-")
+	kubectl(t, e.ctx, in, e.ns, authSampleOnRaysim(t, authSample, "raysim-cluster-with-auth"), "apply", "-f", "-")
 
 	var targets []*rayTarget
 	for _, name := range []string{"ray-cluster-with-auth", "raysim-cluster-with-auth"} {
@@ -67,6 +70,50 @@ func TestTokenAuth(t *testing.T) {
 			t.Run("RayJob", func(t *testing.T) { rayJobOnAuthCluster(t, e, r.name) })
 		})
 	}
+	// KubeRay's ray-cluster.auth.secret-ref.yaml on raysim: the user's Secret holds the token; none is made.
+	t.Run("SecretName", func(t *testing.T) {
+		kubectl(t, e.ctx, in, e.ns, authSampleOnRaysim(t, "ray-cluster.auth.secret-ref.yaml", "secret-ref"), "apply", "-f", "-")
+		_, head, _ := e.waitClusterReady(t, "secret-ref", 1)
+		if _, err := in.Client.CoreV1().Secrets(e.ns).Get(e.ctx, "secret-ref", metav1.GetOptions{}); err == nil {
+			t.Error("a Secret of the cluster's name was made beside the one secretName names")
+		}
+		const token = "super-secret-example-token"
+		if out, err := in.Rayctl(e.ctx, "get", "token", "secret-ref", "-n", e.ns); err != nil || out != token {
+			t.Errorf("rayctl get token secret-ref: %v %q, want the token of Secret ray-cluster-token", err, out)
+		}
+		r := &rayTarget{name: "secret-ref", e: e, pod: head.Name, ip: head.Status.PodIP}
+		if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", nil); code != http.StatusUnauthorized {
+			t.Errorf("the job list without a token: HTTP %d %s, want 401", code, body)
+		}
+		if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", http.Header{"Authorization": {"Bearer " + token}}); code != http.StatusOK {
+			t.Errorf("the job list with the Secret's token: HTTP %d %s, want 200", code, body)
+		}
+	})
+	// A RayService whose cluster requires a token: the controller deploys the Serve config and reads the
+	// applications' status with it.
+	t.Run("RayService", func(t *testing.T) {
+		rs := &rayv1.RayService{}
+		loadSample(t, "rayservice.yaml", rs)
+		rs.Spec.RayClusterSpec.RayVersion = "2.60.0"
+		rs.Spec.RayClusterSpec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
+		_, err := e.ray.RayV1().RayServices(e.ns).Create(e.ctx, rs, metav1.CreateOptions{})
+		must(t, "creating the RayService", err)
+		got := e.waitService(t, rs.Name, "Ready with its applications RUNNING", 2*time.Minute, serviceReady)
+		authSecretToken(t, e, got.Status.ActiveServiceStatus.RayClusterName)
+	})
+	// rayctl demo runs an HTTPMode RayJob whose cluster requires a token (the controller submits with it)
+	// and shows the job's log, read from the dashboard through the API server with the token.
+	t.Run("RayctlDemo", func(t *testing.T) {
+		b, err := os.ReadFile(samplePath("rayjob-http.yaml"))
+		must(t, "reading rayjob-http.yaml", err)
+		job := strings.Replace(string(b), `rayVersion: "2.46.0"`, "rayVersion: \"2.60.0\"\n    authOptions: {mode: token}", 1)
+		file := filepath.Join(t.TempDir(), "rayjob-auth.yaml")
+		must(t, "writing the RayJob", os.WriteFile(file, []byte(job), 0o644))
+		out, err := in.Rayctl(e.ctx, "demo", "-f", file, "-n", e.ns)
+		if err != nil || !regexp.MustCompile(`(?m)^  logs +hello from ray job$`).MatchString(out) {
+			t.Errorf("rayctl demo of a RayJob whose cluster requires a token: %v\n%s\nwant its log line (hello from ray job)", err, out)
+		}
+	})
 	// enableK8sTokenAuth (Ray reviewing its callers' service account tokens with the API server) is not
 	// set up: such a cluster runs with the token of its Secret, and a Warning says so.
 	t.Run("K8sTokenAuthFallsBackToTheSecret", func(t *testing.T) {
@@ -91,6 +138,14 @@ func TestTokenAuth(t *testing.T) {
 			t.Errorf("rayctl get token of a cluster without authOptions: %v %q, want a refusal saying why", err, out)
 		}
 	})
+}
+
+// authSampleOnRaysim is one of KubeRay's auth samples with raysim's image for Ray's, its RayCluster named name.
+func authSampleOnRaysim(t *testing.T, sample, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(kubeRaySample(t, sample))
+	must(t, "reading "+sample, err)
+	return strings.ReplaceAll(strings.ReplaceAll(string(b), "rayproject/ray:2.53.0", simImage), "name: ray-cluster-with-auth", "name: "+name)
 }
 
 // authSecretToken checks the Secret of cluster's token as KubeRay makes it (named after the cluster, the
