@@ -81,13 +81,7 @@ func TestTokenAuth(t *testing.T) {
 		if out, err := in.Rayctl(e.ctx, "get", "token", "secret-ref", "-n", e.ns); err != nil || out != token {
 			t.Errorf("rayctl get token secret-ref: %v %q, want the token of Secret ray-cluster-token", err, out)
 		}
-		r := &rayTarget{name: "secret-ref", e: e, pod: head.Name, ip: head.Status.PodIP}
-		if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", nil); code != http.StatusUnauthorized {
-			t.Errorf("the job list without a token: HTTP %d %s, want 401", code, body)
-		}
-		if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", http.Header{"Authorization": {"Bearer " + token}}); code != http.StatusOK {
-			t.Errorf("the job list with the Secret's token: HTTP %d %s, want 200", code, body)
-		}
+		wantTokenRequired(t, e, head, token)
 	})
 	// A RayService whose cluster requires a token: the controller deploys the Serve config and reads the
 	// applications' status with it.
@@ -123,13 +117,7 @@ func TestTokenAuth(t *testing.T) {
 		_, head, _ := e.waitClusterReady(t, "k8s-auth", 0)
 		e.waitKindEvent(t, "RayCluster", "k8s-auth", "UnsupportedField", "authOptions.enableK8sTokenAuth: true")
 		token := authSecretToken(t, e, "k8s-auth")
-		r := &rayTarget{name: "k8s-auth", e: e, pod: head.Name, ip: head.Status.PodIP}
-		if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", nil); code != http.StatusUnauthorized {
-			t.Errorf("the job list without a token: HTTP %d %s, want 401", code, body)
-		}
-		if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", http.Header{"Authorization": {"Bearer " + token}}); code != http.StatusOK {
-			t.Errorf("the job list with the Secret's token: HTTP %d %s, want 200", code, body)
-		}
+		wantTokenRequired(t, e, head, token)
 	})
 	t.Run("RayctlGetTokenOfAnOpenCluster", func(t *testing.T) {
 		kubectl(t, e.ctx, in, e.ns, fmt.Sprintf(conformanceCluster, "open", simImage), "apply", "-f", "-")
@@ -138,6 +126,19 @@ func TestTokenAuth(t *testing.T) {
 			t.Errorf("rayctl get token of a cluster without authOptions: %v %q, want a refusal saying why", err, out)
 		}
 	})
+}
+
+// wantTokenRequired checks that head's dashboard refuses the job list without a token (401) and serves it
+// with token.
+func wantTokenRequired(t *testing.T, e *rayEnv, head *corev1.Pod, token string) {
+	t.Helper()
+	r := &rayTarget{name: head.Name, e: e, pod: head.Name, ip: head.Status.PodIP}
+	if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("the job list without a token: HTTP %d %s, want 401", code, body)
+	}
+	if code, body := r.httpWith(t, http.MethodGet, "/api/jobs/", "", http.Header{"Authorization": {"Bearer " + token}}); code != http.StatusOK {
+		t.Errorf("the job list with the Secret's token: HTTP %d %s, want 200", code, body)
+	}
 }
 
 // authSampleOnRaysim is one of KubeRay's auth samples with raysim's image for Ray's, its RayCluster named name.
