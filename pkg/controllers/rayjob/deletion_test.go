@@ -120,7 +120,10 @@ func TestDeletionRulesOverdueRunTheMostDestructive(t *testing.T) {
 func TestDeletionRuleOnDeploymentStatus(t *testing.T) {
 	end := time.Now().Truncate(time.Second)
 	job := finishedJob(rayv1.JobStatusFailed, end, rules(rule(rayv1.DeleteSelf, "FAILED", 0), rule(rayv1.DeleteCluster, "deploy:Failed", 0)),
-		func(j *rayv1.RayJob) { j.Status.JobStatus = rayv1.JobStatusRunning; j.Status.Reason = rayv1.DeadlineExceeded })
+		func(j *rayv1.RayJob) {
+			j.Status.JobStatus = rayv1.JobStatusRunning
+			j.Status.Reason = rayv1.DeadlineExceeded
+		})
 	h := newHarness(t, job, clusterWithWorkers())
 	h.now = end.Add(time.Second)
 	h.reconcile(t)

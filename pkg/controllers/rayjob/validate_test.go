@@ -158,7 +158,9 @@ func TestValidateDeletionStrategy(t *testing.T) {
 		{name: "rules with a TTL but no shutdown", mut: []func(*rayv1.RayJob){sample, func(j *rayv1.RayJob) { j.Spec.TTLSecondsAfterFinished = 10 }},
 			want: "a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished"},
 		{name: "rules and legacy policies", mut: []func(*rayv1.RayJob){legacy(rayv1.DeleteCluster, rayv1.DeleteCluster),
-			func(j *rayv1.RayJob) { j.Spec.DeletionStrategy.DeletionRules = []rayv1.DeletionRule{rule(rayv1.DeleteCluster, "FAILED", 0)} }},
+			func(j *rayv1.RayJob) {
+				j.Spec.DeletionStrategy.DeletionRules = []rayv1.DeletionRule{rule(rayv1.DeleteCluster, "FAILED", 0)}
+			}},
 			want: "Cannot use both legacy onSuccess/onFailure fields and deletionRules simultaneously"},
 		{name: "an empty strategy", mut: []func(*rayv1.RayJob){func(j *rayv1.RayJob) { j.Spec.DeletionStrategy = &rayv1.DeletionStrategy{} }},
 			want: "DeletionStrategy requires either BOTH onSuccess and onFailure, OR the deletionRules field (cannot be empty)"},
