@@ -24,20 +24,14 @@ import (
 // with a node that advertises room for KubeRay's 1-CPU samples.
 func TestKubeRay17Defaults(t *testing.T) {
 	t.Parallel()
-	in, err := framework.Start("", "--ray", "sim", "--node-capacity", "cpu=8,memory=16Gi")
-	if err != nil {
-		t.Fatalf("starting rayctl: %v", err)
+	in := framework.StartTest(t, "--ray", "sim", "--node-capacity", "cpu=8,memory=16Gi")
+	cases := map[string]func(t *testing.T, e *rayEnv){
+		"DeletionRulesSample":     testDeletionRulesSample,
+		"DeletionStrategyRefused": testDeletionStrategyRefused,
+		"MultiHostIndexing":       testMultiHostIndexing,
 	}
-	t.Cleanup(func() { in.Cleanup(t) })
-	for _, tc := range []struct {
-		name string
-		test func(t *testing.T, e *rayEnv)
-	}{
-		{"DeletionRulesSample", testDeletionRulesSample},
-		{"DeletionStrategyRefused", testDeletionStrategyRefused},
-		{"MultiHostIndexing", testMultiHostIndexing},
-	} {
-		t.Run(tc.name, func(t *testing.T) { tc.test(t, raySetup(t, in)) })
+	for name, test := range cases {
+		t.Run(name, func(t *testing.T) { test(t, raySetup(t, in)) })
 	}
 }
 

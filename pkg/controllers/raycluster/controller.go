@@ -331,6 +331,12 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, c *rayv1.RayClust
 		}
 		placeServicePorts(svc, c, head)
 	}
+	return r.createService(ctx, c, svc)
+}
+
+// createService creates one of c's Services, with KubeRay's events; one that exists already (the
+// cache has not caught up with an earlier create) is not an error.
+func (r *Reconciler) createService(ctx context.Context, c *rayv1.RayCluster, svc *corev1.Service) error {
 	if err := r.client.Create(ctx, svc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache has not caught up with an earlier create

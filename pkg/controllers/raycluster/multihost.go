@@ -212,14 +212,5 @@ func (r *Reconciler) reconcileHeadlessWorkerService(ctx context.Context, c *rayv
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	svc := HeadlessWorkerService(c)
-	if err := r.client.Create(ctx, svc); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil // the cache has not caught up with an earlier create
-		}
-		r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToCreateService, "Failed creating service %s/%s, %v", svc.Namespace, svc.Name, err)
-		return err
-	}
-	r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedService, "Created service %s/%s", svc.Namespace, svc.Name)
-	return nil
+	return r.createService(ctx, c, HeadlessWorkerService(c))
 }

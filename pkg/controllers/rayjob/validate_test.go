@@ -86,17 +86,25 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := newJob()
 			tc.mut(j)
-			err := Validate(j)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.want != "" && err == nil:
-				t.Fatalf("no error, want %q", tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Fatalf("error %q, want it to contain %q", err, tc.want)
-			}
+			checkValidate(t, j, tc.want)
 		})
 	}
+}
+
+// checkValidate fails t unless Validate(j) fails with a message containing want ("": passes), and
+// returns Validate's error.
+func checkValidate(t *testing.T, j *rayv1.RayJob, want string) error {
+	t.Helper()
+	err := Validate(j)
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && err == nil:
+		t.Fatalf("no error, want %q", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Fatalf("error %q, want it to contain %q", err, want)
+	}
+	return err
 }
 
 // rule is a deletion rule on a jobStatus (or, with a "deploy:" prefix, a jobDeploymentStatus).
@@ -201,16 +209,7 @@ func TestValidateDeletionStrategy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			j := newJob(tc.mut...)
-			err := Validate(j)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tc.want != "" && err == nil:
-				t.Fatalf("no error, want %q", tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Fatalf("error %q, want it to contain %q", err, tc.want)
-			case tc.want != "" && err.(*ValidationError).Reason != EventInvalidSpec:
+			if err := checkValidate(t, newJob(tc.mut...), tc.want); err != nil && err.(*ValidationError).Reason != EventInvalidSpec {
 				t.Fatalf("reason %q, want %q", err.(*ValidationError).Reason, EventInvalidSpec)
 			}
 		})
