@@ -35,14 +35,22 @@ func TestKubeRay17Defaults(t *testing.T) {
 	}
 }
 
-// (DeletionRulesSample) KubeRay's ray-job.deletion-rules.yaml, unchanged: whatever the Ray job's
-// outcome (its Python entrypoint fails on raysim; on Ray it succeeds), its rules delete the workers
-// first (the worker groups suspended, the head kept), then the RayCluster, then the RayJob itself.
+// (DeletionRulesSample) KubeRay's ray-job.deletion-rules.yaml, unchanged: its Python entrypoint fails on
+// raysim (no Ray to import), and its FAILED rules delete the workers first (the worker groups
+// suspended, the head kept), then the RayCluster, then the RayJob itself.
 func testDeletionRulesSample(t *testing.T, e *rayEnv) {
-	const name = "rayjob-deletion-rules"
 	e.applySample(t, "ray-job.deletion-rules.yaml")
-	job := e.waitJobFinished(t, name)
-	cluster := job.Status.RayClusterName
+	e.followDeletionRules(t, e.waitJobFinished(t, deletionRulesSample))
+}
+
+// deletionRulesSample is the RayJob of KubeRay's ray-job.deletion-rules.yaml.
+const deletionRulesSample = "rayjob-deletion-rules"
+
+// followDeletionRules watches the sample's rules run on a RayJob that has ended: its workers gone
+// (the worker groups suspended, the head kept), then its RayCluster, then the RayJob itself.
+func (e *rayEnv) followDeletionRules(t *testing.T, job *rayv1.RayJob) {
+	t.Helper()
+	name, cluster := job.Name, job.Status.RayClusterName
 	t.Logf("the RayJob ended %s/%s; its rules now run on RayCluster %s", job.Status.JobDeploymentStatus, job.Status.JobStatus, cluster)
 	ended := time.Now()
 
