@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -108,25 +110,20 @@ func (e *rayEnv) followDeletionRules(t *testing.T, job *rayv1.RayJob) {
 	t.Logf("RayJob gone %s after the end was seen", time.Since(ended).Round(time.Second))
 }
 
-// deletionJob is a small RayJob on raysim with the given deletionStrategy (YAML, indented under
-// spec) and spec fields.
-func deletionJob(name, specExtra, strategy string) string {
-	return `apiVersion: ray.io/v1
-kind: RayJob
-metadata:
-  name: ` + name + `
-spec:
-  entrypoint: echo hi
-` + specExtra + `  deletionStrategy:
-` + strategy + `  rayClusterSpec:
-    headGroupSpec:
-      rayStartParams: {}
-      template:
-        spec:
-          containers:
-          - name: ray-head
-            image: rayctl.local/raysim:latest
-`
+// deletionJob is configs/samples/rayjob-http.yaml as RayJob name, with the deletionStrategy given as
+// YAML and shutdownAfterJobFinishes as given, as a manifest for kubectl.
+func deletionJob(t *testing.T, name string, shutdown bool, strategy string) string {
+	t.Helper()
+	j := rayJobFromSample(t, "rayjob-http.yaml", name)
+	j.Spec.ShutdownAfterJobFinishes = shutdown
+	j.Spec.DeletionStrategy = &rayv1.DeletionStrategy{}
+	must(t, "decoding the deletionStrategy", yaml.UnmarshalStrict([]byte(strategy), j.Spec.DeletionStrategy))
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(j)
+	must(t, "converting the RayJob", err)
+	delete(obj, "status")
+	b, err := yaml.Marshal(obj)
+	must(t, "encoding the RayJob", err)
+	return string(b)
 }
 
 // (DeletionStrategyRefused) What KubeRay v1.7 refuses is refused: by the API server's schema (legacy
@@ -134,26 +131,29 @@ spec:
 // parks the RayJob in ValidationFailed with v1.7's message and an InvalidRayJobSpec event (rules
 // beside shutdownAfterJobFinishes; TTLs that would delete the cluster before its workers).
 func testDeletionStrategyRefused(t *testing.T, e *rayEnv) {
-	mixed := deletionJob("mixed", "", `    onSuccess: {policy: DeleteCluster}
-    onFailure: {policy: DeleteCluster}
-    deletionRules:
-    - {policy: DeleteCluster, condition: {jobStatus: FAILED}}
-`)
+	mixed := deletionJob(t, "mixed", false, `
+onSuccess: {policy: DeleteCluster}
+onFailure: {policy: DeleteCluster}
+deletionRules: [{policy: DeleteCluster, condition: {jobStatus: FAILED}}]`)
 	_, stderr, err := e.in.Kubectl(e.ctx, mixed, "apply", "-n", e.ns, "-f", "-")
 	if err == nil || !strings.Contains(stderr, "legacy policies (onSuccess/onFailure) and deletionRules cannot be used together") {
 		t.Errorf("kubectl apply of legacy policies beside rules: %v %s; want a refusal naming the rule", err, stderr)
 	}
 
-	for _, tc := range []struct{ name, extra, strategy, want string }{
-		{"with-shutdown", "  shutdownAfterJobFinishes: true\n", `    deletionRules:
-    - {policy: DeleteCluster, condition: {jobStatus: SUCCEEDED}}
-`, "The RayJob spec is invalid: spec.shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are mutually exclusive"},
-		{"out-of-order", "", `    deletionRules:
-    - {policy: DeleteWorkers, condition: {jobStatus: SUCCEEDED, ttlSeconds: 20}}
-    - {policy: DeleteCluster, condition: {jobStatus: SUCCEEDED, ttlSeconds: 10}}
-`, "for JobStatus 'SUCCEEDED': DeleteCluster TTL (10) must be >= DeleteWorkers TTL (20)"},
+	for _, tc := range []struct {
+		name           string
+		shutdown       bool
+		strategy, want string
+	}{
+		{"with-shutdown", true, `deletionRules: [{policy: DeleteCluster, condition: {jobStatus: SUCCEEDED}}]`,
+			"The RayJob spec is invalid: spec.shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are mutually exclusive"},
+		{"out-of-order", false, `
+deletionRules:
+- {policy: DeleteWorkers, condition: {jobStatus: SUCCEEDED, ttlSeconds: 20}}
+- {policy: DeleteCluster, condition: {jobStatus: SUCCEEDED, ttlSeconds: 10}}`,
+			"for JobStatus 'SUCCEEDED': DeleteCluster TTL (10) must be >= DeleteWorkers TTL (20)"},
 	} {
-		out, stderr, err := e.in.Kubectl(e.ctx, deletionJob(tc.name, tc.extra, tc.strategy), "apply", "-n", e.ns, "-f", "-")
+		out, stderr, err := e.in.Kubectl(e.ctx, deletionJob(t, tc.name, tc.shutdown, tc.strategy), "apply", "-n", e.ns, "-f", "-")
 		must(t, "kubectl apply "+tc.name+": "+out+stderr, err)
 		e.waitFor(t, time.Minute, "RayJob "+tc.name+" ValidationFailed with an InvalidRayJobSpec event", func(ctx context.Context) (bool, string, error) {
 			j, err := e.ray.RayV1().RayJobs(e.ns).Get(ctx, tc.name, metav1.GetOptions{})
