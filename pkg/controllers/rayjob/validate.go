@@ -77,8 +77,8 @@ func validateSpec(job *rayv1.RayJob) error {
 	if !spec.ShutdownAfterJobFinishes && spec.TTLSecondsAfterFinished > 0 {
 		return bad("a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished")
 	}
-	if spec.DeletionStrategy != nil {
-		return bad("deletionStrategy needs KubeRay's RayJobDeletionPolicy feature gate, which rayctl does not offer; use shutdownAfterJobFinishes")
+	if err := validateDeletionStrategy(job); err != nil {
+		return err
 	}
 	selector := usesClusterSelector(job)
 	if spec.Suspend && selector {
