@@ -43,6 +43,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 			if sb.Reexec {
 				// Not root: the same command again, inside a user namespace of rayctl's own.
 				code, err := userns.Reexec(os.Args[1:], nil)
+				// However it ended, its containers end with it: the next rayctl could not enter their namespaces.
+				controlplane.EndRootless(g.dataDir)
 				if err != nil {
 					return err
 				}

@@ -5,6 +5,8 @@ import (
 	"os"
 	goruntime "runtime"
 
+	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/runtime/selector"
 	"github.com/rayctl/rayctl/pkg/userns"
 )
 
@@ -78,4 +80,18 @@ func decideSandbox(podNetwork, goos string, root, inside bool, supported func() 
 		return Sandbox{}, fmt.Errorf("--pod-network=sandbox: %s", why)
 	}
 	return Sandbox{Mode: SandboxHost, Why: "pods: the host's network (" + why + ")"}, nil
+}
+
+// EndRootless ends what a rayctl run inside a user namespace of its own (rootless) on dataDir left
+// running outside it once it has ended, however it ended: its private containerd, with the shims and
+// containers of that containerd, which sit in namespaces no later rayctl can enter. The launcher calls
+// it after userns.Reexec returns. It does nothing while another rayctl holds the data dir (a launcher
+// whose rayctl was refused the data dir must not end the one that holds it).
+func EndRootless(dataDir string) {
+	dir, err := datadir.Open(dataDir)
+	if err != nil || dir.Lock() != nil {
+		return
+	}
+	defer dir.Unlock()
+	selector.EndRootlessContainers(dir.Path)
 }

@@ -28,3 +28,9 @@ func MappedGID(gid uint32) bool { return true }
 
 // SetgroupsAllowed reports true: off Linux no user namespace denies setgroups.
 func SetgroupsAllowed() bool { return true }
+
+// MapNoteEnv is the Linux variable saying why a user namespace maps no subordinate ids.
+const MapNoteEnv = "RAYCTL_USERNS_IDS"
+
+// SubordinateIDs reports true: off Linux no user namespace restricts ids.
+func SubordinateIDs() (ok bool, why string) { return true, "" }
