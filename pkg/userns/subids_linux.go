@@ -107,11 +107,7 @@ func findSubIDs(uid, gid int) (subIDs, error) {
 	if s.newgidmap, err = exec.LookPath("newgidmap"); err != nil {
 		return s, errors.New("newgidmap is not installed (on Debian and Ubuntu: apt-get install uidmap)")
 	}
-	keys := []string{strconv.Itoa(uid)}
-	name := strconv.Itoa(uid)
-	if u, err := user.LookupId(name); err == nil {
-		keys, name = append(keys, u.Username), u.Username
-	}
+	keys, name := accountKeys(uid)
 	var ok bool
 	if s.uidStart, s.uidSize, ok = subRange("/etc/subuid", keys); !ok {
 		return s, fmt.Errorf("%s has no subordinate uids in /etc/subuid (sudo usermod --add-subuids 100000-165535 %s)", name, name)
@@ -120,6 +116,24 @@ func findSubIDs(uid, gid int) (subIDs, error) {
 		return s, fmt.Errorf("%s has no subordinate gids in /etc/subgid (sudo usermod --add-subgids 100000-165535 %s)", name, name)
 	}
 	return s, nil
+}
+
+// accountKeys are the names uid goes by in /etc/subuid and /etc/subgid (its number, and its account's
+// name when it has one), and the one to show.
+func accountKeys(uid int) (keys []string, name string) {
+	name = strconv.Itoa(uid)
+	keys = []string{name}
+	if u, err := user.LookupId(name); err == nil {
+		keys, name = append(keys, u.Username), u.Username
+	}
+	return keys, name
+}
+
+// SubordinateUIDs is the first of uid's subordinate uids (/etc/subuid, under its account's name or its
+// number) and how many there are; ok is false when it has none.
+func SubordinateUIDs(uid int) (first, count uint32, ok bool) {
+	keys, _ := accountKeys(uid)
+	return subRange("/etc/subuid", keys)
 }
 
 // subRange reads the first range of path ("user:start:count" lines) whose user is one of keys.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayctl/rayctl/pkg/runtime/containerd"
+	"github.com/rayctl/rayctl/pkg/userns"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -35,33 +35,14 @@ func laptopSubUIDs(t *testing.T) (first, count uint32) {
 	if _, err := exec.LookPath("newuidmap"); err != nil {
 		missing("newuidmap is not installed")
 	}
-	keys := []string{strconv.Itoa(laptopUID)}
-	if u, err := user.LookupId(strconv.Itoa(laptopUID)); err == nil {
-		keys = append(keys, u.Username)
-	} else {
+	if _, err := user.LookupId(strconv.Itoa(laptopUID)); err != nil {
 		missing(fmt.Sprintf("uid %d has no account (newuidmap needs one)", laptopUID))
 	}
-	f, err := os.Open("/etc/subuid")
-	if err != nil {
-		missing("no /etc/subuid")
+	first, count, ok := userns.SubordinateUIDs(laptopUID)
+	if !ok {
+		missing(fmt.Sprintf("uid %d has no subordinate uids in /etc/subuid", laptopUID))
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) != 3 {
-			continue
-		}
-		for _, k := range keys {
-			a, err1 := strconv.ParseUint(fields[1], 10, 32)
-			n, err2 := strconv.ParseUint(fields[2], 10, 32)
-			if fields[0] == k && err1 == nil && err2 == nil {
-				return uint32(a), uint32(n)
-			}
-		}
-	}
-	missing(fmt.Sprintf("uid %d has no subordinate uids in /etc/subuid", laptopUID))
-	return 0, 0
+	return first, count
 }
 
 // TestLaptopRuntimePerPod: as an ordinary user with subordinate ids (a laptop user's account as useradd
