@@ -31,6 +31,7 @@ namespaces, IPs and the pod bridge. Stored objects stay unless --delete-data rem
 				// An ordinary user's pods left files of the ids its user namespace maps, and a containerd
 				// that only runs there: purge from inside one, as `rayctl up` runs.
 				if sb, err := controlplane.DecideSandbox(controlplane.PodNetworkAuto); err == nil && sb.Reexec {
+					controlplane.EndRootless(g.dataDir) // what a rayctl killed with its launcher left
 					code, err := userns.Reexec(os.Args[1:], nil)
 					if err != nil {
 						return err

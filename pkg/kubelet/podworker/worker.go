@@ -90,7 +90,7 @@ type Worker struct {
 	// runtime after a restart is run once more (RunSandbox returns it as it is, or rebuilds what is gone
 	// of it, such as the network namespace of a rootless rayctl that ended).
 	sandboxChecked bool
-	volumes volume.Paths
+	volumes        volume.Paths
 	// volumesRenew is when the volumes are set up again, to renew their service-account tokens.
 	volumesRenew time.Time
 	containers   map[string]*containerRecord

@@ -100,8 +100,6 @@ func StartPrivate(ctx context.Context, dir string) (*Daemon, error) {
 		}
 	}
 	if userns.Inside() {
-		// Rootless: an earlier rayctl's shims live on in namespaces this one cannot enter.
-		EndShims(d.StateDir)
 		if err := privateRunDir(); err != nil {
 			return nil, err
 		}
