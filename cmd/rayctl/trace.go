@@ -101,7 +101,7 @@ hop's own latency.`,
 			if o.follow {
 				return followTrace(cmd.Context(), out, c, kind, ns, name, o.output == "json", ropts)
 			}
-			steps, err := c.Trace(cmd.Context(), kind, ns, name)
+			steps, fromAPI, err := traceSteps(cmd.Context(), c, kind, ns, name)
 			if err != nil {
 				return err
 			}
@@ -123,6 +123,9 @@ hop's own latency.`,
 			}
 			span := time.Duration(steps[len(steps)-1].At - first)
 			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, ns, name, len(steps), float64(span)/1e6)
+			if fromAPI {
+				fmt.Fprintln(out, "No rayctl controller acts on it: the chain is drawn from what crossed the API server (writes by each identity, proxied dashboard calls); the operator's own hops (┆) are out of its sight.")
+			}
 			render.Render(out, steps, ropts)
 			return nil
 		},
@@ -131,6 +134,32 @@ hop's own latency.`,
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing hops as they happen")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text, or json (one step a line with --follow)")
 	return cmd
+}
+
+// traceSteps is the object's trace: the recorder's causal one when a rayctl controller acts on its
+// kind, else (an operator outside rayctl, e.g. under rayctl up --controllers=none) the one drawn from
+// the API server's side (fromAPI).
+func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (steps []chain.Step, fromAPI bool, err error) {
+	ctrls, err := c.Controllers(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	own := kind == "Pod" || kind == "Service" || kind == "Job"
+	for _, ctl := range ctrls {
+		if ctl.Kind == kind {
+			own = true
+		}
+	}
+	if own {
+		steps, err = c.Trace(ctx, kind, ns, name)
+		return steps, false, err
+	}
+	// All namespaces: a watch of all of them has none.
+	list, err := c.Events(ctx, chain.Filter{})
+	if err != nil {
+		return nil, false, err
+	}
+	return chain.APITrace(list.Events, kind, ns, name), true, nil
 }
 
 // followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each

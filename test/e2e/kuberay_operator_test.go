@@ -146,6 +146,8 @@ func operatorKubeconfig(t *testing.T, in *framework.Instance) string {
 type operatorLog struct {
 	mu    sync.Mutex
 	lines []string
+	// stop stops the operator (SIGTERM) and waits for it; later calls do nothing.
+	stop func()
 }
 
 // errors returns the lines logged at level error, but those KubeRay logs on any cluster, which it counts.
@@ -175,10 +177,12 @@ func (l *operatorLog) errors() (ours []string, excused int) {
 //     server's services/proxy instead.
 //   - --leader-election-namespace: leader election is on by default and, outside a pod, needs a namespace.
 //   - --metrics-addr=0 --health-probe-bind-address=0: its default :8080/:8082 would collide with other tests.
-func startOperator(t *testing.T, bin, kubeconfigPath, ns string) *operatorLog {
+//
+// args come after those (a later flag wins).
+func startOperator(t *testing.T, bin, kubeconfigPath, ns string, args ...string) *operatorLog {
 	t.Helper()
-	cmd := exec.Command(bin, "--use-kubernetes-proxy", "--leader-election-namespace="+ns,
-		"--metrics-addr=0", "--health-probe-bind-address=0")
+	cmd := exec.Command(bin, append([]string{"--use-kubernetes-proxy", "--leader-election-namespace=" + ns,
+		"--metrics-addr=0", "--health-probe-bind-address=0"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
@@ -197,7 +201,7 @@ func startOperator(t *testing.T, bin, kubeconfigPath, ns string) *operatorLog {
 			log.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
+	log.stop = sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -206,6 +210,9 @@ func startOperator(t *testing.T, bin, kubeconfigPath, ns string) *operatorLog {
 			<-done
 		}
 		_ = cmd.Wait()
+	})
+	t.Cleanup(func() {
+		log.stop()
 		if t.Failed() {
 			log.mu.Lock()
 			lines := log.lines

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/diagnose"
+	"github.com/rayctl/rayctl/test/e2e/framework"
+)
+
+// Namespaces of TestDiagnoseKubeRayOperator, one a cause.
+const (
+	krdJob     = "krd-job"     // no operator yet, then one watching another namespace, then it completes
+	krdOther   = "krd-other"   // the namespace the first operator watches
+	krdRBAC    = "krd-rbac"    // the operator's RoleBinding for Pods removed
+	krdOwner   = "krd-owner"   // the head Pod's ownerReference removed
+	krdPending = "krd-pending" // the Ray job asks for more CPUs than the cluster has: PENDING
+)
+
+// kuberayPodsRole grants what TestDiagnoseKubeRayOperator takes from the operator's ClusterRole and
+// gives back per namespace with a RoleBinding: writing Pods.
+const kuberayPodsRole = "e2e:kuberay-operator-pods"
+
+// TestDiagnoseKubeRayOperator runs `rayctl diagnose` and `rayctl trace` against KubeRay's unmodified
+// operator on `rayctl up --controllers=none --ray=sim`, one RayJob stuck on each cause, in as few
+// operator runs as the causes allow: no operator at all, then one that watches another namespace, then
+// none again (its Lease no longer renewed), then one watching all namespaces for which a RoleBinding
+// was removed, a head Pod lost its ownerReference, and a Ray job stays PENDING; and the first RayJob,
+// completed, traced from the API server's side.
+func TestDiagnoseKubeRayOperator(t *testing.T) {
+	t.Parallel()
+	operator := kuberayOperator(t)
+	in, err := framework.Start("", "--controllers=none", "--ray=sim", "--node-capacity", "cpu=8,memory=16Gi")
+	if err != nil {
+		t.Fatalf("rayctl up: %v", err)
+	}
+	t.Cleanup(func() { in.Cleanup(t) })
+	ctx := t.Context()
+	ray, err := rayclient.NewForConfig(in.Config)
+	must(t, "a ray.io client", err)
+	e := &diagEnv{in: in, ray: ray}
+
+	out, stderr, err := in.Kubectl(ctx, "", "apply", "-f", filepath.Join(testdataDir(), "kuberay", "operator-rbac.yaml"))
+	must(t, "binding the operator's role: "+out+stderr, err)
+	// Pods are written only where a RoleBinding lets it.
+	cr, err := in.Client.RbacV1().ClusterRoles().Get(ctx, "e2e:kuberay-operator", metav1.GetOptions{})
+	must(t, "reading the operator's ClusterRole", err)
+	for i, r := range cr.Rules {
+		if slices.Equal(r.Resources, []string{"pods", "services", "persistentvolumeclaims"}) {
+			cr.Rules[i].Resources = []string{"services", "persistentvolumeclaims"}
+			cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}})
+			break
+		}
+	}
+	_, err = in.Client.RbacV1().ClusterRoles().Update(ctx, cr, metav1.UpdateOptions{})
+	must(t, "taking Pod writes from the operator's ClusterRole", err)
+	_, err = in.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: kuberayPodsRole},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "update", "patch", "delete", "deletecollection"}}},
+	}, metav1.CreateOptions{})
+	must(t, "the Pod writers' role", err)
+	for _, ns := range []string{krdJob, krdOther, krdRBAC, krdOwner, krdPending} {
+		_, err := in.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		must(t, "creating namespace "+ns, err)
+		_, err = in.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "kuberay-operator-pods"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: kuberayPodsRole},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: kuberayUser}},
+		}, metav1.CreateOptions{})
+		must(t, "binding the Pod writers' role in "+ns, err)
+	}
+	kc := operatorKubeconfig(t, in)
+
+	// 1. No operator has ever run.
+	out, stderr, err = in.Kubectl(ctx, "", "apply", "-n", krdJob, "-f", samplePath("rayjob-k8sjob.yaml"))
+	must(t, "applying rayjob-k8sjob: "+out+stderr, err)
+	d := e.waitDiagnosis(t, "rayjob/rayjob-k8sjob", krdJob, diagnose.CauseOperatorNotRunning, []string{"no KubeRay operator was found"}, nil, nil)
+	expectCheck(t, d, "o")
+
+	// 2. An operator that watches another namespace: the API server saw its watches there.
+	other := startOperator(t, operator, kc, krdOther, "--watch-namespace="+krdOther)
+	d = e.waitDiagnosis(t, "rayjob/rayjob-k8sjob", krdJob, diagnose.CauseNamespaceNotWatched,
+		[]string{"namespace krd-job is not one KubeRay's operator watches (it watches krd-other)"}, nil, nil)
+	expectCheck(t, d, "a")
+	expectEvidence(t, d, "a", "API server saw", "opened a watch of RayJobs in namespace krd-other (kuberay-operator)")
+
+	// 3. It stopped: its Lease is no longer renewed.
+	other.stop()
+	d = e.waitDiagnosis(t, "rayjob/rayjob-k8sjob", krdJob, diagnose.CauseOperatorNotRunning, []string{"KubeRay's operator does not run", "Lease krd-other/ray-operator-leader"}, nil, nil)
+	expectCheck(t, d, "o")
+
+	// 4. One operator for every namespace; in krd-rbac its RoleBinding for Pods is gone.
+	must(t, "removing the operator's RoleBinding in "+krdRBAC, in.Client.RbacV1().RoleBindings(krdRBAC).Delete(ctx, "kuberay-operator-pods", metav1.DeleteOptions{}))
+	startOperator(t, operator, kc, krdOther)
+	var httpJob rayv1.RayJob
+	loadSample(t, "rayjob-http.yaml", &httpJob)
+	create := func(ns, name string, edit func(j *rayv1.RayJob)) {
+		j := httpJob.DeepCopy()
+		j.Namespace, j.Name = ns, name
+		if edit != nil {
+			edit(j)
+		}
+		_, err := ray.RayV1().RayJobs(ns).Create(ctx, j, metav1.CreateOptions{})
+		must(t, "creating RayJob "+ns+"/"+name, err)
+	}
+	create(krdRBAC, "rayjob-rbac", nil)
+	d = e.waitDiagnosis(t, "rayjob/rayjob-rbac", krdRBAC, diagnose.CauseRBACDenied, []string{"may not create pods in namespace krd-rbac"}, nil, nil)
+	expectCheck(t, d, "c")
+	expectEvidence(t, d, "c", "SubjectAccessReview: create pods in krd-rbac: DENIED")
+
+	// 5. A head Pod whose ownerReference was taken away as soon as it was created.
+	w, err := in.Client.CoreV1().Pods(krdOwner).Watch(ctx, metav1.ListOptions{LabelSelector: "ray.io/node-type=head"})
+	must(t, "watching head Pods in "+krdOwner, err)
+	create(krdOwner, "rayjob-owner", nil)
+	var head string
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
+			head = p.Name
+			break
+		}
+	}
+	w.Stop()
+	_, err = in.Client.CoreV1().Pods(krdOwner).Patch(ctx, head, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`), metav1.PatchOptions{})
+	must(t, "removing the head Pod's ownerReference", err)
+	d = e.waitDiagnosis(t, "rayjob/rayjob-owner", krdOwner, diagnose.CauseNoOwner, []string{"has no controller ownerReference"}, nil, nil)
+	expectCheck(t, d, "d")
+
+	// 6. A Ray job that asks for more CPUs than the cluster has stays PENDING: Ray's dashboard says so.
+	create(krdPending, "rayjob-pending", func(j *rayv1.RayJob) { j.Spec.EntrypointNumCpus = 100 })
+	d = e.waitDiagnosis(t, "rayjob/rayjob-pending", krdPending, diagnose.CauseRayJobPending, []string{"the Ray job is PENDING"}, nil, nil)
+	expectCheck(t, d, "h")
+	expectEvidence(t, d, "h", "Ray's dashboard (services/", ":dashboard/proxy/api/jobs/")
+
+	// 7. The first RayJob completed: its trace from the API server's side.
+	re := &rayEnv{in: in, ray: ray, ctx: ctx, ns: krdJob}
+	if j := re.waitJobFinished(t, "rayjob-k8sjob"); j.Status.JobStatus != rayv1.JobStatusSucceeded {
+		t.Fatalf("RayJob rayjob-k8sjob ended %s/%s: %s", j.Status.JobDeploymentStatus, j.Status.JobStatus, j.Status.Message)
+	}
+	traceOut, err := in.Rayctl(ctx, "trace", "rayjob/rayjob-k8sjob", "-n", krdJob, "-o", "json")
+	must(t, "rayctl trace -o json: "+traceOut, err)
+	var steps []chain.Step
+	must(t, "decoding the trace", json.Unmarshal([]byte(traceOut), &steps))
+	text, err := in.Rayctl(ctx, "trace", "rayjob/rayjob-k8sjob", "-n", krdJob)
+	must(t, "rayctl trace: "+text, err)
+	t.Logf("rayctl trace rayjob/rayjob-k8sjob -n %s:\n%s", krdJob, text)
+	expectTraceOrder(t, steps, []traceHop{
+		{"the kubelet's write of the head Pod Ready", func(s *chain.Step) bool {
+			return s.Hop == chain.KubeletWrite && strings.Contains(s.Object.Name, "-head-") && s.Pod.IsReady()
+		}},
+		{"the operator's RayCluster status write state=ready", func(s *chain.Step) bool {
+			return s.Hop == chain.APIWrite && s.Object.Kind == "RayCluster" && s.Call.User == kuberayUser && s.Call.Subresource == "status" && hasField(s.Status, "state", "ready")
+		}},
+		{"the operator's creation of the submitter Job", func(s *chain.Step) bool {
+			return s.Hop == chain.APIWrite && s.Object.Kind == "Job" && s.Call.Verb == "create" && s.Call.User == kuberayUser
+		}},
+		{"the kubelet's write of the submitter Pod", func(s *chain.Step) bool {
+			return s.Hop == chain.KubeletWrite && strings.HasPrefix(s.Object.Name, "rayjob-k8sjob-") && !strings.Contains(s.Object.Name, "-head-") && !strings.Contains(s.Object.Name, "-worker-")
+		}},
+		{"the operator's proxied call for the Ray job", func(s *chain.Step) bool {
+			return s.Hop == chain.ProxyCall && s.Call.User == kuberayUser && strings.Contains(s.Call.Path, "/api/jobs/")
+		}},
+		{"the operator's RayJob status write jobStatus=SUCCEEDED", func(s *chain.Step) bool {
+			return s.Hop == chain.APIWrite && s.Object.Kind == "RayJob" && s.Call.User == kuberayUser && hasField(s.Status, "jobStatus", "SUCCEEDED")
+		}},
+	})
+	if !strings.Contains(text, "┆ "+kuberayUser+": the watch event's delivery") {
+		t.Errorf("the trace does not mark the operator's unseen hops:\n%s", text)
+	}
+}
+
+// expectCheck fails the test unless the verdict names check id.
+func expectCheck(t *testing.T, d *diagnosis, id string) {
+	t.Helper()
+	if d.report.Verdict.Check != id {
+		t.Errorf("verdict from check %q, want %q:\n%s", d.report.Verdict.Check, id, d.text)
+	}
+}
+
+// expectEvidence fails the test unless a check id has evidence containing each of wants in one line.
+func expectEvidence(t *testing.T, d *diagnosis, id string, wants ...string) {
+	t.Helper()
+	for _, c := range d.report.Checks {
+		if c.ID != id {
+			continue
+		}
+		for _, ev := range c.Evidence {
+			if containsAll(ev, wants) {
+				return
+			}
+		}
+	}
+	t.Errorf("no evidence of check %s mentions %q:\n%s", id, wants, d.text)
+}
+
+// traceHop is one hop a trace must show.
+type traceHop struct {
+	what string
+	is   func(s *chain.Step) bool
+}
+
+// expectTraceOrder fails the test unless each hop appears in steps after the one before it, at a
+// time no earlier.
+func expectTraceOrder(t *testing.T, steps []chain.Step, hops []traceHop) {
+	t.Helper()
+	from, at := 0, int64(0)
+	for _, h := range hops {
+		found := -1
+		for i := from; i < len(steps); i++ {
+			if h.is(&steps[i]) {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			var b strings.Builder
+			for _, s := range steps {
+				fmt.Fprintf(&b, "  %d %s %s %s/%s %v\n", s.At, s.Hop, s.Outcome, s.Object.Kind, s.Object.Name, s.Status)
+			}
+			t.Fatalf("no %s after step %d in the trace:\n%s", h.what, from, b.String())
+		}
+		if steps[found].At < at {
+			t.Errorf("%s at %d, before the hop ahead of it (%d)", h.what, steps[found].At, at)
+		}
+		at, from = steps[found].At, found+1
+	}
+}
+
+// hasField reports whether fields has name=value.
+func hasField(fields []chain.Field, name, value string) bool {
+	return slices.Contains(fields, chain.Field{Name: name, Value: value})
+}
