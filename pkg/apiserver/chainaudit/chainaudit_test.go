@@ -64,8 +64,8 @@ func TestAuditBackendRecordsReadsAndProxiedCalls(t *testing.T) {
 		ObjectRef: &auditinternal.ObjectReference{Resource: "pods"}, ResponseStatus: &metav1.Status{Code: 200},
 	}, &auditinternal.Event{
 		Stage: auditinternal.StageResponseComplete, Verb: "get", User: op,
-		RequestURI: "/api/v1/namespaces/ns/services/rc-head-svc:dashboard/proxy/api/jobs/raysubmit_1",
-		ObjectRef:  &auditinternal.ObjectReference{Resource: "services", Subresource: "proxy", Namespace: "ns", Name: "rc-head-svc:dashboard"},
+		RequestURI:     "/api/v1/namespaces/ns/services/rc-head-svc:dashboard/proxy/api/jobs/raysubmit_1",
+		ObjectRef:      &auditinternal.ObjectReference{Resource: "services", Subresource: "proxy", Namespace: "ns", Name: "rc-head-svc:dashboard"},
 		ResponseStatus: &metav1.Status{Code: 404},
 	})
 	got := r.Events(chain.Filter{})
