@@ -413,5 +413,72 @@ func askRay(ctx context.Context, kube kubernetes.Interface, in *Input) *RayState
 		r.Error = "the answer does not parse: " + err.Error()
 	}
 	r.JobStatus, r.JobMessage = job.Status, job.Message
+	if job.Status == "PENDING" && in.Pod != nil && in.Pod.Status.PodIP != "" {
+		r.RuntimeEnvLog, r.RuntimeEnvLine = runtimeEnvSetup(ctx, kube, cl.Namespace, svc, in.Pod.Status.PodIP)
+	}
 	return r
+}
+
+// runtimeEnvSetup reads the head's runtime env setup logs through the dashboard's log API and returns
+// the newest line of note of the first that has one: an error, a retry, or the command it runs
+// ("Run cmd[3] ['…/pip', 'install', …]"). Best effort: "" when the logs cannot be read.
+func runtimeEnvSetup(ctx context.Context, kube kubernetes.Interface, ns, svc, nodeIP string) (file, line string) {
+	proxy := kube.CoreV1().Services(ns)
+	raw, err := proxy.ProxyGet("http", svc, "dashboard", "api/v0/logs", map[string]string{"node_ip": nodeIP, "glob": "runtime_env_setup-*"}).DoRaw(ctx)
+	if err != nil {
+		return "", ""
+	}
+	var files []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if strings.HasPrefix(x, "runtime_env_setup-") && !slices.Contains(files, x) {
+				files = append(files, x)
+			}
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		case map[string]any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	var listing any
+	if json.Unmarshal(raw, &listing) != nil {
+		return "", ""
+	}
+	walk(listing)
+	slices.Sort(files)
+	for _, f := range files[:min(len(files), 3)] {
+		text, err := proxy.ProxyGet("http", svc, "dashboard", "api/v0/logs/file", map[string]string{"node_ip": nodeIP, "filename": f, "lines": "40"}).DoRaw(ctx)
+		if err != nil {
+			continue
+		}
+		if l := noteworthy(string(text)); l != "" {
+			return f, l
+		}
+	}
+	return "", ""
+}
+
+// noteworthy is a setup log's newest line that says what the setup does or why it fails, cut to 300
+// characters.
+func noteworthy(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		low := strings.ToLower(l)
+		for _, k := range []string{"error", "retrying", "failed", "could not", "run cmd"} {
+			if strings.Contains(low, k) {
+				if len(l) > 300 {
+					l = l[:300] + "…"
+				}
+				return l
+			}
+		}
+	}
+	return ""
 }

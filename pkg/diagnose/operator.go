@@ -71,6 +71,10 @@ type RayState struct {
 	// JobStatus and JobMessage are the Ray job's (PENDING, RUNNING …) for a RayJob.
 	JobStatus  string `json:"jobStatus,omitempty"`
 	JobMessage string `json:"jobMessage,omitempty"`
+	// RuntimeEnvLog names the head's runtime env setup log read (through the dashboard's log API) for
+	// a PENDING job, RuntimeEnvLine its latest line of note (the command it runs, a retry, an error).
+	RuntimeEnvLog  string `json:"runtimeEnvLog,omitempty"`
+	RuntimeEnvLine string `json:"runtimeEnvLine,omitempty"`
 	// Applications are Serve's applications by name (status and message), for a RayService.
 	Applications map[string]RayApp `json:"applications,omitempty"`
 }
@@ -281,8 +285,14 @@ func (d *diag) externalAccess(s *subj, op *Operator) Check {
 		}
 	}
 	// What the API server refused it (rayctl's API server records refused writes).
+	needs := map[string]bool{}
+	for _, a := range operatorVerbs(s.Kind) {
+		res, _, _ := strings.Cut(a.Resource, "/")
+		needs[res] = true
+	}
 	for _, e := range d.in.Events {
-		if e.Hop == chain.APIWrite && e.Call != nil && e.Call.User == op.User && e.Call.Code == 403 && e.Object.Namespace == s.Namespace {
+		if _, res := resourceOf(e.Object.Kind); e.Hop == chain.APIWrite && e.Call != nil && e.Call.User == op.User && e.Call.Code == 403 &&
+			e.Object.Namespace == s.Namespace && needs[res] {
 			c.Evidence = append(c.Evidence, "API server refused: "+timed(&e))
 			break
 		}
@@ -425,6 +435,10 @@ func (d *diag) rayJobCheck(c *Check) {
 	case "PENDING":
 		c.Status, c.Cause = Fail, CauseRayJobPending
 		c.Summary = "the Ray job is PENDING: " + r.JobMessage
+		if r.RuntimeEnvLine != "" {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("%s on the head (the dashboard's log API): %s", r.RuntimeEnvLog, r.RuntimeEnvLine))
+			c.Summary = fmt.Sprintf("the Ray job is PENDING on its runtime env: %s (%s)", r.RuntimeEnvLine, r.RuntimeEnvLog)
+		}
 		c.Fix = "the job's runtime environment is being set up or cannot be (a pip or conda install that cannot reach its index, a working_dir that cannot be fetched): see the head's runtime_env_setup logs (rayctl kubectl exec " + d.headName() + " -- cat /tmp/ray/session_latest/logs/runtime_env_setup-*.log) and the job's runtimeEnvYAML"
 		if !strings.Contains(strings.ToLower(r.JobMessage), "runtime env") {
 			c.Fix = "the job waits for resources or for its driver to start: see rayctl kubectl logs " + d.headName()

@@ -117,7 +117,7 @@ func TestDiagnoseKubeRayOperator(t *testing.T) {
 		must(t, "creating RayJob "+ns+"/"+name, err)
 	}
 	create(krdRBAC, "rayjob-rbac", nil)
-	d = e.waitDiagnosis(t, "rayjob/rayjob-rbac", krdRBAC, diagnose.CauseRBACDenied, []string{"may not create pods in namespace krd-rbac"}, nil, nil)
+	d = e.waitDiagnosis(t, "rayjob/rayjob-rbac", krdRBAC, diagnose.CauseRBACDenied, []string{"KubeRay's operator (kuberay-operator) may not create pods", "in namespace krd-rbac"}, nil, nil)
 	expectCheck(t, d, "c")
 	expectEvidence(t, d, "c", "SubjectAccessReview: create pods in krd-rbac: DENIED")
 
