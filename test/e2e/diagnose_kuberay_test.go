@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -241,4 +242,57 @@ func expectTraceOrder(t *testing.T, steps []chain.Step, hops []traceHop) {
 // hasField reports whether fields has name=value.
 func hasField(fields []chain.Field, name, value string) bool {
 	return slices.Contains(fields, chain.Field{Name: name, Value: value})
+}
+
+// offlinePip is the runtime env of KubeRay's ray-job.sample.yaml with pip told to retry long: offline
+// (rayctl up --pod-egress=off) its install keeps the Ray job PENDING for minutes, as on a cluster whose
+// pods cannot reach the package index.
+const offlinePip = `  runtimeEnvYAML: |
+    pip:
+      packages: ["requests==2.26.0", "pendulum==2.1.2"]
+      pip_install_options: ["--disable-pip-version-check", "--no-cache-dir", "--retries", "20"]
+    env_vars:
+      counter_name: "test_counter"
+`
+
+// TestDiagnoseKubeRayOperatorRuntimeEnv runs KubeRay's unmodified operator on `rayctl up
+// --controllers=none --pod-egress=off` with real Ray: KubeRay's ray-job.sample.yaml, whose runtime env
+// pip-installs packages the offline pods cannot fetch, stays Running with its Ray job PENDING, and
+// `rayctl diagnose` says so from Ray's dashboard (through the API server's service proxy), naming the
+// pip install its runtime env setup runs.
+func TestDiagnoseKubeRayOperatorRuntimeEnv(t *testing.T) {
+	hostRay(t)
+	operator := kuberayOperator(t)
+	in, err := framework.Start("", "--runtime", "process", "--controllers=none", "--pod-egress=off", "--node-capacity", "cpu=8,memory=16Gi")
+	if in != nil {
+		t.Cleanup(func() { in.Cleanup(t) })
+	}
+	must(t, "rayctl up --controllers=none --pod-egress=off", err)
+	e := realRaySetup(t, in)
+	out, stderr, err := in.Kubectl(e.ctx, "", "apply", "-f", filepath.Join(testdataDir(), "kuberay", "operator-rbac.yaml"))
+	must(t, "binding the operator's role: "+out+stderr, err)
+	startOperator(t, operator, operatorKubeconfig(t, in), e.ns)
+
+	b, err := os.ReadFile(kubeRaySample(t, "ray-job.sample.yaml"))
+	must(t, "reading ray-job.sample.yaml", err)
+	start := strings.Index(string(b), "  runtimeEnvYAML: |\n")
+	end := strings.Index(string(b), `      counter_name: "test_counter"`+"\n")
+	if start < 0 || end < start {
+		t.Fatalf("ray-job.sample.yaml has no runtimeEnvYAML block to replace")
+	}
+	sample := string(b[:start]) + offlinePip + string(b[end+len(`      counter_name: "test_counter"`+"\n"):])
+	path := filepath.Join(t.TempDir(), "ray-job.sample.yaml")
+	must(t, "writing the sample", os.WriteFile(path, []byte(sample), 0o600))
+	// The sample brings its own ConfigMap, of the name realRaySetup's has.
+	must(t, "deleting realRaySetup's ConfigMap", in.Client.CoreV1().ConfigMaps(e.ns).Delete(e.ctx, "ray-job-code-sample", metav1.DeleteOptions{}))
+	out, stderr, err = in.Kubectl(e.ctx, "", "apply", "-n", e.ns, "-f", path)
+	must(t, "applying the sample: "+out+stderr, err)
+
+	ray, err := rayclient.NewForConfig(in.Config)
+	must(t, "a ray.io client", err)
+	de := &diagEnv{in: in, ray: ray, timeout: realRayTimeout}
+	d := de.waitDiagnosis(t, "rayjob/rayjob-sample", e.ns, diagnose.CauseRayJobPending, []string{"the Ray job is PENDING on its runtime env", "pip"}, nil, nil)
+	expectCheck(t, d, "h")
+	expectEvidence(t, d, "h", "Ray's dashboard (services/", ":dashboard/proxy/api/jobs/", "status PENDING")
+	expectEvidence(t, d, "h", "runtime_env_setup-", "install")
 }
