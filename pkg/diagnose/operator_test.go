@@ -43,7 +43,7 @@ func TestExternalOperatorHealthy(t *testing.T) {
 		t.Errorf("o: %s %q", o.Status, o.Summary)
 	}
 	c := check(t, rep, "c", KindRayCluster)
-	if !strings.Contains(strings.Join(c.Evidence, "\n"), "SubjectAccessReview: create pods in team-a: allowed") {
+	if !hasEvidence(c, "SubjectAccessReview: create pods in team-a: allowed") {
 		t.Errorf("c has no review of creating pods: %v", c.Evidence)
 	}
 	if i := check(t, rep, "i", "Operator"); i.Status != NotApplicable || !strings.Contains(i.Summary, "--operator-metrics") {
@@ -73,7 +73,7 @@ func TestExternalOperatorWatchesAnotherNamespace(t *testing.T) {
 	rep := run(t, in, nil)
 	expect(t, rep, "a", CauseNamespaceNotWatched, "namespace team-a is not one KubeRay's operator watches (it watches team-b)")
 	a := check(t, rep, "a", KindRayJob)
-	if !strings.Contains(strings.Join(a.Evidence, "\n"), "opened a watch of RayJobs in namespace team-b (kuberay-operator)") {
+	if !hasEvidence(a, "opened a watch of RayJobs in namespace team-b (kuberay-operator)") {
 		t.Errorf("a's evidence does not show the watch: %v", a.Evidence)
 	}
 }
@@ -102,7 +102,7 @@ func TestRayJobPendingOnRuntimeEnv(t *testing.T) {
 	rep := run(t, in, nil)
 	expect(t, rep, "h", CauseRayJobPending, "the Ray job is PENDING", "runtime environment")
 	h := check(t, rep, "h", KindRayJob)
-	if !strings.Contains(strings.Join(h.Evidence, "\n"), "Ray's dashboard (services/job-rc-head-svc:dashboard/proxy/api/jobs/rayjob-abc") {
+	if !hasEvidence(h, "Ray's dashboard (services/job-rc-head-svc:dashboard/proxy/api/jobs/rayjob-abc") {
 		t.Errorf("h's evidence does not name the dashboard: %v", h.Evidence)
 	}
 }
@@ -145,4 +145,9 @@ controller_runtime_reconcile_time_seconds_count{controller="raycluster-controlle
 	in := runningJob()
 	in.Operator.MetricsSource, in.Operator.Queues = "http://127.0.0.1:8080/metrics", qs
 	expect(t, run(t, in, nil), "i", CauseQueueSaturated, "raycluster-controller are saturated", "--reconcile-concurrency")
+}
+
+// hasEvidence reports whether one of c's evidence lines contains want.
+func hasEvidence(c Check, want string) bool {
+	return strings.Contains(strings.Join(c.Evidence, "\n"), want)
 }

@@ -43,12 +43,7 @@ const kuberayPodsRole = "e2e:kuberay-operator-pods"
 // completed, traced from the API server's side.
 func TestDiagnoseKubeRayOperator(t *testing.T) {
 	t.Parallel()
-	operator := kuberayOperator(t)
-	in, err := framework.Start("", "--controllers=none", "--ray=sim", "--node-capacity", "cpu=8,memory=16Gi")
-	if err != nil {
-		t.Fatalf("rayctl up: %v", err)
-	}
-	t.Cleanup(func() { in.Cleanup(t) })
+	operator, in := kuberaySimInstance(t)
 	ctx := t.Context()
 	ray, err := rayclient.NewForConfig(in.Config)
 	must(t, "a ray.io client", err)

@@ -49,12 +49,7 @@ var kuberayErrorsNotOurs = []string{
 // from our API. The identity can also watch PersistentVolumeClaims, which KubeRay v1.7 watches at start.
 func TestKubeRayOperator(t *testing.T) {
 	t.Parallel()
-	operator := kuberayOperator(t)
-	in, err := framework.Start("", "--controllers=none", "--ray=sim", "--node-capacity", "cpu=8,memory=16Gi")
-	if err != nil {
-		t.Fatalf("rayctl up: %v", err)
-	}
-	t.Cleanup(func() { in.Cleanup(t) })
+	operator, in := kuberaySimInstance(t)
 	out, stderr, err := in.Kubectl(t.Context(), "", "apply", "-f", filepath.Join(testdataDir(), "kuberay", "operator-rbac.yaml"))
 	must(t, "binding the operator's role: "+out+stderr, err)
 	kc := operatorKubeconfig(t, in)
@@ -96,6 +91,19 @@ func TestKubeRayOperator(t *testing.T) {
 		t.Errorf("the operator logged an error: %s", line)
 	}
 	t.Logf("the operator logged %d error lines KubeRay logs on any cluster (conflicts, creations its cache missed, a job not yet submitted)", excused)
+}
+
+// kuberaySimInstance returns KubeRay's operator binary and a `rayctl up --controllers=none --ray=sim`
+// for it to run against, stopped when the test ends.
+func kuberaySimInstance(t *testing.T) (operator string, in *framework.Instance) {
+	t.Helper()
+	operator = kuberayOperator(t)
+	in, err := framework.Start("", "--controllers=none", "--ray=sim", "--node-capacity", "cpu=8,memory=16Gi")
+	if err != nil {
+		t.Fatalf("rayctl up: %v", err)
+	}
+	t.Cleanup(func() { in.Cleanup(t) })
+	return operator, in
 }
 
 // testdataDir is test/e2e/testdata.
