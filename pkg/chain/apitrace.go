@@ -15,7 +15,7 @@ import (
 // when it creates or deletes, when the status it wrote differs from the object's previous one, or
 // when the API server refused it (but for conflicts); a proxied GET the first and last time its path
 // was asked. Each step follows from the one before it; where the actor changes to one whose work
-// happened out of sight, Unseen says so, with the watch that carried the change to it when the API
+// happened out of sight, Unseen says so, with its watch of the kind of the hop before when the API
 // server saw that watch open.
 func APITrace(events []Event, kind, namespace, name string) []Step {
 	related := func(r *Ref) bool {
@@ -120,7 +120,7 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 		}
 		s.Unseen = fmt.Sprintf("%s: the watch event's delivery, its cache, queue and reconcile happen inside its process, out of the API server's sight", who)
 		if w := openWatch(events, who, prev.Object.Kind, prev.Object.Namespace, prev.Seq); w != nil {
-			s.Unseen += fmt.Sprintf(" (its watch of %ss %s, opened at %s, carried the change)", w.Object.Kind, scope(w.Object.Namespace), w.Time.Format(time.TimeOnly))
+			s.Unseen += fmt.Sprintf(" (it watches %ss %s since %s)", w.Object.Kind, scope(w.Object.Namespace), w.Time.Format(time.TimeOnly))
 		}
 	}
 	return steps

@@ -55,7 +55,7 @@ func TestAPITraceDrawsTheChainFromTheAPIServersSide(t *testing.T) {
 	if u := steps[1].Unseen; !strings.Contains(u, op+": the watch event's delivery") {
 		t.Errorf("the operator's first hop after alice's write: unseen %q", u)
 	}
-	if u := steps[4].Unseen; !strings.Contains(u, "its watch of Pods in all namespaces") {
+	if u := steps[4].Unseen; !strings.Contains(u, "it watches Pods in all namespaces since") {
 		t.Errorf("the operator's hop after the kubelet's write: unseen %q, want the watch that carried it", u)
 	}
 	if steps[3].Unseen != "" || steps[5].Unseen != "" {
