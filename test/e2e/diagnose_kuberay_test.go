@@ -116,6 +116,19 @@ func TestDiagnoseKubeRayOperator(t *testing.T) {
 	d = e.waitDiagnosis(t, "rayjob/rayjob-rbac", krdRBAC, diagnose.CauseRBACDenied, []string{"KubeRay's operator (kuberay-operator) may not create pods", "in namespace krd-rbac"}, nil, nil)
 	expectCheck(t, d, "c")
 	expectEvidence(t, d, "c", "SubjectAccessReview: create pods in krd-rbac: DENIED")
+	// The same from a kubeconfig that cannot read rayctl's chain recorder, as on a cluster that is not
+	// rayctl's: the checks that need only the API give the verdict, and say what needs rayctl's.
+	reader := diagnoseReader(t, in)
+	out, err = in.Rayctl(ctx, "diagnose", "rayjob/rayjob-rbac", "-n", krdRBAC, "--kubeconfig", reader, "--operator-user", kuberayUser, "-o", "json")
+	must(t, "rayctl diagnose --kubeconfig: "+out, err)
+	var api diagnose.Report
+	must(t, "decoding the report: "+out, json.Unmarshal([]byte(out), &api))
+	if api.Verdict.Cause != diagnose.CauseRBACDenied || !strings.Contains(api.Verdict.Text, "may not create pods") {
+		t.Errorf("rayctl diagnose --kubeconfig (API only): verdict %+v, want %s on creating pods", api.Verdict, diagnose.CauseRBACDenied)
+	}
+	o := &diagnosis{report: api}
+	expectEvidence(t, o, "o", "Lease krd-other/ray-operator-leader was last renewed")
+	expectEvidence(t, o, "o", "need rayctl's API server")
 
 	// 5. A head Pod whose ownerReference was taken away as soon as it was created.
 	w, err := in.Client.CoreV1().Pods(krdOwner).Watch(ctx, metav1.ListOptions{LabelSelector: "ray.io/node-type=head"})
@@ -175,6 +188,35 @@ func TestDiagnoseKubeRayOperator(t *testing.T) {
 	if !strings.Contains(text, "┆ "+kuberayUser+": the watch event's delivery") {
 		t.Errorf("the trace does not mark the operator's unseen hops:\n%s", text)
 	}
+}
+
+// diagnoseReader writes a kubeconfig for a user who may read what diagnose reads and review access,
+// but not rayctl's chain recorder (/debug/chain): what `rayctl diagnose --kubeconfig` meets on a
+// cluster that is not rayctl's.
+func diagnoseReader(t *testing.T, in *framework.Instance) string {
+	t.Helper()
+	const user = "diagnose-reader"
+	read := []string{"get", "list"}
+	_, err := in.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"ray.io"}, Resources: []string{"rayjobs", "rayclusters", "rayservices"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"pods", "services", "events"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"services/proxy", "pods/proxy"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: read},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: read},
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings", "clusterrolebindings"}, Verbs: read},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		},
+	}, metav1.CreateOptions{})
+	must(t, "the diagnose reader's role", err)
+	_, err = in.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, "binding the diagnose reader's role", err)
+	return userKubeconfig(t, in, user)
 }
 
 // expectCheck fails the test unless the verdict names check id.

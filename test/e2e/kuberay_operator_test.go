@@ -141,12 +141,18 @@ func kuberayOperator(t *testing.T) string {
 // instance's CA for user kuberay-operator.
 func operatorKubeconfig(t *testing.T, in *framework.Instance) string {
 	t.Helper()
+	return userKubeconfig(t, in, kuberayUser)
+}
+
+// userKubeconfig writes a kubeconfig for user (no groups): a client certificate from the instance's CA.
+func userKubeconfig(t *testing.T, in *framework.Instance, user string) string {
+	t.Helper()
 	ca, err := pki.LoadOrCreate(filepath.Join(in.DataDir, "pki"))
 	must(t, "loading the instance's CA", err)
-	kp, err := ca.Client("e2e-kuberay-operator", kuberayUser, nil)
-	must(t, "minting the operator's certificate", err)
+	kp, err := ca.Client("e2e-"+user, user, nil)
+	must(t, "minting the certificate of "+user, err)
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	must(t, "writing the operator's kubeconfig", kubeconfig.Write(path, kubeconfig.Build(in.Config.Host, ca.CertPEM(), kp)))
+	must(t, "writing the kubeconfig of "+user, kubeconfig.Write(path, kubeconfig.Build(in.Config.Host, ca.CertPEM(), kp)))
 	return path
 }
 
