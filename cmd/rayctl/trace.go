@@ -74,7 +74,13 @@ server accepting it, each controller's informer event, predicate, mapping to its
 the Reconcile and what it wrote or called — back from a RayJob's submission to the write that made
 its head Pod ready; for a RayService, back from its Serve deploy and from its latest state change
 (applications RUNNING, serve endpoints). Offsets are from the first hop; the second column is each
-hop's own latency.`,
+hop's own latency.
+
+When no rayctl controller acts on the kind (rayctl up --controllers=none, with KubeRay's operator),
+the chain is drawn from the API server's side: the kubelet's writes, every identity's writes of the
+object and of the objects named after it (its RayCluster, Pods, Services, submitter Job and Pod), the
+calls the API server proxied to its dashboard; the operator's own hops (its cache, queue and
+reconciles) are out of sight and marked ┆.`,
 		Example: `  rayctl trace rayjob/rayjob-sample
   rayctl trace raycluster/raycluster-sample -n team-a --follow
   rayctl trace pod/raycluster-sample-head-x7k2p -o json
