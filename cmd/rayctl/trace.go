@@ -105,7 +105,15 @@ reconciles) are out of sight and marked ┆.`,
 			out := cmd.OutOrStdout()
 			ropts := render.Options{Color: isTerminal(out)}
 			if o.follow {
-				return followTrace(cmd.Context(), out, c, kind, ns, name, o.output == "json", ropts)
+				fromAPI, err := externalKind(cmd.Context(), c, kind)
+				if err != nil {
+					return err
+				}
+				trace := chain.Trace
+				if fromAPI {
+					trace = chain.APITrace
+				}
+				return followTrace(cmd.Context(), out, c, trace, kind, ns, name, o.output == "json", ropts)
 			}
 			steps, fromAPI, err := traceSteps(cmd.Context(), c, kind, ns, name)
 			if err != nil {
@@ -146,18 +154,10 @@ reconciles) are out of sight and marked ┆.`,
 // kind, else (an operator outside rayctl, e.g. under rayctl up --controllers=none) the one drawn from
 // the API server's side (fromAPI).
 func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (steps []chain.Step, fromAPI bool, err error) {
-	ctrls, err := c.Controllers(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	own := kind == "Pod" || kind == "Service" || kind == "Job"
-	for _, ctl := range ctrls {
-		if ctl.Kind == kind {
-			own = true
+	if fromAPI, err = externalKind(ctx, c, kind); err != nil || !fromAPI {
+		if err == nil {
+			steps, err = c.Trace(ctx, kind, ns, name)
 		}
-	}
-	if own {
-		steps, err = c.Trace(ctx, kind, ns, name)
 		return steps, false, err
 	}
 	// All namespaces: a watch of all of them has none.
@@ -168,9 +168,28 @@ func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (ste
 	return chain.APITrace(list.Events, kind, ns, name), true, nil
 }
 
+// externalKind reports whether no rayctl controller acts on kind (a RayJob, RayCluster or RayService
+// left to an operator outside rayctl).
+func externalKind(ctx context.Context, c chain.Source, kind string) (bool, error) {
+	if kind == "Pod" || kind == "Service" || kind == "Job" {
+		return false, nil
+	}
+	ctrls, err := c.Controllers(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, ctl := range ctrls {
+		if ctl.Kind == kind {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each
 // burst, and prints the steps it has not printed yet.
-func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, name string, asJSON bool, ropts render.Options) error {
+func followTrace(ctx context.Context, out io.Writer, c chain.Source, trace func([]chain.Event, string, string, string) []chain.Step,
+	kind, ns, name string, asJSON bool, ropts render.Options) error {
 	list, err := c.Events(ctx, chain.Filter{})
 	if err != nil {
 		return err
@@ -179,7 +198,7 @@ func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, n
 	printed := map[uint64]bool{}
 	var t0 int64 = -1
 	flush := func() {
-		steps := chain.Trace(events, kind, ns, name)
+		steps := trace(events, kind, ns, name)
 		at := map[uint64]int64{}
 		for _, s := range steps {
 			at[s.Seq] = s.At
@@ -199,6 +218,9 @@ func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, n
 			latency := ""
 			if c, ok := at[s.Cause]; ok && s.Cause != 0 {
 				latency = fmt.Sprintf("%.1f ms", float64(max(s.At-c, 0))/1e6)
+			}
+			if s.Unseen != "" {
+				render.RenderUnseen(out, s.Unseen, ropts)
 			}
 			render.RenderLine(out, time.Duration(s.At-t0), latency, &s.Event, ropts)
 		}
