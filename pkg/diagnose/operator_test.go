@@ -1,13 +1,18 @@
 package diagnose
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/rayctl/rayctl/pkg/chain"
 )
@@ -150,4 +155,29 @@ controller_runtime_reconcile_time_seconds_count{controller="raycluster-controlle
 // hasEvidence reports whether one of c's evidence lines contains want.
 func hasEvidence(c Check, want string) bool {
 	return strings.Contains(strings.Join(c.Evidence, "\n"), want)
+}
+
+func TestGatherOperatorFromDeploymentAndLease(t *testing.T) {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ray-system", Name: "kuberay-operator"}}
+	dep.Spec.Replicas = ptr.To[int32](1)
+	dep.Spec.Template.Spec.ServiceAccountName = "kuberay-operator"
+	dep.Spec.Template.Spec.Containers = []corev1.Container{{Name: "kuberay-operator", Image: "quay.io/kuberay/operator:v1.6.2",
+		Command: []string{"/manager"}, Args: []string{"--watch-namespace=team-b,team-c", "--metrics-addr=:9090"}}}
+	now := time.Now()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ray-system", Name: leaseName},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("kuberay-operator-abc"), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now.Add(-time.Minute)}}}
+	kube := fake.NewClientset(dep, lease)
+	op := gatherOperator(context.Background(), Clients{Kube: kube}, &Input{Now: now})
+	if !op.Found || op.User != "system:serviceaccount:ray-system:kuberay-operator" || strings.Join(op.WatchNamespaces, ",") != "team-b,team-c" ||
+		op.WatchSource != "Deployment ray-system/kuberay-operator's args" || len(op.Groups) != 3 {
+		t.Errorf("operator %+v", op)
+	}
+	// No replica available, and the Lease a minute old: it does not run.
+	if op.Running == nil || *op.Running {
+		t.Errorf("running %v, want false: %v", op.Running, op.RunningEvidence)
+	}
+	if got := metricsPort(dep); got != "9090" {
+		t.Errorf("metrics port %q, want 9090", got)
+	}
 }
