@@ -11,6 +11,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
@@ -370,7 +371,8 @@ func eventTime(e corev1.Event) time.Time {
 }
 
 // askRay reads, through the API server's service proxy to the head's dashboard, the Ray job of a
-// RayJob that runs or initializes, or the Serve applications of a RayService.
+// running RayJob (one that initializes has not submitted it yet), or the Serve applications of a
+// RayService.
 func askRay(ctx context.Context, kube kubernetes.Interface, in *Input) *RayState {
 	cl := in.Cluster
 	if cl == nil || cl.Status.Head.ServiceName == "" {
@@ -379,8 +381,7 @@ func askRay(ctx context.Context, kube kubernetes.Interface, in *Input) *RayState
 	svc := cl.Status.Head.ServiceName
 	var path string
 	switch {
-	case in.Job != nil && in.Job.Status.JobId != "" &&
-		(in.Job.Status.JobDeploymentStatus == "Running" || in.Job.Status.JobDeploymentStatus == "Initializing"):
+	case in.Job != nil && in.Job.Status.JobId != "" && in.Job.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusRunning:
 		path = "api/jobs/" + in.Job.Status.JobId
 	case in.Service != nil:
 		path = "api/serve/applications/"
