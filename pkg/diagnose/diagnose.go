@@ -256,7 +256,7 @@ var checklist = []item{
 	{"o", "Ray operator outside rayctl", (*diag).checkOperator, ""},
 	{"a", "watch namespaces", (*diag).checkNamespaces, "no subject"},
 	{"b", "cache label selector", (*diag).checkLabels, "no subject"},
-	{"c", "RBAC get/list/watch", (*diag).checkAccess, "no subject"},
+	{"c", "RBAC for what the chain needs", (*diag).checkAccess, "no subject"},
 	{"d", "controller owner", (*diag).checkOwner, "only for Pods (and a RayJob's RayCluster)"},
 	{"e", "For() predicate", (*diag).checkPredicate, "only for RayClusters: no RayCluster involved"},
 	{"f", "reconciled after the last change", (*diag).checkReconciled, "no RayCluster or RayJob to reconcile"},
