@@ -193,7 +193,13 @@ func lease(ctx context.Context, kube kubernetes.Interface, op *Operator, now tim
 	if err != nil || len(list.Items) == 0 {
 		return
 	}
+	// The most recently renewed, should several operators have run.
 	l := &list.Items[0]
+	for i := range list.Items {
+		if r := list.Items[i].Spec.RenewTime; r != nil && (l.Spec.RenewTime == nil || r.After(l.Spec.RenewTime.Time)) {
+			l = &list.Items[i]
+		}
+	}
 	op.Found = true
 	holder := ""
 	if l.Spec.HolderIdentity != nil {
