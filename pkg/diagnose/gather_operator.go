@@ -471,21 +471,66 @@ func runtimeEnvSetup(ctx context.Context, kube kubernetes.Interface, ns, svc, no
 	return "", ""
 }
 
-// noteworthy is a setup log's newest line that says what the setup does or why it fails, cut to 300
-// characters.
+// noteworthy is what a setup log says of the setup, newest first: a line that says it fails (an error, a
+// retry), else the command it runs — a pip install ahead of any other ("runs pip install … -r
+// …/requirements.txt (23:59:12)"), cut to 300 characters.
 func noteworthy(text string) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
+	var install, other string
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
 		low := strings.ToLower(l)
-		for _, k := range []string{"error", "retrying", "failed", "could not", "run cmd"} {
+		for _, k := range []string{"error", "retrying", "failed", "could not"} {
 			if strings.Contains(low, k) {
-				if len(l) > 300 {
-					l = l[:300] + "…"
-				}
-				return l
+				return cut(l, 300)
+			}
+		}
+		if cmd, at, ok := runCmd(l); ok {
+			switch {
+			case install == "" && (strings.HasPrefix(cmd, "pip install") || strings.Contains(cmd, " install ")):
+				install = "runs " + cmd + " (" + at + ")"
+			case other == "":
+				other = "runs " + cmd + " (" + at + ")"
 			}
 		}
 	}
-	return ""
+	if install != "" {
+		return cut(install, 300)
+	}
+	return cut(other, 300)
+}
+
+// runCmd reads Ray's "<date> <time>,<ms> INFO utils.py:76 -- Run cmd[2] ['…/python', '-m', 'pip', …]"
+// line: the command from pip on (or whole), long paths cut to their last element, and its time.
+func runCmd(l string) (cmd, at string, ok bool) {
+	i := strings.Index(l, "Run cmd[")
+	open, end := strings.Index(l, "['"), strings.LastIndex(l, "']")
+	if i < 0 || open < i || end < open {
+		return "", "", false
+	}
+	if f := strings.Fields(l); len(f) > 1 {
+		at, _, _ = strings.Cut(f[1], ",")
+	}
+	argv := strings.Split(l[open+2:end], "', '")
+	for j, a := range argv {
+		if a == "pip" || strings.HasSuffix(a, "/pip") {
+			argv = argv[j:]
+			argv[0] = "pip"
+			break
+		}
+	}
+	for j, a := range argv {
+		if strings.Count(a, "/") > 2 {
+			argv[j] = "…/" + a[strings.LastIndex(a, "/")+1:]
+		}
+	}
+	return strings.Join(argv, " "), at, true
+}
+
+// cut is s cut to n bytes, marked with … when cut.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

@@ -435,9 +435,12 @@ func (d *diag) rayJobCheck(c *Check) {
 	case "PENDING":
 		c.Status, c.Cause = Fail, CauseRayJobPending
 		c.Summary = "the Ray job is PENDING: " + r.JobMessage
+		if env := strings.Join(strings.Fields(d.in.Job.Spec.RuntimeEnvYAML), " "); env != "" {
+			c.Evidence = append(c.Evidence, "spec.runtimeEnvYAML: "+cut(env, 200))
+		}
 		if r.RuntimeEnvLine != "" {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("%s on the head (the dashboard's log API): %s", r.RuntimeEnvLog, r.RuntimeEnvLine))
-			c.Summary = fmt.Sprintf("the Ray job is PENDING on its runtime env: %s (%s)", r.RuntimeEnvLine, r.RuntimeEnvLog)
+			c.Summary = fmt.Sprintf("the Ray job is PENDING on its runtime env: its setup %s, in %s", r.RuntimeEnvLine, r.RuntimeEnvLog)
 		}
 		c.Fix = "the job's runtime environment is being set up or cannot be (a pip or conda install that cannot reach its index, a working_dir that cannot be fetched): see the head's runtime_env_setup logs (rayctl kubectl exec " + d.headName() + " -- cat /tmp/ray/session_latest/logs/runtime_env_setup-*.log) and the job's runtimeEnvYAML"
 		if !strings.Contains(strings.ToLower(r.JobMessage), "runtime env") {

@@ -181,3 +181,16 @@ func TestGatherOperatorFromDeploymentAndLease(t *testing.T) {
 		t.Errorf("metrics port %q, want 9090", got)
 	}
 }
+
+func TestNoteworthySetupLine(t *testing.T) {
+	log := "2026-12-04 23:59:10,100\tINFO utils.py:76 -- Run cmd[1] ['/tmp/ray/session_x/runtime_resources/pip/abc/virtualenv/bin/python', '-m', 'virtualenv', '--system-site-packages', '/tmp/ray/session_x/runtime_resources/pip/abc/virtualenv']\n" +
+		"2026-12-04 23:59:12,932\tINFO utils.py:76 -- Run cmd[3] ['/tmp/ray/session_x/runtime_resources/pip/abc/virtualenv/bin/python', '-m', 'pip', 'install', '--retries', '20', '-r', '/tmp/ray/session_x/runtime_resources/pip/abc/requirements.txt']\n" +
+		"2026-12-04 23:59:13,001\tINFO utils.py:76 -- Run cmd[4] ['/tmp/ray/session_x/runtime_resources/pip/abc/virtualenv/bin/python', '-c', 'import ray']\n"
+	if got, want := noteworthy(log), "runs pip install --retries 20 -r …/requirements.txt (23:59:12)"; got != want {
+		t.Errorf("noteworthy %q, want %q", got, want)
+	}
+	failed := log + "2026-12-04 23:59:40,000\tERROR pip.py:12 -- Failed to install pip packages: No matching distribution found for requests==2.26.0\n"
+	if got := noteworthy(failed); !strings.Contains(got, "No matching distribution found for requests==2.26.0") {
+		t.Errorf("noteworthy of a failure %q", got)
+	}
+}

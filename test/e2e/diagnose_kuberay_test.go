@@ -328,8 +328,9 @@ func TestDiagnoseKubeRayOperatorRuntimeEnv(t *testing.T) {
 	ray, err := rayclient.NewForConfig(in.Config)
 	must(t, "a ray.io client", err)
 	de := &diagEnv{in: in, ray: ray, timeout: realRayTimeout}
-	d := de.waitDiagnosis(t, "rayjob/rayjob-sample", e.ns, diagnose.CauseRayJobPending, []string{"the Ray job is PENDING on its runtime env", "pip"}, nil, nil)
+	d := de.waitDiagnosis(t, "rayjob/rayjob-sample", e.ns, diagnose.CauseRayJobPending, []string{"the Ray job is PENDING on its runtime env: its setup runs pip install"}, nil, nil)
 	expectCheck(t, d, "h")
 	expectEvidence(t, d, "h", "Ray's dashboard (services/", ":dashboard/proxy/api/jobs/", "status PENDING")
-	expectEvidence(t, d, "h", "runtime_env_setup-", "install")
+	expectEvidence(t, d, "h", "runtime_env_setup-", "on the head (the dashboard's log API): runs pip install")
+	expectEvidence(t, d, "h", "spec.runtimeEnvYAML:", "requests==2.26.0")
 }
