@@ -11,9 +11,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
