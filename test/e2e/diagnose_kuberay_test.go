@@ -328,7 +328,11 @@ func TestDiagnoseKubeRayOperatorRuntimeEnv(t *testing.T) {
 	ray, err := rayclient.NewForConfig(in.Config)
 	must(t, "a ray.io client", err)
 	de := &diagEnv{in: in, ray: ray, timeout: realRayTimeout}
-	d := de.waitDiagnosis(t, "rayjob/rayjob-sample", e.ns, diagnose.CauseRayJobPending, []string{"the Ray job is PENDING on its runtime env: its setup runs pip install"}, nil, nil)
+	// The JSON and the text come of two runs: both once the setup runs pip.
+	pip := func(d *diagnosis) bool {
+		return slices.ContainsFunc(d.check("h", "RayJob").Evidence, func(ev string) bool { return strings.Contains(ev, "log API): runs pip install") })
+	}
+	d := de.waitDiagnosis(t, "rayjob/rayjob-sample", e.ns, diagnose.CauseRayJobPending, []string{"the Ray job is PENDING on its runtime env: its setup runs pip install"}, pip, nil)
 	expectCheck(t, d, "h")
 	expectEvidence(t, d, "h", "Ray's dashboard (services/", ":dashboard/proxy/api/jobs/", "status PENDING")
 	expectEvidence(t, d, "h", "runtime_env_setup-", "on the head (the dashboard's log API): runs pip install")
