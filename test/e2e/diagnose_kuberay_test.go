@@ -305,10 +305,12 @@ func TestDiagnoseKubeRayOperatorRuntimeEnv(t *testing.T) {
 		t.Cleanup(func() { in.Cleanup(t) })
 	}
 	must(t, "rayctl up --controllers=none --pod-egress=off", err)
-	e := realRaySetup(t, in)
-	out, stderr, err := in.Kubectl(e.ctx, "", "apply", "-f", filepath.Join(testdataDir(), "kuberay", "operator-rbac.yaml"))
+	out, stderr, err := in.Kubectl(t.Context(), "", "apply", "-f", filepath.Join(testdataDir(), "kuberay", "operator-rbac.yaml"))
 	must(t, "binding the operator's role: "+out+stderr, err)
-	startOperator(t, operator, operatorKubeconfig(t, in), e.ns)
+	// Started before the test's namespace exists, the operator stops after its deletion (cleanups run
+	// last in, first out) and removes its finalizer from the RayJob there.
+	startOperator(t, operator, operatorKubeconfig(t, in), "default")
+	e := realRaySetup(t, in)
 
 	b, err := os.ReadFile(kubeRaySample(t, "ray-job.sample.yaml"))
 	must(t, "reading ray-job.sample.yaml", err)
