@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
@@ -257,6 +258,9 @@ func podCannotWriteTheHost(t *testing.T, ctx context.Context, in *framework.Inst
 	t.Cleanup(func() { os.Remove(target) })
 	pod := nodePod("writer", corev1.RestartPolicyNever, 0, nodeSh("w",
 		`touch `+target+` 2>&1; echo "touch=$?"; echo "uid=$(id -u)"; touch /tmp/mine && echo tmp=ok`))
+	// On the process runtime, whose containers see the host's filesystem (read-only); one on containerd
+	// has a root of its own, where writing is its own business.
+	pod.Spec.RuntimeClassName = ptr.To("process")
 	nodeCreatePod(t, ctx, in, ns, pod)
 	var logs string
 	framework.WaitFor(t, ctx, "the writer pod's output", func() (bool, error) {

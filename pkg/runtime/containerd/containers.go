@@ -455,7 +455,13 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 			return ctx.Err()
 		}
 	}
-	if err := task.Kill(ctx, syscall.SIGKILL, ctrd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+	// Every process of its cgroup; a container without one (rootless) has only its PID namespace,
+	// which its init's death empties (runc kill --all would fail looking for the cgroup).
+	var all []ctrd.KillOpts
+	if r.noLimits == "" {
+		all = append(all, ctrd.WithKillAll)
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL, all...); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("kill container %s: %w", id, err)
 	}
 	select {
