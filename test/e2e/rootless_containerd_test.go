@@ -12,6 +12,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -143,6 +144,12 @@ func TestLaptopRuntimePerPod(t *testing.T) {
 			t.Errorf("pid %d (%s) of the killed rayctl's containers still runs after the next start", pid, comm(pid))
 		}
 	}
+	// Deleted, the pod goes: its container is killed although it has no cgroup to kill it through.
+	must(t, "deleting the pod", in.Client.CoreV1().Pods(e.ns).Delete(e.ctx, other.Name, metav1.DeleteOptions{}))
+	framework.WaitFor(t, e.ctx, "the deleted pod to go", func() (bool, error) {
+		_, err := in.Client.CoreV1().Pods(e.ns).Get(e.ctx, other.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }
 
 // waitPodReady waits for pod name to be Ready with a container other than notID, and returns it.
