@@ -2,10 +2,9 @@
 // names: containerd, process, fake, or auto, which takes a containerd socket
 // that answers, else a private containerd when the binary is installed (run
 // as root, or rootless inside rayctl's user namespace), else the process
-// runtime. It also settles what runs Ray's
-// images (`--ray=…`, see Plan): the host's Ray and raysim run on the process
-// runtime, the images themselves on containerd, so auto takes the process
-// runtime when the host's Ray runs them. It sits apart from package runtime
+// runtime. It also settles what runs Ray's images (`--ray=…`, see Plan): the
+// host's Ray and raysim run on the process runtime, the images themselves on
+// containerd, so auto takes the process runtime when the host's Ray runs them. It sits apart from package runtime
 // because it imports the implementations, which import runtime.
 package selector
 
@@ -289,6 +288,8 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 			return selectProcess(ctx, opts, "no containerd binary on PATH")
 		case os.Geteuid() != 0 && !opts.Rootless:
 			return selectProcess(ctx, opts, "containerd needs root, or rayctl's user namespace")
+		case unmapped(opts) != "":
+			return selectProcess(ctx, opts, unmapped(opts))
 		}
 		c, err := startPrivate(ctx, opts, nil)
 		if err != nil {
@@ -309,11 +310,24 @@ func containerdUnavailable(opts Options) string {
 	if _, err := os.Stat(opts.SystemSocket); err == nil && opts.SystemSocket != "-" && !opts.Rootless {
 		return ""
 	}
+	if why := unmapped(opts); why != "" {
+		return why
+	}
 	switch {
 	case !containerd.Available():
 		return "no containerd binary on PATH (apt-get install containerd runc)"
 	case os.Geteuid() != 0 && !opts.Rootless:
 		return "containerd needs root, or rayctl's user namespace"
+	}
+	return ""
+}
+
+// unmapped says why a rootless rayctl's containerd could not unpack most images ("" when it could, or
+// as root): its user namespace maps no subordinate ids, and most images hold files of other users (Ray's
+// /home/ray is uid 1000). --runtime=containerd still tries; auto does not choose it then.
+func unmapped(opts Options) string {
+	if ok, why := userns.SubordinateIDs(); opts.Rootless && !ok {
+		return "rayctl's user namespace maps only your own uid and gid (" + why + "), so containerd could not unpack images whose files belong to other users"
 	}
 	return ""
 }
