@@ -29,9 +29,18 @@ func DefaultNodeName() string {
 	return name
 }
 
-// insufficientHint ends the FailedScheduling event of a pod that asks for more than the Node has: the
-// flag that makes the Node advertise more.
-func insufficientHint(capacity map[string]string) string {
+// nodeSpecs are the nodes cfg asks for, the first this machine's as --node-name and --node-capacity
+// give it.
+func (cfg Config) nodeSpecs() ([]node.Spec, error) {
+	return node.Specs(cfg.NodeName, cfg.NodeCapacity, cfg.Nodes, cfg.NodeLabels, cfg.NodeTaints)
+}
+
+// insufficientHint ends the FailedScheduling event of a pod that asks for more than the Nodes have: the
+// flags that make them advertise more.
+func insufficientHint(capacity map[string]string, moreNodes int) string {
+	if moreNodes > 0 {
+		return "(rayctl up --node-capacity and --node NAME:cpu=4,memory=16Gi,nvidia.com/gpu=1 set what each node advertises)"
+	}
 	if len(capacity) == 0 {
 		return "(the node advertises what this machine has; rayctl up --node-capacity cpu=8,memory=16Gi advertises more, overcommitting it)"
 	}
@@ -73,12 +82,23 @@ func (cp *ControlPlane) startNode() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	capacity, err := node.ParseCapacity(cfg.NodeCapacity)
+	specs, err := cfg.nodeSpecs()
 	if err != nil {
-		return "", fmt.Errorf("--node-capacity %w", err)
+		return "", err
 	}
-	if over := node.Overcommits(node.HostCapacity("/"), capacity); len(over) > 0 {
-		fmt.Fprintf(cp.out, "warning: --node-capacity advertises more than this machine has: %s; pods may overcommit it\n", strings.Join(over, ", "))
+	for _, sp := range specs {
+		if over := node.Overcommits(node.HostCapacity("/"), sp.Capacity); len(over) > 0 {
+			fmt.Fprintf(cp.out, "warning: node %s advertises more than this machine has: %s; pods may overcommit it\n", sp.Name, strings.Join(over, ", "))
+		}
+	}
+	var more []kubelet.NodeConfig
+	for _, sp := range specs[1:] {
+		rc, err := cp.identityConfig("kubelet-"+sp.Name, "system:node:"+sp.Name, []string{"system:nodes"})
+		if err != nil {
+			return "", err
+		}
+		rc.QPS, rc.Burst = kubeletQPS, kubeletBurst
+		more = append(more, kubelet.NodeConfig{Name: sp.Name, RESTConfig: rc, Labels: sp.Labels, Taints: sp.Taints, Capacity: sp.Capacity})
 	}
 	var onStatusWrite podstatus.WriteHook
 	if cp.recorder != nil {
@@ -86,7 +106,10 @@ func (cp *ControlPlane) startNode() (string, error) {
 	}
 	kl, err := kubelet.New(kubelet.Config{
 		NodeName:          cfg.NodeName,
-		Capacity:          capacity,
+		Capacity:          specs[0].Capacity,
+		NodeLabels:        specs[0].Labels,
+		NodeTaints:        specs[0].Taints,
+		MoreNodes:         more,
 		RESTConfig:        nodeCfg,
 		Runtime:           cp.images,
 		PodsDir:           cp.dir.Join("pods"),
@@ -112,5 +135,9 @@ func (cp *ControlPlane) startNode() (string, error) {
 	case <-cp.compCtx.Done():
 		return "", cp.compCtx.Err()
 	}
-	return "node " + cfg.NodeName + ", API " + kl.APIAddr(), nil
+	names := make([]string, len(specs))
+	for i, sp := range specs {
+		names[i] = sp.Name
+	}
+	return "node " + strings.Join(names, ", ") + ", API " + kl.APIAddr(), nil
 }

@@ -44,6 +44,9 @@ type Config struct {
 	InternalIP string
 	// Labels are added to the standard ones (kubernetes.io/hostname, os, arch).
 	Labels map[string]string
+	// Taints are set on the Node at registration (one of the same key and effect is replaced; others,
+	// such as kubectl taint added, stay).
+	Taints []corev1.Taint
 	// Capacity overrides the host's (cpu, memory, pods, ephemeral-storage) where set.
 	Capacity corev1.ResourceList
 	// StatusInterval is how often the status is refreshed (default 10s); LeaseInterval how often the
@@ -125,7 +128,8 @@ func (a *Agent) Register(ctx context.Context) error {
 	n, err := client.Get(ctx, a.cfg.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		n, err = client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels}}, metav1.CreateOptions{})
+		n, err = client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels},
+			Spec: corev1.NodeSpec{Taints: a.cfg.Taints}}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("registering node %s: %w", a.cfg.Name, err)
 		}
@@ -142,6 +146,10 @@ func (a *Agent) Register(ctx context.Context) error {
 				changed = true
 			}
 		}
+		if taints, differ := withTaints(n.Spec.Taints, a.cfg.Taints); differ {
+			n.Spec.Taints = taints
+			changed = true
+		}
 		if changed {
 			if n, err = client.Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("updating node %s: %w", a.cfg.Name, err)
@@ -152,6 +160,28 @@ func (a *Agent) Register(ctx context.Context) error {
 	a.node = n
 	a.mu.Unlock()
 	return a.updateStatus(ctx)
+}
+
+// withTaints returns have with each of want set (replacing one of the same key and effect), and whether
+// that changed anything.
+func withTaints(have, want []corev1.Taint) ([]corev1.Taint, bool) {
+	out := append([]corev1.Taint(nil), have...)
+	changed := false
+	for _, w := range want {
+		found := false
+		for i := range out {
+			if out[i].Key == w.Key && out[i].Effect == w.Effect {
+				found = true
+				if out[i].Value != w.Value {
+					out[i].Value, changed = w.Value, true
+				}
+			}
+		}
+		if !found {
+			out, changed = append(out, w), true
+		}
+	}
+	return out, changed
 }
 
 // Run renews the lease and refreshes the status until ctx ends.
