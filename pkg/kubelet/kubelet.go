@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/rayctl/rayctl/pkg/kubelet/devices"
 	"github.com/rayctl/rayctl/pkg/kubelet/kubeletapi"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
@@ -149,6 +150,7 @@ type nodeState struct {
 	sources     *sources
 	deps        *podworker.Deps
 	agent       *node.Agent
+	devices     *devices.Manager
 	informer    cache.SharedIndexInformer
 	podLister   cache.Indexer
 	// stopInformer stops the pod informer (no new workers); stop undoes all of startNode.
@@ -360,6 +362,7 @@ func (k *Kubelet) startNode(ctx context.Context, ns *nodeState, rtVersion string
 		recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: ns.cfg.Name})
 	}
 
+	ns.devices = devices.New(ns.agent.Capacity())
 	ns.deps = &podworker.Deps{
 		NodeName: ns.cfg.Name, HostIP: k.cfg.NodeIP, Runtime: k.cfg.Runtime, Client: ns.client,
 		Recorder: recorder, Status: ns.statusMgr, PodsDir: k.cfg.PodsDir,
@@ -368,6 +371,7 @@ func (k *Kubelet) startNode(ctx context.Context, ns *nodeState, rtVersion string
 		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion},
 		ResyncPeriod: k.cfg.ResyncPeriod,
 		APIServer:    k.cfg.APIServer,
+		Devices:      ns.devices,
 	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(ns.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -458,6 +462,7 @@ func (k *Kubelet) startWorker(ctx context.Context, ns *nodeState, pod *corev1.Po
 		defer k.wg.Done()
 		w.Run(ctx)
 		ns.sources.release(pod.UID)
+		ns.devices.Release(pod.UID)
 		k.mu.Lock()
 		if k.workers[pod.UID] == w {
 			delete(k.workers, pod.UID)
@@ -472,6 +477,9 @@ func (k *Kubelet) podChanged(ctx context.Context, ns *nodeState, obj any) {
 		return
 	}
 	ns.statusMgr.Observe(pod)
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		ns.devices.Release(pod.UID) // a finished pod's devices are free for the next, as its resources are
+	}
 	k.mu.Lock()
 	w := k.workers[pod.UID]
 	k.mu.Unlock()
