@@ -234,3 +234,42 @@ func testTPUMultiHost(t *testing.T, e *rayEnv) {
 	}
 	wantEvent(t, e, workers[0].Name, "DeviceNotPresent", "google.com/tpu 0", "TPU_VISIBLE_CHIPS=0,1,2,3")
 }
+
+// TestSeveralNodesRealRayGPU: KubeRay's GPU sample shape on real Ray, on a two-node rayctl whose second
+// node advertises one GPU (this machine has none): the worker lands there, Ray counts one GPU, and a
+// num_gpus=1 task is scheduled in the worker's pod, seeing GPU 0 as on a GPU node.
+func TestSeveralNodesRealRayGPU(t *testing.T) {
+	t.Parallel()
+	hostRay(t)
+	in, err := framework.Start("", "--runtime", "process",
+		"--node", "gpu1:cpu=2,memory=8Gi,nvidia.com/gpu=1", "--node-taints", "gpu1:nvidia.com/gpu=present:NoSchedule")
+	if err != nil {
+		t.Fatalf("rayctl up with a GPU node: %v", err)
+	}
+	t.Cleanup(func() { in.Cleanup(t) })
+	realRaySlots <- struct{}{}
+	t.Cleanup(func() { <-realRaySlots })
+	e := newRayEnv(t, in)
+	e.createCluster(t, gpuCluster("gpu", "rayproject/ray:2.60.0"))
+	_, head, workers := e.waitClusterReadyWithin(t, "gpu", 1, realRayTimeout)
+	w := workers[0]
+	if w.Spec.NodeName != "gpu1" {
+		t.Fatalf("the GPU worker runs on %q, want gpu1", w.Spec.NodeName)
+	}
+	script := `import os, socket, ray
+ray.init()
+@ray.remote(num_gpus=1)
+def gpu_task():
+    return ray.get_gpu_ids(), os.environ.get("CUDA_VISIBLE_DEVICES"), socket.gethostname()
+ids, visible, host = ray.get(gpu_task.remote())
+print("cluster GPUs:", ray.cluster_resources().get("GPU"))
+print("gpu ids:", [int(i) for i in ids])
+print("CUDA_VISIBLE_DEVICES:", visible)
+print("ran on", host)`
+	out := e.headExec(t, head, "python", "-c", script)
+	for _, want := range []string{"cluster GPUs: 1.0", "gpu ids: [0]", "CUDA_VISIBLE_DEVICES: 0", "ran on " + w.Name} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the num_gpus=1 task's driver lacks %q:\n%s", want, out)
+		}
+	}
+}
