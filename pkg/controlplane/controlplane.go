@@ -65,6 +65,9 @@ type Config struct {
 	// NodeLabels ("NAME:key=value,…") and NodeTaints ("NAME:key=value:NoSchedule,…") give any node,
 	// the first included, labels and taints (see node.Specs).
 	Nodes, NodeLabels, NodeTaints []string
+	// SimulatedNodes adds simulated nodes, "COUNT" or "COUNT:cpu=32,memory=128Gi" (--simulated-nodes):
+	// their pods go Running and Ready without a process, for scheduling and controller behaviour at scale.
+	SimulatedNodes string
 	// Kubelet runs this machine's kubelet and the binder that schedules pods onto it; off, pods stay
 	// unscheduled.
 	Kubelet bool

@@ -82,6 +82,9 @@ type Config struct {
 	Capacity corev1.ResourceList
 	// MoreNodes are further nodes this kubelet serves besides NodeName, on the same runtime.
 	MoreNodes []NodeConfig
+	// Simulated says the runtime runs no processes (the fake runtime of simulated nodes): every probe
+	// passes without being tried.
+	Simulated bool
 	// CrashLoopBackOff paces container restarts and image pulls (default 10s doubling to 5m; tests
 	// shorten it).
 	CrashLoopBackOff podworker.BackoffConfig
@@ -368,7 +371,7 @@ func (k *Kubelet) startNode(ctx context.Context, ns *nodeState, rtVersion string
 		Recorder: recorder, Status: ns.statusMgr, PodsDir: k.cfg.PodsDir,
 		ClusterDNS: k.cfg.ClusterDNS, ClusterDomain: k.cfg.ClusterDomain, HostDNS: podworker.HostDNS(k.cfg.HostResolvConf),
 		Allocatable: ns.agent.Capacity(), CrashBackoff: k.cfg.CrashLoopBackOff,
-		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion},
+		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion, AlwaysSucceed: k.cfg.Simulated},
 		ResyncPeriod: k.cfg.ResyncPeriod,
 		APIServer:    k.cfg.APIServer,
 		Devices:      ns.devices,

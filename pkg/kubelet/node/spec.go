@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,14 +18,21 @@ type Spec struct {
 	Capacity corev1.ResourceList
 	Labels   map[string]string
 	Taints   []corev1.Taint
+	// Simulated nodes run their pods without a process (kwok's idea): Running and Ready on a schedule.
+	Simulated bool
 }
+
+// SimulatedLabel marks a simulated node (value "true").
+const SimulatedLabel = "rayctl.io/simulated"
+
 
 // Specs builds the nodes of `rayctl up`: first (named by --node-name, sized by --node-capacity) and one
 // per --node value ("NAME" or "NAME:cpu=4,nvidia.com/gpu=1"), then adds each --node-labels value
 // ("NAME:key=value,key2=value2", as kubectl label spells them) and --node-taints value
 // ("NAME:key=value:NoSchedule,key2:NoExecute", as kubectl taint spells them) to the node it names.
-// An error names the flag and the value at fault.
-func Specs(first string, firstCapacity map[string]string, nodes, nodeLabels, nodeTaints []string) ([]Spec, error) {
+// simulated ("COUNT" or "COUNT:cpu=32,memory=128Gi", "" for none) adds that many simulated nodes,
+// sim-001, sim-002, …, labelled SimulatedLabel=true. An error names the flag and the value at fault.
+func Specs(first string, firstCapacity map[string]string, nodes, nodeLabels, nodeTaints []string, simulated string) ([]Spec, error) {
 	capacity, err := ParseCapacity(firstCapacity)
 	if err != nil {
 		return nil, fmt.Errorf("--node-capacity %w", err)
@@ -49,6 +57,29 @@ func Specs(first string, firstCapacity map[string]string, nodes, nodeLabels, nod
 		}
 		index[name] = len(out)
 		out = append(out, Spec{Name: name, Capacity: c})
+	}
+	if simulated != "" {
+		count, rest, _ := strings.Cut(simulated, ":")
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 0 || n > maxSimulated {
+			return nil, fmt.Errorf("--simulated-nodes %q: want COUNT (0 to %d) or COUNT:cpu=32,memory=128Gi", simulated, maxSimulated)
+		}
+		kv, err := splitPairs(rest)
+		if err != nil {
+			return nil, fmt.Errorf("--simulated-nodes %q: %w", simulated, err)
+		}
+		c, err := ParseCapacity(kv)
+		if err != nil {
+			return nil, fmt.Errorf("--simulated-nodes %q: %w", simulated, err)
+		}
+		for i := 1; i <= n; i++ {
+			name := fmt.Sprintf("sim-%03d", i)
+			if _, dup := index[name]; dup {
+				return nil, fmt.Errorf("--simulated-nodes %q: node %s is given by --node too", simulated, name)
+			}
+			index[name] = len(out)
+			out = append(out, Spec{Name: name, Capacity: c.DeepCopy(), Labels: map[string]string{SimulatedLabel: "true"}, Simulated: true})
+		}
 	}
 	named := func(flag, v string) (*Spec, string, error) {
 		name, rest, ok := strings.Cut(v, ":")
@@ -97,6 +128,9 @@ func Specs(first string, firstCapacity map[string]string, nodes, nodeLabels, nod
 	}
 	return out, nil
 }
+
+// maxSimulated bounds --simulated-nodes.
+const maxSimulated = 5000
 
 func names(specs []Spec) []string {
 	out := make([]string, len(specs))

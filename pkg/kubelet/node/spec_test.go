@@ -11,7 +11,7 @@ import (
 // and taints; a bad value is refused naming its flag.
 func TestSpecs(t *testing.T) {
 	specs, err := Specs("main", nil, []string{"gpu1:cpu=4,memory=16Gi,nvidia.com/gpu=1", "plain"},
-		[]string{"gpu1:accelerator=a100,zone=a", "main:role=head"}, []string{"gpu1:nvidia.com/gpu=present:NoSchedule,spot:PreferNoSchedule"})
+		[]string{"gpu1:accelerator=a100,zone=a", "main:role=head"}, []string{"gpu1:nvidia.com/gpu=present:NoSchedule,spot:PreferNoSchedule"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,28 @@ func TestSpecs(t *testing.T) {
 		{taints: []string{"main:k=v:Sometimes"}, want: `effect "Sometimes" is none of NoSchedule, PreferNoSchedule, NoExecute`},
 		{taints: []string{"main:k=v"}, want: `want key=value:Effect or key:Effect`},
 	} {
-		if _, err := Specs("main", nil, c.nodes, c.labels, c.taints); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Specs("main", nil, c.nodes, c.labels, c.taints, ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error containing %q", c, err, c.want)
+		}
+	}
+}
+
+// TestSimulatedSpecs: --simulated-nodes 3:cpu=32 makes sim-001…sim-003, labelled simulated, which
+// --node-taints can name.
+func TestSimulatedSpecs(t *testing.T) {
+	specs, err := Specs("main", nil, nil, nil, []string{"sim-002:kwok=fake:NoSchedule"}, "3:cpu=32,pods=110")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 4 || specs[1].Name != "sim-001" || specs[3].Name != "sim-003" || !specs[2].Simulated || specs[0].Simulated {
+		t.Fatalf("specs = %+v", specs)
+	}
+	if q := specs[3].Capacity[corev1.ResourceCPU]; q.Value() != 32 || specs[3].Labels[SimulatedLabel] != "true" || len(specs[2].Taints) != 1 {
+		t.Errorf("sim nodes = %+v", specs[1:])
+	}
+	for in, want := range map[string]string{"lots": "want COUNT", "-1": "want COUNT", "2:cpu": "want resource=quantity", "9999": "0 to 5000"} {
+		if _, err := Specs("main", nil, nil, nil, nil, in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--simulated-nodes %s: %v, want %q", in, err, want)
 		}
 	}
 }
