@@ -294,30 +294,10 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known
 	}
 	aff := pod.Spec.Affinity
 	allOthers := aff != nil && (aff.PodAffinity != nil || aff.PodAntiAffinity != nil)
-	reasons = map[string]int{}
 	node, known = b.accounts.placeWith(pod, func(usage func(string) nodeUsage, others func(bool) []placedPod) string {
 		p.others = others(allOthers)
-		var fit []*corev1.Node
-		var all []scores
-		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			used := usage(n.Name)
-			if why := p.fits(n, used); len(why) > 0 {
-				for _, r := range why {
-					reasons[r]++
-				}
-				if unresolvable(why[0]) {
-					unhelpful++
-				}
-				continue
-			}
-			fit = append(fit, n)
-			all = append(all, p.score(n, used))
-		}
-		if len(fit) == 0 {
-			return ""
-		}
-		return fit[best(all)].Name
+		node, reasons, unhelpful = p.choose(nodes.Items, usage)
+		return node
 	})
 	if known || node == "" {
 		return "", known, len(nodes.Items), reasons, unhelpful, nil

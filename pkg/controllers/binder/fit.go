@@ -80,6 +80,43 @@ type placement struct {
 	// affinity terms' namespaceSelector.
 	others          []placedPod
 	namespaceLabels func(string) map[string]string
+	// req is the pod's PodRequests, worked out on first use.
+	req corev1.ResourceList
+}
+
+// requests is what the pod asks of a node (PodRequests), worked out once per placement.
+func (p *placement) requests() corev1.ResourceList {
+	if p.req == nil {
+		p.req = PodRequests(p.pod)
+	}
+	return p.req
+}
+
+// choose returns the best-scoring node that fits, or "" with, per reason, how many nodes refused and how
+// many of them for a reason no preemption could cure.
+func (p *placement) choose(nodes []corev1.Node, usage func(string) nodeUsage) (node string, reasons map[string]int, unhelpful int) {
+	reasons = map[string]int{}
+	var fit []*corev1.Node
+	var all []scores
+	for i := range nodes {
+		n := &nodes[i]
+		used := usage(n.Name)
+		if why := p.fits(n, used); len(why) > 0 {
+			for _, r := range why {
+				reasons[r]++
+			}
+			if unresolvable(why[0]) {
+				unhelpful++
+			}
+			continue
+		}
+		fit = append(fit, n)
+		all = append(all, p.score(n, used))
+	}
+	if len(fit) == 0 {
+		return "", reasons, unhelpful
+	}
+	return fit[best(all)].Name, nil, 0
 }
 
 // fits returns why the pod cannot go to node (empty when it can), in the scheduler's words, checked in
@@ -101,7 +138,7 @@ func (p *placement) fits(node *corev1.Node, used nodeUsage) []string {
 	if ok, _ := p.required.Match(node); !ok {
 		return []string{reasonNodeAffinity}
 	}
-	if why := resourceFit(pod, node, used); len(why) > 0 {
+	if why := resourceFit(p.requests(), node, used); len(why) > 0 {
 		return why
 	}
 	if why := p.podAffinityFit(node); why != "" {
@@ -110,15 +147,14 @@ func (p *placement) fits(node *corev1.Node, used nodeUsage) []string {
 	return nil
 }
 
-// resourceFit returns the pod's resources the node lacks ("Insufficient nvidia.com/gpu"), as
+// resourceFit returns the resources of req the node lacks ("Insufficient nvidia.com/gpu"), as
 // kube-scheduler's NodeResourcesFit says it, extended resources included.
-func resourceFit(pod *corev1.Pod, node *corev1.Node, used nodeUsage) []string {
+func resourceFit(req corev1.ResourceList, node *corev1.Node, used nodeUsage) []string {
 	var reasons []string
 	alloc := node.Status.Allocatable
 	if pods, ok := alloc[corev1.ResourcePods]; ok && int64(used.pods+1) > pods.Value() {
 		reasons = append(reasons, reasonTooManyPods)
 	}
-	req := PodRequests(pod)
 	names := make([]string, 0, len(req))
 	for name := range req {
 		names = append(names, string(name))
@@ -284,7 +320,7 @@ func (p *placement) score(node *corev1.Node, used nodeUsage) scores {
 			weigh(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, -1)
 		}
 	}
-	req := PodRequests(pod)
+	req := p.requests()
 	var sum, n int64
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		alloc := node.Status.Allocatable[name]

@@ -33,30 +33,16 @@ func pendingPod(name string, labels map[string]string, req ...string) *corev1.Po
 func decide(pod *corev1.Pod, nodes []*corev1.Node, placed []placedPod) (string, string) {
 	p := &placement{pod: pod, required: nodeaffinity.GetRequiredNodeAffinity(pod), nodeLabels: map[string]map[string]string{},
 		others: placed, namespaceLabels: func(string) map[string]string { return nil }}
-	used := map[string]nodeUsage{}
-	for _, n := range nodes {
+	list := make([]corev1.Node, len(nodes))
+	for i, n := range nodes {
 		p.nodeLabels[n.Name] = n.Labels
+		list[i] = *n
 	}
-	reasons, unhelpful := map[string]int{}, 0
-	var fit []*corev1.Node
-	var all []scores
-	for _, n := range nodes {
-		if why := p.fits(n, used[n.Name]); len(why) > 0 {
-			for _, r := range why {
-				reasons[r]++
-			}
-			if unresolvable(why[0]) {
-				unhelpful++
-			}
-			continue
-		}
-		fit = append(fit, n)
-		all = append(all, p.score(n, used[n.Name]))
-	}
-	if len(fit) == 0 {
+	node, reasons, unhelpful := p.choose(list, func(string) nodeUsage { return nodeUsage{} })
+	if node == "" {
 		return "", unschedulableMessage(len(nodes), reasons, unhelpful)
 	}
-	return fit[best(all)].Name, ""
+	return node, ""
 }
 
 var gpuTaint = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
