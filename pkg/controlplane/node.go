@@ -89,14 +89,18 @@ func (cp *ControlPlane) startNode() (string, error) {
 		return "", err
 	}
 	var real, simulated []node.Spec
-	for _, sp := range specs {
+	for i, sp := range specs {
 		if sp.Simulated {
 			simulated = append(simulated, sp)
 			continue
 		}
 		real = append(real, sp)
 		if over := node.Overcommits(node.HostCapacity("/"), sp.Capacity); len(over) > 0 {
-			fmt.Fprintf(cp.out, "warning: node %s advertises more than this machine has: %s; pods may overcommit it\n", sp.Name, strings.Join(over, ", "))
+			flag := "--node-capacity"
+			if i > 0 {
+				flag = "--node " + sp.Name
+			}
+			fmt.Fprintf(cp.out, "warning: %s advertises more than this machine has: %s; pods may overcommit it\n", flag, strings.Join(over, ", "))
 		}
 	}
 	kl, err := cp.startKubelet("kubelet", nodeCfg, real, cp.images, cp.dir.Join("pods"), &cert)
