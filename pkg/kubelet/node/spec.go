@@ -25,7 +25,6 @@ type Spec struct {
 // SimulatedLabel marks a simulated node (value "true").
 const SimulatedLabel = "rayctl.io/simulated"
 
-
 // Specs builds the nodes of `rayctl up`: first (named by --node-name, sized by --node-capacity) and one
 // per --node value ("NAME" or "NAME:cpu=4,nvidia.com/gpu=1"), then adds each --node-labels value
 // ("NAME:key=value,key2=value2", as kubectl label spells them) and --node-taints value
