@@ -273,3 +273,27 @@ print("ran on", host)`
 		}
 	}
 }
+
+// TestSimulatedNodes: with the first node tainted, the sample RayCluster's pods are placed on simulated
+// nodes and go Running and Ready there without a process; the nodes are labelled simulated.
+func TestSimulatedNodes(t *testing.T) {
+	t.Parallel()
+	in, err := framework.Start("", "--node-name", "real", "--node-taints", "real:only=real:NoSchedule", "--simulated-nodes", "3:cpu=8,memory=16Gi")
+	if err != nil {
+		t.Fatalf("rayctl up --simulated-nodes 3: %v", err)
+	}
+	t.Cleanup(func() { in.Cleanup(t) })
+	e := newRayEnv(t, in)
+	e.createCluster(t, sampleCluster(t, "sim"))
+	_, head, workers := e.waitClusterReady(t, "sim", 1)
+	for _, p := range append([]corev1.Pod{*head}, workers...) {
+		n, err := e.in.Client.CoreV1().Nodes().Get(e.ctx, p.Spec.NodeName, metav1.GetOptions{})
+		must(t, "reading node "+p.Spec.NodeName, err)
+		if !strings.HasPrefix(n.Name, "sim-") || n.Labels["rayctl.io/simulated"] != "true" {
+			t.Errorf("pod %s runs on %s (labels %v), want a simulated node", p.Name, n.Name, n.Labels)
+		}
+	}
+	if line := startupLine(in, "kubelet"); !strings.Contains(line, "3 simulated (sim-001…sim-003, no processes)") {
+		t.Errorf("rayctl up's kubelet line does not name the simulated nodes: %q", line)
+	}
+}
