@@ -213,7 +213,8 @@ func testUntoleratedTaint(t *testing.T, e *rayEnv) {
 
 // (TPUMultiHost) KubeRay's ray-cluster.tpu-v4-multihost.yaml, unchanged: its worker group of one replica
 // of two hosts, each asking for 4 google.com/tpu and selecting the v4 podslice's labels, lands one host
-// on each TPU node, and the head (selecting nothing, asking for 8 CPUs) on the first node.
+// on each TPU node, and the head (selecting nothing, asking for 8 CPUs) on the first node; each host's
+// Ray gets its TPUs as the TPU resource and its pod the chips' indices.
 func testTPUMultiHost(t *testing.T, e *rayEnv) {
 	e.applySample(t, "ray-cluster.tpu-v4-multihost.yaml")
 	_, head, workers := e.waitClusterReady(t, "raycluster-tpu-v4-multihost", 2)
@@ -233,6 +234,9 @@ func testTPUMultiHost(t *testing.T, e *rayEnv) {
 		t.Errorf("the head runs on %s", head.Spec.NodeName)
 	}
 	wantEvent(t, e, workers[0].Name, "DeviceNotPresent", "google.com/tpu 0", "TPU_VISIBLE_CHIPS=0,1,2,3")
+	if cmd := strings.Join(append(workers[0].Spec.Containers[0].Command, workers[0].Spec.Containers[0].Args...), " "); !strings.Contains(cmd, `--resources='{"TPU":4}'`) {
+		t.Errorf("the TPU host's ray start does not give Ray its 4 TPUs, as KubeRay does: %s", cmd)
+	}
 }
 
 // TestSeveralNodesRealRayGPU: KubeRay's GPU sample shape on real Ray, on a two-node rayctl whose second
