@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/rayctl/rayctl/pkg/apiserver"
@@ -102,6 +103,23 @@ func (cp *ControlPlane) startNode() (string, error) {
 			}
 			fmt.Fprintf(cp.out, "warning: %s advertises more than this machine has: %s; pods may overcommit it\n", flag, strings.Join(over, ", "))
 		}
+	}
+	// Nodes an earlier start served that this one does not (a --node left out, --simulated-nodes fewer)
+	// go, with their pods, before any kubelet re-adopts its containers.
+	admin, err := kubernetes.NewForConfig(cp.server.LoopbackConfig)
+	if err != nil {
+		return "", err
+	}
+	all := make([]string, len(specs))
+	for i, sp := range specs {
+		all[i] = sp.Name
+	}
+	removed, err := node.RemoveStale(cp.compCtx, admin, all)
+	for _, r := range removed {
+		fmt.Fprintf(cp.out, "removed %s\n", r)
+	}
+	if err != nil {
+		return "", err
 	}
 	kl, err := cp.startKubelet("kubelet", nodeCfg, real, cp.images, cp.dir.Join("pods"), &cert)
 	if err != nil {

@@ -279,7 +279,8 @@ print("ran on", host)`
 }
 
 // TestSimulatedNodes: with the first node tainted, the sample RayCluster's pods are placed on simulated
-// nodes and go Running and Ready there without a process; the nodes are labelled simulated.
+// nodes and go Running and Ready there without a process; the nodes are labelled simulated. Nodes a
+// restart no longer serves are removed with their pods.
 func TestSimulatedNodes(t *testing.T) {
 	t.Parallel()
 	in, err := framework.Start("", "--node-name", "real", "--node-taints", "real:only=real:NoSchedule", "--simulated-nodes", "3:cpu=8,memory=16Gi")
@@ -299,5 +300,33 @@ func TestSimulatedNodes(t *testing.T) {
 	}
 	if line := startupLine(in, "kubelet"); !strings.Contains(line, "3 simulated (sim-001…sim-003, no processes)") {
 		t.Errorf("rayctl up's kubelet line does not name the simulated nodes: %q", line)
+	}
+
+	// Started again with one simulated node, rayctl removes the two it no longer serves and their pods
+	// (as the pod garbage collector does for a node that is gone); the cluster comes back on sim-001.
+	must(t, "stopping", in.Stop())
+	in.ExtraArgs = append(in.ExtraArgs, "--simulated-nodes", "1:cpu=8,memory=16Gi")
+	must(t, "rayctl up --simulated-nodes 1", in.Restart())
+	for _, gone := range []string{"sim-002", "sim-003"} {
+		if !strings.Contains(in.Output.String(), "removed node "+gone+" (no longer given)") {
+			t.Errorf("rayctl up does not say it removed %s:\n%s", gone, in.Output.String())
+		}
+	}
+	e.waitFor(t, rayTimeout, "the cluster's pods back, all on sim-001", func(ctx context.Context) (bool, string, error) {
+		pods, err := e.clusterPods(ctx, "sim", "")
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName != "sim-001" || !runningReady(&p) {
+				return false, fmt.Sprintf("%s on %q", podsState(pods), p.Spec.NodeName), nil
+			}
+		}
+		return len(pods) == 2, podsState(pods), nil
+	})
+	nodes, err := e.in.Client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	must(t, "listing nodes", err)
+	if len(nodes.Items) != 2 {
+		t.Errorf("%d nodes after the restart, want real and sim-001", len(nodes.Items))
 	}
 }

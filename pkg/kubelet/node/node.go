@@ -55,6 +55,10 @@ type Config struct {
 	LeaseDurationSeconds          int32
 }
 
+// RegisteredAnnotation marks a Node that a rayctl kubelet registered (value "true"): one that a later
+// `rayctl up` no longer serves is stale (see RemoveStale).
+const RegisteredAnnotation = "rayctl.io/kubelet"
+
 // Agent registers and maintains the Node.
 type Agent struct {
 	cfg Config
@@ -128,7 +132,8 @@ func (a *Agent) Register(ctx context.Context) error {
 	n, err := client.Get(ctx, a.cfg.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		n, err = client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels},
+		n, err = client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels,
+			Annotations: map[string]string{RegisteredAnnotation: "true"}},
 			Spec: corev1.NodeSpec{Taints: a.cfg.Taints}}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("registering node %s: %w", a.cfg.Name, err)
@@ -145,6 +150,13 @@ func (a *Agent) Register(ctx context.Context) error {
 				n.Labels[k] = v
 				changed = true
 			}
+		}
+		if n.Annotations[RegisteredAnnotation] != "true" {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[RegisteredAnnotation] = "true"
+			changed = true
 		}
 		if taints, differ := withTaints(n.Spec.Taints, a.cfg.Taints); differ {
 			n.Spec.Taints = taints
