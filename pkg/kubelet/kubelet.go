@@ -146,7 +146,10 @@ type Kubelet struct {
 
 // nodeState is one served node's part of the kubelet: what a kubelet of that node alone would hold.
 type nodeState struct {
-	cfg         NodeConfig
+	cfg NodeConfig
+	// hostname is the Node's Hostname address: this machine's for the first real node, the node's name
+	// for the others, so that each reads as a machine of its own (kubectl get nodes -o wide).
+	hostname    string
 	client      kubernetes.Interface
 	eventClient kubernetes.Interface
 	statusMgr   *status.Manager
@@ -204,6 +207,9 @@ func New(cfg Config) (*Kubelet, error) {
 		ns, err := newNodeState(cfg, nc)
 		if err != nil {
 			return nil, err
+		}
+		if len(k.nodes) > 0 || cfg.Simulated {
+			ns.hostname = nc.Name
 		}
 		k.nodes = append(k.nodes, ns)
 	}
@@ -331,7 +337,7 @@ func (k *Kubelet) startNode(ctx context.Context, ns *nodeState, rtVersion string
 	logger := klog.FromContext(ctx).WithValues("node", ns.cfg.Name)
 	ns.agent = node.New(node.Config{
 		Name: ns.cfg.Name, Client: ns.client, KubeletVersion: k.cfg.KubernetesVersion, RuntimeVersion: rtVersion,
-		KubeletPort: port, InternalIP: k.cfg.NodeIP, Labels: ns.cfg.Labels, Taints: ns.cfg.Taints, Capacity: ns.cfg.Capacity,
+		KubeletPort: port, InternalIP: k.cfg.NodeIP, Hostname: ns.hostname, Labels: ns.cfg.Labels, Taints: ns.cfg.Taints, Capacity: ns.cfg.Capacity,
 		StatusInterval: k.cfg.NodeStatusInterval, LeaseInterval: k.cfg.LeaseInterval,
 	})
 	for {

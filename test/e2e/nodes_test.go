@@ -69,6 +69,11 @@ func testNodesRegistered(t *testing.T, e *rayEnv) {
 	if gpu1.Labels["cloud.google.com/gke-accelerator"] != "nvidia-tesla-t4" || gpu1.Labels["kubernetes.io/hostname"] != "gpu1" {
 		t.Errorf("gpu1 labels = %v", gpu1.Labels)
 	}
+	for _, a := range gpu1.Status.Addresses {
+		if a.Type == corev1.NodeHostName && a.Address != "gpu1" {
+			t.Errorf("gpu1's Hostname address is %q", a.Address)
+		}
+	}
 	for _, name := range []string{"gpu1", "tpu-a", "tpu-b"} {
 		l, err := e.in.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(e.ctx, name, metav1.GetOptions{})
 		must(t, "reading the Lease of node "+name, err)

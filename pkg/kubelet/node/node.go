@@ -42,6 +42,8 @@ type Config struct {
 	KubeletPort int32
 	// InternalIP is the node's address; empty means 127.0.0.1.
 	InternalIP string
+	// Hostname is the node's Hostname address; empty means this machine's host name.
+	Hostname string
 	// Labels are added to the standard ones (kubernetes.io/hostname, os, arch).
 	Labels map[string]string
 	// Taints are set on the Node at registration (one of the same key and effect is replaced; others,
@@ -82,7 +84,10 @@ func New(cfg Config) *Agent {
 	if cfg.InternalIP == "" {
 		cfg.InternalIP = "127.0.0.1"
 	}
-	h, _ := os.Hostname()
+	h := cfg.Hostname
+	if h == "" {
+		h, _ = os.Hostname()
+	}
 	if h == "" {
 		h = cfg.Name
 	}
