@@ -14,7 +14,8 @@ import (
 )
 
 type diagnoseOptions struct {
-	output string
+	output   string
+	operator diagnose.OperatorOptions
 }
 
 func newDiagnoseCommand(g *globalFlags) *cobra.Command {
@@ -39,7 +40,15 @@ func newDiagnoseCommand(g *globalFlags) *cobra.Command {
 
 A RayJob or RayService is diagnosed with its RayCluster (a RayService's pending one while it has
 one) and head Pod, a Pod with its owner RayCluster. The last
-line names the most likely cause — the first failing check in chain order — and what to do.`,
+line names the most likely cause — the first failing check in chain order — and what to do.
+
+Where no rayctl controller acts on a kind (rayctl up --controllers=none, or --kubeconfig naming
+another cluster), the checks look at the operator outside rayctl (KubeRay's) through what it
+exposes, first checking it runs (o): its Deployment and args, its Lease ray-operator-leader, the
+lists, watches, writes and proxy calls rayctl's API server saw it make, SubjectAccessReviews of its
+identity for each verb the chain needs, its Events and the status it wrote, and its controller-runtime
+metrics when reachable (--operator-metrics). For a running RayJob it asks Ray's dashboard, through
+the API server's service proxy, for the Ray job's status (a job PENDING on its runtime env).`,
 		Example: `  rayctl diagnose rayjob/rayjob-sample
   rayctl diagnose pod/raycluster-sample-head-x7k2p -n team-a
   rayctl diagnose raycluster/raycluster-sample -o json
@@ -66,6 +75,7 @@ line names the most likely cause — the first failing check in chain order — 
 			if err != nil {
 				return err
 			}
+			clients.Operator = o.operator
 			in, err := diagnose.Gather(cmd.Context(), clients, kind, ns, name)
 			if err != nil {
 				return err
@@ -83,6 +93,9 @@ line names the most likely cause — the first failing check in chain order — 
 	}
 	cluster = addClusterFlags(cmd, "default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVar(&o.operator.User, "operator-user", "", "the identity an operator outside rayctl (KubeRay's) acts as, for its RBAC checks (default: its Deployment's service account, or the user the API server saw send its requests)")
+	cmd.Flags().StringVar(&o.operator.WatchNamespaces, "operator-watch-namespace", "", "that operator's --watch-namespace, comma-separated, * for all (default: its Deployment's args, or the namespaces the API server saw it watch)")
+	cmd.Flags().StringVar(&o.operator.MetricsURL, "operator-metrics", "", "the URL of that operator's controller-runtime metrics, e.g. http://127.0.0.1:8080/metrics (default: its Deployment's Pod on :8080, through the API server)")
 	return cmd
 }
 

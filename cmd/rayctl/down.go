@@ -13,6 +13,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controlplane"
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/procstop"
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 func newDownCommand(g *globalFlags) *cobra.Command {
@@ -26,6 +27,23 @@ func newDownCommand(g *globalFlags) *cobra.Command {
 namespaces, IPs and the pod bridge. Stored objects stay unless --delete-data removes the whole data dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if purge || deleteData {
+				// An ordinary user's pods left files of the ids its user namespace maps, and a containerd
+				// that only runs there: purge from inside one, as `rayctl up` runs.
+				if sb, err := controlplane.DecideSandbox(controlplane.PodNetworkAuto); err == nil && sb.Reexec {
+					controlplane.EndRootless(g.dataDir) // what a rayctl killed with its launcher left
+					code, err := userns.Reexec(os.Args[1:], nil)
+					if err != nil {
+						return err
+					}
+					os.Exit(code)
+				}
+				if userns.Inside() {
+					if err := userns.PrivateMounts(); err != nil {
+						return err
+					}
+				}
+			}
 			if err := down(cmd.OutOrStdout(), g.dataDir, timeout); err != nil {
 				return err
 			}

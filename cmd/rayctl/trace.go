@@ -74,7 +74,13 @@ server accepting it, each controller's informer event, predicate, mapping to its
 the Reconcile and what it wrote or called — back from a RayJob's submission to the write that made
 its head Pod ready; for a RayService, back from its Serve deploy and from its latest state change
 (applications RUNNING, serve endpoints). Offsets are from the first hop; the second column is each
-hop's own latency.`,
+hop's own latency.
+
+When no rayctl controller acts on the kind (rayctl up --controllers=none, with KubeRay's operator),
+the chain is drawn from the API server's side: the kubelet's writes, every identity's writes of the
+object and of the objects named after it (its RayCluster, Pods, Services, submitter Job and Pod), the
+calls the API server proxied to its dashboard; the operator's own hops (its cache, queue and
+reconciles) are out of sight and marked ┆.`,
 		Example: `  rayctl trace rayjob/rayjob-sample
   rayctl trace raycluster/raycluster-sample -n team-a --follow
   rayctl trace pod/raycluster-sample-head-x7k2p -o json
@@ -99,9 +105,17 @@ hop's own latency.`,
 			out := cmd.OutOrStdout()
 			ropts := render.Options{Color: isTerminal(out)}
 			if o.follow {
-				return followTrace(cmd.Context(), out, c, kind, ns, name, o.output == "json", ropts)
+				fromAPI, err := externalKind(cmd.Context(), c, kind)
+				if err != nil {
+					return err
+				}
+				trace := chain.Trace
+				if fromAPI {
+					trace = chain.APITrace
+				}
+				return followTrace(cmd.Context(), out, c, trace, kind, ns, name, o.output == "json", ropts)
 			}
-			steps, err := c.Trace(cmd.Context(), kind, ns, name)
+			steps, fromAPI, err := traceSteps(cmd.Context(), c, kind, ns, name)
 			if err != nil {
 				return err
 			}
@@ -123,6 +137,9 @@ hop's own latency.`,
 			}
 			span := time.Duration(steps[len(steps)-1].At - first)
 			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, ns, name, len(steps), float64(span)/1e6)
+			if fromAPI {
+				fmt.Fprintln(out, "No rayctl controller acts on it: the chain is drawn from what crossed the API server (writes by each identity, proxied dashboard calls); the operator's own hops (┆) are out of its sight.")
+			}
 			render.Render(out, steps, ropts)
 			return nil
 		},
@@ -133,9 +150,46 @@ hop's own latency.`,
 	return cmd
 }
 
+// traceSteps is the object's trace: the recorder's causal one when a rayctl controller acts on its
+// kind, else (an operator outside rayctl, e.g. under rayctl up --controllers=none) the one drawn from
+// the API server's side (fromAPI).
+func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (steps []chain.Step, fromAPI bool, err error) {
+	if fromAPI, err = externalKind(ctx, c, kind); err != nil || !fromAPI {
+		if err == nil {
+			steps, err = c.Trace(ctx, kind, ns, name)
+		}
+		return steps, false, err
+	}
+	// All namespaces: a watch of all of them has none.
+	list, err := c.Events(ctx, chain.Filter{})
+	if err != nil {
+		return nil, false, err
+	}
+	return chain.APITrace(list.Events, kind, ns, name), true, nil
+}
+
+// externalKind reports whether no rayctl controller acts on kind (a RayJob, RayCluster or RayService
+// left to an operator outside rayctl).
+func externalKind(ctx context.Context, c chain.Source, kind string) (bool, error) {
+	if kind == "Pod" || kind == "Service" || kind == "Job" {
+		return false, nil
+	}
+	ctrls, err := c.Controllers(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, ctl := range ctrls {
+		if ctl.Kind == kind {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each
 // burst, and prints the steps it has not printed yet.
-func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, name string, asJSON bool, ropts render.Options) error {
+func followTrace(ctx context.Context, out io.Writer, c chain.Source, trace func([]chain.Event, string, string, string) []chain.Step,
+	kind, ns, name string, asJSON bool, ropts render.Options) error {
 	list, err := c.Events(ctx, chain.Filter{})
 	if err != nil {
 		return err
@@ -144,7 +198,7 @@ func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, n
 	printed := map[uint64]bool{}
 	var t0 int64 = -1
 	flush := func() {
-		steps := chain.Trace(events, kind, ns, name)
+		steps := trace(events, kind, ns, name)
 		at := map[uint64]int64{}
 		for _, s := range steps {
 			at[s.Seq] = s.At
@@ -164,6 +218,9 @@ func followTrace(ctx context.Context, out io.Writer, c chain.Source, kind, ns, n
 			latency := ""
 			if c, ok := at[s.Cause]; ok && s.Cause != 0 {
 				latency = fmt.Sprintf("%.1f ms", float64(max(s.At-c, 0))/1e6)
+			}
+			if s.Unseen != "" {
+				render.RenderUnseen(out, s.Unseen, ropts)
 			}
 			render.RenderLine(out, time.Duration(s.At-t0), latency, &s.Event, ropts)
 		}

@@ -41,8 +41,12 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if sb.Reexec {
-				// Not root: the same command again, inside a user namespace of rayctl's own.
+				// Not root: the same command again, inside a user namespace of rayctl's own. What an earlier one
+				// left running (killed with its launcher) ends first, and what this one leaves after it, however
+				// it ended: no later rayctl could enter their namespaces.
+				controlplane.EndRootless(g.dataDir)
 				code, err := userns.Reexec(os.Args[1:], nil)
+				controlplane.EndRootless(g.dataDir)
 				if err != nil {
 					return err
 				}

@@ -56,6 +56,14 @@ const (
 	Transition Hop = "transition"
 	// DashboardCall: a controller called Ray's dashboard; Call has the method, URL and code.
 	DashboardCall Hop = "dashboard-call"
+	// APIRead: the API server answered a list or opened a watch (Call.Verb) of a followed resource for
+	// Call.User (with Call.UserAgent); Object has the kind and the namespace asked for ("" for all of
+	// them). It is how an operator outside rayctl shows what its cache holds.
+	APIRead Hop = "api-read"
+	// ProxyCall: the API server proxied a request to a Service or Pod (services/proxy, pods/proxy) for
+	// Call.User; Call has the method, path and code, Object the Service or Pod. An operator run with
+	// --use-kubernetes-proxy reaches Ray's dashboard this way.
+	ProxyCall Hop = "api-proxy"
 )
 
 // EnqueueKind says what an add did to a work queue; it is an EnqueueHop's Outcome.
@@ -169,6 +177,8 @@ type Call struct {
 	Verb        string `json:"verb,omitempty"`
 	Subresource string `json:"subresource,omitempty"`
 	User        string `json:"user,omitempty"`
+	// UserAgent is the client's User-Agent header, for an API write, read or proxy call ("kuberay-operator/v1.6.2").
+	UserAgent string `json:"userAgent,omitempty"`
 }
 
 // PodStatus is the part of a Pod's status a reader of the chain cares about.

@@ -18,6 +18,10 @@ type Step struct {
 	// write, which is recorded when its response arrives: a write is placed at the moment the API server
 	// received it, so it reads before what it caused.
 	At int64 `json:"at"`
+	// Unseen says what happened between the cause and this hop out of the recorder's sight (an
+	// operator outside rayctl: its cache, queue and reconcile), for traces drawn from the API server's
+	// side (APITrace).
+	Unseen string `json:"unseen,omitempty"`
 }
 
 // Limits of one trace, so a long-lived object's history stays readable.

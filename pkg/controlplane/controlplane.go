@@ -218,7 +218,7 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	if cp.sandbox.Mode == SandboxHost {
 		// What changes for Ray's pods there (docs/sandbox.md, Host network).
 		fmt.Fprintf(cp.out, "  %-10s %s\n", "", "Ray pods get ports of their own (20000 up) and each RayCluster's Ray requires its token: "+
-			"RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(rayctl kubectl get secret CLUSTER -o jsonpath='{.data.auth_token}' | base64 -d)")
+			"RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(rayctl get token CLUSTER)")
 	}
 	// Finding the host's Ray starts Python (a second or two the first time): it runs beside the
 	// control plane's start and is awaited only by the runtime.

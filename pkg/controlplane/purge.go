@@ -12,6 +12,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 // errFakeRuntime says the data dir runs the fake runtime, which has no containers to reach.
@@ -25,7 +26,7 @@ func OpenRuntime(ctx context.Context, dir *datadir.Dir) (*selector.Choice, error
 	if !ok {
 		cfg = datadir.NodeConfig{Runtime: selector.Auto}
 	}
-	opts := selector.Options{DataDir: dir.Path, Network: network.Config{Bridge: cfg.Bridge, CIDR: cfg.PodCIDR}}
+	opts := selector.Options{DataDir: dir.Path, Network: network.Config{Bridge: cfg.Bridge, CIDR: cfg.PodCIDR}, Rootless: userns.Inside()}
 	name := cfg.Runtime
 	if st, err := dir.ReadState(); err == nil {
 		switch {

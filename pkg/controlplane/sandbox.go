@@ -5,6 +5,8 @@ import (
 	"os"
 	goruntime "runtime"
 
+	"github.com/rayctl/rayctl/pkg/datadir"
+	"github.com/rayctl/rayctl/pkg/runtime/selector"
 	"github.com/rayctl/rayctl/pkg/userns"
 )
 
@@ -78,4 +80,21 @@ func decideSandbox(podNetwork, goos string, root, inside bool, supported func() 
 		return Sandbox{}, fmt.Errorf("--pod-network=sandbox: %s", why)
 	}
 	return Sandbox{Mode: SandboxHost, Why: "pods: the host's network (" + why + ")"}, nil
+}
+
+// EndRootless ends what a rayctl run inside a user namespace of its own (rootless) on dataDir left
+// running once it has ended, however it ended: its private containerd, with the shims and containers
+// of that containerd, which sit in namespaces no later rayctl can enter. Only the launcher can: it sits
+// in the user namespace that holds the ended one's, as the user that owns it, so it may kill the
+// containers' processes of the user's subordinate ids (a later rayctl, in a sibling namespace, may
+// not). The launcher calls it before userns.Reexec (what a rayctl killed with its launcher left) and
+// after it returns. It does nothing while another rayctl holds the data dir (a launcher whose rayctl
+// was refused the data dir must not end the one that holds it).
+func EndRootless(dataDir string) {
+	dir, err := datadir.Open(dataDir)
+	if err != nil || dir.Lock() != nil {
+		return
+	}
+	defer dir.Unlock()
+	selector.EndRootlessContainers(dir.Path)
 }

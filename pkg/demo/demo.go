@@ -20,10 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
@@ -31,6 +33,8 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/chain/render"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
 // Sample is the embedded RayJob the demo applies unless Config.File names another.
@@ -121,7 +125,7 @@ func Run(ctx context.Context, out io.Writer, o Config) (err error) {
 	scancel()
 
 	r.printHops(ctx, stream)
-	printResult(ctx, out, r.st, r.kube, final, finished.Sub(applied))
+	printResult(ctx, out, r.st, r.kube, r.reader, final, finished.Sub(applied))
 	return nil
 }
 
@@ -136,6 +140,8 @@ type run struct {
 
 	kube kubernetes.Interface
 	ray  rayclient.Interface
+	// reader reads the RayJob's cluster and its token Secret, when its Ray requires a token.
+	reader client.Reader
 	// cc reads the chain recorder; nil when it is not available. mark is where it stood at the start.
 	cc   chain.Source
 	mark *chain.EventList
@@ -180,6 +186,9 @@ func (r *run) connect(ctx context.Context) error {
 		return err
 	}
 	if r.ray, err = rayclient.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if r.reader, err = client.New(cfg, client.Options{Scheme: manager.Scheme()}); err != nil {
 		return err
 	}
 	newSource := r.o.Source
@@ -487,7 +496,7 @@ func clip(s string, n int) string {
 
 // printResult prints the job's outcome, its logs where the head's dashboard answers, and the time
 // from apply to the end.
-func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernetes.Interface, j *rayv1.RayJob, took time.Duration) {
+func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernetes.Interface, reader client.Reader, j *rayv1.RayJob, took time.Duration) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, st.bold("Result"))
 	status := string(j.Status.JobStatus)
@@ -506,7 +515,7 @@ func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernet
 	if j.Status.Reason != "" {
 		fmt.Fprintf(out, "  reason      %s\n", j.Status.Reason)
 	}
-	if logs := jobLogs(ctx, kube, j); len(logs) > 0 {
+	if logs := jobLogs(ctx, kube, reader, j); len(logs) > 0 {
 		for i, l := range logs {
 			label := "logs"
 			if i > 0 {
@@ -520,8 +529,9 @@ func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernet
 
 // jobLogs reads the last lines of the job's logs from the head's dashboard, through the API server's
 // proxy to the head Pod (this machine has no route to pods, as on a cluster); nil when it does not answer
-// quickly.
-func jobLogs(ctx context.Context, kube kubernetes.Interface, j *rayv1.RayJob) []string {
+// quickly. Where the cluster's Ray requires a token (read through reader) it goes as X-Ray-Authorization:
+// the API server keeps a request's Authorization header to itself.
+func jobLogs(ctx context.Context, kube kubernetes.Interface, reader client.Reader, j *rayv1.RayJob) []string {
 	head := j.Status.RayClusterStatus.Head.PodName
 	if head == "" || j.Status.JobId == "" {
 		return nil
@@ -531,8 +541,15 @@ func jobLogs(ctx context.Context, kube kubernetes.Interface, j *rayv1.RayJob) []
 	var logs struct {
 		Logs string `json:"logs"`
 	}
-	body, err := kube.CoreV1().RESTClient().Get().Namespace(j.Namespace).Resource("pods").Name(head+":8265").
-		SubResource("proxy").Suffix("api", "jobs", j.Status.JobId, "logs").DoRaw(ctx)
+	req := kube.CoreV1().RESTClient().Get().Namespace(j.Namespace).Resource("pods").Name(head+":8265").
+		SubResource("proxy").Suffix("api", "jobs", j.Status.JobId, "logs")
+	var c rayv1.RayCluster
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: j.Namespace, Name: j.Status.RayClusterName}, &c); err == nil {
+		if token, err := raycluster.ClusterToken(ctx, reader, reader, &c); err == nil && token != "" {
+			req.SetHeader("X-Ray-Authorization", "Bearer "+token)
+		}
+	}
+	body, err := req.DoRaw(ctx)
 	if err != nil || json.Unmarshal(body, &logs) != nil {
 		return nil
 	}

@@ -47,6 +47,10 @@ func (d *diag) checkNamespaces() []Check {
 	var out []Check
 	for i := range d.subs {
 		s := &d.subs[i]
+		if op := d.external(s); op != nil {
+			out = append(out, d.externalNamespaces(s, op))
+			continue
+		}
 		c := Check{Subject: s.Subject, Status: Pass}
 		var watched []string
 		for _, k := range d.watcherKinds(s) {
@@ -88,6 +92,10 @@ func (d *diag) checkLabels() []Check {
 		s := &d.subs[i]
 		if s.obj == nil {
 			out = append(out, Check{Subject: s.Subject, Status: NotApplicable, Summary: fmt.Sprintf("%s does not exist", the(s.Kind))})
+			continue
+		}
+		if op := d.external(s); op != nil {
+			out = append(out, d.externalLabels(s, op))
 			continue
 		}
 		c := Check{Subject: s.Subject, Status: Pass}
@@ -182,6 +190,10 @@ func (d *diag) checkAccess() []Check {
 	var out []Check
 	for i := range d.subs {
 		s := &d.subs[i]
+		if op := d.external(s); op != nil {
+			out = append(out, d.externalAccess(s, op))
+			continue
+		}
 		c := Check{Subject: s.Subject, Status: Pass}
 		_, resource := resourceOf(s.Kind)
 		done := map[string]bool{}
@@ -386,6 +398,9 @@ func (d *diag) checkPredicate() []Check {
 	}
 	c := Check{Subject: s.Subject}
 	ctrl := d.controller(KindRayCluster)
+	if ctrl == nil && d.external(s) != nil {
+		return []Check{{Subject: s.Subject, Status: NotApplicable, Summary: "the operator's predicates run inside its process: not visible from the API"}}
+	}
 	if ctrl == nil {
 		return []Check{d.missingController(s, KindRayCluster)}
 	}

@@ -191,6 +191,14 @@ type Input struct {
 	// the controllers' identities.
 	Access   []Access
 	Bindings []Binding
+	// Operator is the Ray operator outside rayctl that acts on the kinds no rayctl controller runs for
+	// (nil when rayctl's controllers cover them, or it was not looked for).
+	Operator *Operator
+	// ObjectEvents are the Kubernetes Events about the subjects, oldest first.
+	ObjectEvents []corev1.Event
+	// Ray is what Ray's dashboard said of the RayJob's job or the RayService's applications (nil if
+	// not asked).
+	Ray *RayState
 	// Now is when the input was read.
 	Now time.Time
 }
@@ -201,6 +209,9 @@ func Run(in *Input) *Report {
 	r := &Report{Object: Subject{Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}, Subjects: d.subjects()}
 	for _, item := range checklist {
 		checks := item.run(d)
+		if len(checks) == 0 && item.notApplicable == "" {
+			continue
+		}
 		if len(checks) == 0 {
 			checks = []Check{{Subject: r.Object, Status: NotApplicable, Summary: item.notApplicable}}
 		}
@@ -235,15 +246,17 @@ func verdict(r *Report) Verdict {
 type item struct {
 	id, title string
 	run       func(d *diag) []Check
-	// notApplicable is the summary when run returns no check.
+	// notApplicable is the summary when run returns no check ("": the item is left out then).
 	notApplicable string
 }
 
-// checklist is issue 7's list, in chain order.
+// checklist is issue 7's list, in chain order, after o: the operator outside rayctl that acts on the
+// kinds no rayctl controller runs for (issue 32), left out when rayctl's controllers cover them.
 var checklist = []item{
+	{"o", "Ray operator outside rayctl", (*diag).checkOperator, ""},
 	{"a", "watch namespaces", (*diag).checkNamespaces, "no subject"},
 	{"b", "cache label selector", (*diag).checkLabels, "no subject"},
-	{"c", "RBAC get/list/watch", (*diag).checkAccess, "no subject"},
+	{"c", "RBAC for what the chain needs", (*diag).checkAccess, "no subject"},
 	{"d", "controller owner", (*diag).checkOwner, "only for Pods (and a RayJob's RayCluster)"},
 	{"e", "For() predicate", (*diag).checkPredicate, "only for RayClusters: no RayCluster involved"},
 	{"f", "reconciled after the last change", (*diag).checkReconciled, "no RayCluster or RayJob to reconcile"},

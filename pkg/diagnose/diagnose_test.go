@@ -277,7 +277,7 @@ func TestRBACRuleRemoved(t *testing.T) {
 	rep := run(t, in, r)
 	expect(t, rep, "c", CauseRBACDenied, "rayctl:controllers may not list pods", "restore the rule in ClusterRole rayctl:controllers")
 	c := check(t, rep, "c", KindPod)
-	if !strings.Contains(strings.Join(c.Evidence, "\n"), "list pods in all namespaces: DENIED") {
+	if !hasEvidence(c, "list pods in all namespaces: DENIED") {
 		t.Errorf("evidence lacks the denied review: %q", c.Evidence)
 	}
 }
@@ -290,7 +290,7 @@ func TestPodWithoutOwner(t *testing.T) {
 	rep := run(t, in, r)
 	expect(t, rep, "d", CauseNoOwner, "labelled ray.io/cluster=rc but has no controller ownerReference")
 	d := check(t, rep, "d", KindPod)
-	if !strings.Contains(strings.Join(d.Evidence, "\n"), "not mapped: Pod rc-head-x: no controller owner") {
+	if !hasEvidence(d, "not mapped: Pod rc-head-x: no controller owner") {
 		t.Errorf("evidence lacks the map-miss: %q", d.Evidence)
 	}
 	for _, id := range []string{"e", "f", "g"} {
@@ -349,7 +349,7 @@ func TestReconcileErrorsWithBackOff(t *testing.T) {
 	// A success after the errors passes, and says the controller recovered.
 	r.reconcile("raycluster", KindRayCluster, "rc", "requeue-after", "", 2*time.Second)
 	f := check(t, run(t, in, r), "f", KindRayCluster)
-	if f.Status != Pass || !strings.Contains(strings.Join(f.Evidence, "\n"), "3 earlier passes failed") {
+	if f.Status != Pass || !hasEvidence(f, "3 earlier passes failed") {
 		t.Errorf("f after recovering: %s %q %q", f.Status, f.Summary, f.Evidence)
 	}
 }
@@ -463,7 +463,7 @@ func TestRayJobSubmitFails(t *testing.T) {
 	rep := run(t, in, r)
 	expect(t, rep, "h", CauseSubmitFailed, "POST http://10.0.0.2:8265/api/jobs/ → HTTP 500", "rayctl kubectl logs job-rc-head-x")
 	h := check(t, rep, "h", KindRayJob)
-	if !strings.Contains(strings.Join(h.Evidence, "\n"), "submit attempt: #") {
+	if !hasEvidence(h, "submit attempt: #") {
 		t.Errorf("h evidence lacks the submit attempt: %q", h.Evidence)
 	}
 }

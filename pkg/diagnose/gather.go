@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -22,6 +23,9 @@ type Clients struct {
 	Kube  kubernetes.Interface
 	Ray   rayclient.Interface
 	Chain chain.Source
+	// Operator is what the caller says of a Ray operator outside rayctl; it is looked for when a kind
+	// involved has no rayctl controller.
+	Operator OperatorOptions
 }
 
 // Gather reads what the checks need about kind namespace/name (kind one of KindPod, KindRayCluster,
@@ -96,6 +100,13 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 			if list, err = c.Chain.Events(ctx, chain.Filter{Namespace: namespace}); err == nil {
 				in.Events, in.RecorderSize = list.Events, list.Size
 			}
+			// The lists and watches of all namespaces (an operator's cache) have none.
+			var reads *chain.EventList
+			if err == nil {
+				if reads, err = c.Chain.Events(ctx, chain.Filter{Hop: chain.APIRead}); err == nil {
+					in.Events = mergeEvents(in.Events, reads.Events)
+				}
+			}
 		}
 		if err != nil {
 			in.ChainError = err.Error()
@@ -104,12 +115,21 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 		in.ChainError = "no chain client"
 	}
 
+	in.Now = time.Now()
+	if needsOperator(in) {
+		in.Operator = gatherOperator(ctx, c, in)
+		in.ObjectEvents = objectEvents(ctx, c.Kube, in)
+	}
+	in.Ray = askRay(ctx, c.Kube, in)
 	in.Access = AccessRequests(in)
 	for i := range in.Access {
-		review(ctx, c.Kube, &in.Access[i])
+		var groups []string
+		if in.Operator != nil && in.Access[i].User == in.Operator.User {
+			groups = in.Operator.Groups
+		}
+		review(ctx, c.Kube, &in.Access[i], groups)
 	}
 	in.Bindings = bindings(ctx, c.Kube, namespace, identities(in))
-	in.Now = time.Now()
 	return in, nil
 }
 
@@ -124,13 +144,17 @@ func headPod(pods []corev1.Pod) *corev1.Pod {
 }
 
 // review asks the authorizer whether a.User may do what a describes, as the request would come
-// (an authenticated user's groups).
-func review(ctx context.Context, kube kubernetes.Interface, a *Access) {
+// (with groups, else an authenticated user's).
+func review(ctx context.Context, kube kubernetes.Interface, a *Access, groups []string) {
+	if len(groups) == 0 {
+		groups = []string{"system:authenticated"}
+	}
+	resource, sub, _ := strings.Cut(a.Resource, "/")
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   a.User,
-		Groups: []string{"system:authenticated"},
+		Groups: groups,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: a.Namespace, Verb: a.Verb, Group: a.Group, Resource: a.Resource, Name: a.Name,
+			Namespace: a.Namespace, Verb: a.Verb, Group: a.Group, Resource: resource, Subresource: sub, Name: a.Name,
 		},
 	}}
 	got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
@@ -172,6 +196,26 @@ func bindings(ctx context.Context, kube kubernetes.Interface, namespace string, 
 	if rbs, err := kube.RbacV1().RoleBindings(namespace).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, b := range rbs.Items {
 			add("RoleBinding", b.Namespace, b.Name, b.RoleRef, b.Subjects)
+		}
+	}
+	return out
+}
+
+// mergeEvents merges two lists of events sorted by Seq, without duplicates.
+func mergeEvents(a, b []chain.Event) []chain.Event {
+	out := make([]chain.Event, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Seq < b[j].Seq):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].Seq < a[i].Seq:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i, j = i+1, j+1
 		}
 	}
 	return out

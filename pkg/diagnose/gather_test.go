@@ -27,7 +27,9 @@ type fakeChain struct {
 }
 
 func (f *fakeChain) Events(_ context.Context, flt chain.Filter) (*chain.EventList, error) {
-	f.filter = flt
+	if f.filter == (chain.Filter{}) {
+		f.filter = flt // the first: the namespace's events
+	}
 	return &chain.EventList{Size: 100, Events: f.events}, f.err
 }
 

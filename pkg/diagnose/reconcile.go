@@ -30,6 +30,9 @@ func (d *diag) checkReconciled() []Check {
 
 func (d *diag) reconciledCluster(s *subj) Check {
 	ctrl := d.controller(KindRayCluster)
+	if op := d.external(s); ctrl == nil && op != nil {
+		return d.externalReconciled(s, op)
+	}
 	if ctrl == nil {
 		return d.missingController(s, KindRayCluster)
 	}
@@ -71,6 +74,9 @@ func (d *diag) reconciledCluster(s *subj) Check {
 // (no predicate) and to its own writes other than status ones.
 func (d *diag) reconciledOwner(s *subj) Check {
 	ctrl := d.controller(s.Kind)
+	if op := d.external(s); ctrl == nil && op != nil {
+		return d.externalReconciled(s, op)
+	}
 	if ctrl == nil {
 		return d.missingController(s, s.Kind)
 	}

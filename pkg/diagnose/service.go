@@ -45,6 +45,19 @@ func (d *diag) checkService() []Check {
 		apps, cluster = st.PendingServiceStatus.Applications, st.PendingServiceStatus.RayClusterName
 	}
 	describe := "rayctl kubectl describe rayservice " + s.Name + " -n " + s.Namespace
+	var rayBad []string
+	if r := d.in.Ray; r != nil {
+		if r.Error != "" {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("Serve (%s): %s", r.Source, r.Error))
+		}
+		for _, n := range r.sortedApps() {
+			a := r.Applications[n]
+			c.Evidence = append(c.Evidence, fmt.Sprintf("Serve (%s): application %s %s%s", r.Source, n, a.Status, suffix(a.Message)))
+			if a.Status != string(rayv1.ApplicationStatusEnum.RUNNING) {
+				rayBad = append(rayBad, fmt.Sprintf("%s is %s%s", n, a.Status, suffix(a.Message)))
+			}
+		}
+	}
 	switch {
 	case ready != nil && ready.Reason == string(rayv1.RayServiceValidationFailed):
 		c.Status, c.Cause = Fail, CauseServiceInvalid
@@ -58,6 +71,10 @@ func (d *diag) checkService() []Check {
 		c.Status, c.Cause = Fail, CauseClusterNotReady
 		c.Summary = fmt.Sprintf("the Serve config waits for RayCluster %s's head Pod to be running and ready", cluster)
 		c.Fix = "see g for what keeps the head from ready"
+	case len(apps) == 0 && len(rayBad) > 0:
+		c.Status, c.Cause = Fail, CauseServeAppNotRunning
+		c.Summary = fmt.Sprintf("Serve says its applications on RayCluster %s are not all RUNNING: %s", cluster, strings.Join(rayBad, "; "))
+		c.Fix = "see the Serve logs of the head (rayctl kubectl logs " + d.headName() + " -n " + s.Namespace + ") and " + describe
 	case len(apps) == 0:
 		c.Status, c.Cause = Fail, CauseServeNotDeployed
 		why := "no application is reported yet"

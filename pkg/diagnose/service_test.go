@@ -66,3 +66,14 @@ func TestRayServiceProblems(t *testing.T) {
 		Reason: string(rayv1.RayServiceValidationFailed), Message: "spec.serveConfigV2 is not a YAML mapping"})
 	expect(t, run(t, in, r), "j", CauseServiceInvalid, "spec.serveConfigV2")
 }
+
+func TestRayServiceServeSaysWhatTheStatusDoesNot(t *testing.T) {
+	in, r := servingService(nil, 0)
+	in.Ray = &RayState{Source: "services/rc-head-svc:dashboard/proxy/api/serve/applications/ in team-a",
+		Applications: map[string]RayApp{"math": {Status: "DEPLOYING", Message: "Deploying app 'math': waiting for the runtime env"}}}
+	rep := run(t, in, r)
+	expect(t, rep, "j", CauseServeAppNotRunning, "Serve says", "math is DEPLOYING: Deploying app 'math'")
+	if j := check(t, rep, "j", KindRayService); !hasEvidence(j, "Serve (services/rc-head-svc:dashboard/proxy/api/serve/applications/ in team-a): application math DEPLOYING") {
+		t.Errorf("j's evidence does not name Serve's answer: %v", j.Evidence)
+	}
+}

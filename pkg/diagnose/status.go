@@ -270,7 +270,19 @@ func (d *diag) checkJob() []Check {
 	if n := len(polls); n > 0 {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%d other dashboard calls; the last: %s", n, line(polls[n-1])))
 	}
-	if len(submits) == 0 && mode == rayv1.HTTPMode {
+	if op := d.external(s); op != nil {
+		var calls []*chain.Event
+		for i := range d.in.Events {
+			e := &d.in.Events[i]
+			if e.Hop == chain.ProxyCall && e.Call != nil && e.Call.User == op.User && e.Object.Namespace == s.Namespace && strings.Contains(e.Call.Path, "/api/jobs") {
+				calls = append(calls, e)
+			}
+		}
+		for _, e := range calls[max(0, len(calls)-3):] {
+			c.Evidence = append(c.Evidence, "API server proxied for the operator: "+timed(e))
+		}
+	}
+	if len(submits) == 0 && mode == rayv1.HTTPMode && d.external(s) == nil {
 		c.Evidence = append(c.Evidence, "no submit attempt recorded")
 	}
 	clusterName := st.RayClusterName
@@ -319,6 +331,7 @@ func (d *diag) checkJob() []Check {
 		default:
 			c.Summary = fmt.Sprintf("the RayJob is running (%s): it follows the submitter and the Ray job until it ends (jobStatus %q)", mode, st.JobStatus)
 		}
+		d.rayJobCheck(&c)
 	case rayv1.JobDeploymentStatusComplete:
 		c.Summary = fmt.Sprintf("the RayJob is complete (jobStatus %q): it waits for nothing", st.JobStatus)
 	case rayv1.JobDeploymentStatusFailed:
@@ -362,6 +375,10 @@ func (d *diag) checkQueues() []Check {
 	var out []Check
 	seen := map[string]bool{}
 	for i := range d.subs {
+		if op := d.external(&d.subs[i]); op != nil && !seen["\x00operator"] {
+			seen["\x00operator"] = true
+			out = append(out, d.externalQueues(op))
+		}
 		for _, k := range d.watcherKinds(&d.subs[i]) {
 			ctrl := d.controller(k)
 			if ctrl == nil || seen[ctrl.Name] {

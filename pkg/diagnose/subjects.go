@@ -126,6 +126,15 @@ func AccessRequests(in *Input) []Access {
 	var out []Access
 	for i := range d.subs {
 		s := &d.subs[i]
+		if op := d.external(s); op != nil {
+			for _, a := range operatorAccess(op, s) {
+				if !seen[a] {
+					seen[a] = true
+					out = append(out, a)
+				}
+			}
+			continue
+		}
 		for _, k := range d.watcherKinds(s) {
 			c := d.controller(k)
 			if c == nil || c.Identity == "" {

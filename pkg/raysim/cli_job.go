@@ -120,6 +120,15 @@ func cmdJob(args []string, stdout, stderr io.Writer) int {
 	c.Token = token
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// Ray's job client checks the server's version before anything else, so a refused token or an
+	// unreachable dashboard ends the command before it names the address.
+	if _, err := c.Version(ctx); err != nil {
+		if !jobs.IsHTTPError(err) {
+			err = fmt.Errorf("Failed to connect to Ray at address: %s. (%v)", base, err)
+		}
+		fmt.Fprintln(stderr, "raysim:", err)
+		return 1
+	}
 	fmt.Fprintf(stdout, "Job submission server address: %s\n", base)
 
 	needID := func() (string, bool) {

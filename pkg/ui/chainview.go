@@ -147,6 +147,13 @@ func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
 		v.Error = err.Error()
 	}
 	steps := chain.Trace(events, kind, ns, name)
+	if len(steps) == 0 {
+		// No rayctl controller left hops for it (an operator outside rayctl): the chain as the API
+		// server saw it.
+		v.FromAPI = true
+		steps = chain.APITrace(events, kind, ns, name)
+		also = nil
+	}
 	for _, o := range also {
 		have := map[uint64]bool{}
 		for i := range steps {
@@ -178,7 +185,15 @@ func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
 		extra = extra[len(extra)-maxExtra:]
 	}
 	for i := range steps {
-		v.Hops = append(v.Hops, hopView(&steps[i]))
+		h := hopView(&steps[i])
+		if c := steps[i].Call; v.FromAPI && c != nil && c.User != "" && !strings.HasPrefix(c.User, "system:node:") {
+			// The actor's lane, arrowing into the API server (or, proxied, to the dashboard).
+			h.Lane = c.User
+			if h.To == h.Lane || steps[i].Hop == chain.APIWrite {
+				h.To = LaneAPIServer
+			}
+		}
+		v.Hops = append(v.Hops, h)
 	}
 	for i := range extra {
 		v.Hops = append(v.Hops, hopView(&extra[i]))
@@ -221,7 +236,7 @@ func hopView(s *chain.Step) HopView {
 		Seq: e.Seq, at: s.At, Lane: e.Component, To: e.Component, Hop: string(e.Hop),
 		Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name,
 		RV: e.Object.ResourceVersion, OldRV: e.OldResourceVersion,
-		Duration: ms(e.Duration), Cause: s.Cause, Error: e.Error,
+		Duration: ms(e.Duration), Cause: s.Cause, Error: e.Error, Unseen: s.Unseen,
 		Detail: render.Describe(e),
 	}
 	if e.To != nil {
@@ -272,6 +287,16 @@ func hopView(s *chain.Step) HopView {
 		if e.Change != nil {
 			h.Label = obj + " " + e.Change.From + " → " + e.Change.To
 		}
+	case chain.ProxyCall:
+		h.To = LaneDashboard
+		if e.Call != nil {
+			h.Method, h.Path, h.Code = e.Call.Method, e.Call.Path, e.Call.Code
+		}
+		h.Label = "proxied " + h.Method + " " + h.Path
+		if h.Code > 0 {
+			h.Label += " → " + itoa(h.Code)
+		}
+		h.Failed = h.Code >= 400
 	case chain.DashboardCall:
 		h.To = LaneDashboard
 		if e.Call != nil {

@@ -76,6 +76,9 @@ type HopView struct {
 	Code   int    `json:"code,omitempty"`
 	// OnPath marks the hops of the latency table's line of causes.
 	OnPath bool `json:"onPath,omitempty"`
+	// Unseen says what happened before the hop out of the API server's sight (an operator outside
+	// rayctl: its cache, queue and reconcile), in a view drawn from the API server's side.
+	Unseen string `json:"unseen,omitempty"`
 }
 
 // ChainView is the chain of one object as the page draws it.
@@ -90,6 +93,9 @@ type ChainView struct {
 	Latency *LatencyTable `json:"latency,omitempty"`
 	// Error says why the recorder could not be read, if it could not.
 	Error string `json:"error,omitempty"`
+	// FromAPI marks a view drawn from the API server's side (chain.APITrace): no rayctl controller
+	// acts on the object; each hop's Unseen says what its operator did out of sight.
+	FromAPI bool `json:"fromApi,omitempty"`
 }
 
 // LatencyTable is the latency of each hop along the line of causes from its root (the head Pod's

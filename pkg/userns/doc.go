@@ -26,7 +26,10 @@
 //		}
 //	}
 //
-// Inside, only uid 0 and gid 0 are mapped (MappedUID, MappedGID) and
+// Inside, uid 0 and gid 0 are the user; ids 1… are the user's subordinate
+// ids where it has them and newuidmap/newgidmap are installed
+// (SubordinateIDs), so that containerd can unpack images whose files belong
+// to other users. Without them only 0 is mapped (MappedUID, MappedGID) and
 // setgroups(2) is denied (SetgroupsAllowed), so a process started there as
 // another user cannot be, and one started with a syscall.Credential needs
 // NoSetGroups.

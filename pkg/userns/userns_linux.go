@@ -65,10 +65,12 @@ func Inside() bool {
 // signal n killed it). The child has argv[0] os.Args[0] followed by args,
 // the environment env (os.Environ() when nil) with MarkerEnv=1, and this
 // process's stdin, stdout and stderr. In the namespace it is uid 0 and gid 0,
-// mapped to this process's effective uid and gid (the only ids mapped), so
-// that the files it creates belong to this process's user; setgroups(2) is
-// denied, and it holds every capability over the namespace and those it
-// makes; it stays in the host's network, PID, IPC and UTS namespaces. Its
+// mapped to this process's effective uid and gid, so that the files it
+// creates belong to this process's user. Where the user has subordinate ids
+// (/etc/subuid, /etc/subgid) and newuidmap and newgidmap are installed, ids
+// 1… map to them and setgroups(2) is allowed (see SubordinateIDs); else 0 is
+// the only id mapped, setgroups(2) is denied and MapNoteEnv says why. It
+// holds every capability over the namespace and those it makes; it stays in the host's network, PID, IPC and UTS namespaces. Its
 // mounts are copies of the host's; it should call PrivateMounts before it
 // mounts anything.
 //
@@ -91,16 +93,14 @@ func Reexec(args []string, env []string) (exitCode int, err error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd := command(os.Args[0], args, env)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// Caught before the child starts: one that comes while it starts waits in
 	// the channel instead of killing this process.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
-	started, done := runLocked(cmd)
-	if err := <-started; err != nil {
-		return -1, fmt.Errorf("starting %s in a new user namespace: %w", selfExe, err)
+	cmd, done, err := start(args, env)
+	if err != nil {
+		return -1, err
 	}
 	for {
 		select {
@@ -115,6 +115,60 @@ func Reexec(args []string, env []string) (exitCode int, err error) {
 			return exitStatus(r.state), nil
 		}
 	}
+}
+
+// start starts this binary in a new user namespace and mount namespace, mapping the user's
+// subordinate ids beyond 0 where the user has them and newuidmap and newgidmap are installed, else
+// the user's own ids alone, with MapNoteEnv saying why.
+func start(args, env []string) (*exec.Cmd, <-chan waited, error) {
+	uid, gid := os.Geteuid(), os.Getegid()
+	sub, why := findSubIDs(uid, gid)
+	if why == nil {
+		cmd, done, err := startWithSubIDs(sub, uid, gid, args, env)
+		if err == nil {
+			return cmd, done, nil
+		}
+		why = err
+	}
+	cmd := command(os.Args[0], args, withEnv(env, MapNoteEnv, why.Error()))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	started, done := runLocked(cmd)
+	if err := <-started; err != nil {
+		return nil, nil, fmt.Errorf("starting %s in a new user namespace: %w", selfExe, err)
+	}
+	return cmd, done, nil
+}
+
+// startWithSubIDs starts this binary unmapped in a new user namespace, where it waits (mapStage) while
+// newuidmap and newgidmap map 0 to uid and gid and 1… to the subordinate ids, then executes itself
+// again as uid 0. When the helpers fail the child exits and the error says why.
+func startWithSubIDs(sub subIDs, uid, gid int, args, env []string) (*exec.Cmd, <-chan waited, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer w.Close()
+	cmd := command(os.Args[0], args, env)
+	cmd.Env = withEnv(cmd.Env, MarkerEnv, mapStage)
+	cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = nil, nil
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{r} // mapFD
+	started, done := runLocked(cmd)
+	err = <-started
+	r.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting %s in a new user namespace: %w", selfExe, err)
+	}
+	if err := sub.writeMaps(cmd.Process.Pid, uid, gid); err != nil {
+		w.Close() // the child sees end of file and exits
+		<-done
+		return nil, nil, err
+	}
+	if _, err := w.Write([]byte{1}); err != nil {
+		<-done
+		return nil, nil, fmt.Errorf("releasing rayctl in its user namespace: %w", err)
+	}
+	return cmd, done, nil
 }
 
 // command is an unstarted run of this binary as argv0 with args in the
@@ -142,14 +196,17 @@ func command(argv0 string, args, env []string) *exec.Cmd {
 }
 
 // withMarker is env with MarkerEnv=1 in place of any value it had.
-func withMarker(env []string) []string {
+func withMarker(env []string) []string { return withEnv(env, MarkerEnv, "1") }
+
+// withEnv is env with key=value in place of any value key had.
+func withEnv(env []string, key, value string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, MarkerEnv+"=") {
+		if !strings.HasPrefix(kv, key+"=") {
 			out = append(out, kv)
 		}
 	}
-	return append(out, MarkerEnv+"=1")
+	return append(out, key+"="+value)
 }
 
 // waited is how a child ended: state is nil when waiting failed.

@@ -28,3 +28,12 @@ func MappedGID(gid uint32) bool { return true }
 
 // SetgroupsAllowed reports true: off Linux no user namespace denies setgroups.
 func SetgroupsAllowed() bool { return true }
+
+// MapNoteEnv is the Linux variable saying why a user namespace maps no subordinate ids.
+const MapNoteEnv = "RAYCTL_USERNS_IDS"
+
+// SubordinateIDs reports true: off Linux no user namespace restricts ids.
+func SubordinateIDs() (ok bool, why string) { return true, "" }
+
+// SubordinateUIDs reports none: off Linux there are no user namespaces to map them into.
+func SubordinateUIDs(uid int) (first, count uint32, ok bool) { return 0, 0, false }

@@ -90,8 +90,17 @@ func exitCode(err error) string {
 // http calls the head's dashboard and returns the status code and the body.
 func (r *rayTarget) http(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
+	return r.httpWith(t, method, path, body, nil)
+}
+
+// httpWith is http with the request's headers header (besides the content type).
+func (r *rayTarget) httpWith(t *testing.T, method, path, body string, header http.Header) (int, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(r.e.ctx, method, "http://"+net.JoinHostPort(r.ip, "8265")+path, strings.NewReader(body))
 	must(t, "a request", err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -155,19 +164,25 @@ func TestRaysimConformance(t *testing.T) {
 		_, head, _ := e.waitClusterReady(t, name, 0)
 		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
 	}
+	compareSides(t, targets[0], targets[1], conformanceCases())
+}
+
+// compareSides runs every case against real Ray and raysim and fails each case whose normalised
+// observations differ, or whose limit docs/raysim.md does not list.
+func compareSides(t *testing.T, ray, raysim *rayTarget, cases []conformanceCase) {
 	doc, err := os.ReadFile(repoPath("docs", "raysim.md"))
 	must(t, "reading docs/raysim.md", err)
-	for _, c := range conformanceCases() {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.limit != "" && !bytes.Contains(doc, []byte(c.limit)) {
 				t.Errorf("limit %q is not among docs/raysim.md's limits", c.limit)
 			}
-			ray, sim := c.run(t, targets[0]), c.run(t, targets[1])
-			if ray != sim {
-				t.Errorf("raysim differs from Ray:\n%s", lineDiff(ray, sim))
+			got, sim := c.run(t, ray), c.run(t, raysim)
+			if got != sim {
+				t.Errorf("raysim differs from Ray:\n%s", lineDiff(got, sim))
 				return
 			}
-			t.Logf("Ray and raysim alike:\n%s", ray)
+			t.Logf("Ray and raysim alike:\n%s", got)
 		})
 	}
 }

@@ -48,6 +48,8 @@ var diagWatched = []string{diagNSHealthy, diagNSLabel, diagNSOwner, diagNSPredic
 type diagEnv struct {
 	in  *framework.Instance
 	ray rayclient.Interface
+	// timeout bounds waitDiagnosis (diagTimeout if 0).
+	timeout time.Duration
 }
 
 func TestDiagnose(t *testing.T) {
@@ -123,10 +125,14 @@ func (d *diagnosis) check(id, kind string) *diagnose.Check {
 // waitDiagnosis runs rayctl diagnose until its verdict's cause is cause (empty: no check fails), its
 // text's last line contains each of wants, and ok (if set) holds; stage (if set) runs before each
 // attempt, to stage the cause again when something undid it. It fails the test with the last
-// diagnosis after diagTimeout.
+// diagnosis after e.timeout (diagTimeout if 0).
 func (e *diagEnv) waitDiagnosis(t *testing.T, obj, ns, cause string, wants []string, ok func(*diagnosis) bool, stage func(ctx context.Context) error) *diagnosis {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), diagTimeout)
+	timeout := diagTimeout
+	if e.timeout > 0 {
+		timeout = e.timeout
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	var last *diagnosis
 	var lastErr error

@@ -49,12 +49,7 @@ var kuberayErrorsNotOurs = []string{
 // from our API. The identity can also watch PersistentVolumeClaims, which KubeRay v1.7 watches at start.
 func TestKubeRayOperator(t *testing.T) {
 	t.Parallel()
-	operator := kuberayOperator(t)
-	in, err := framework.Start("", "--controllers=none", "--ray=sim", "--node-capacity", "cpu=8,memory=16Gi")
-	if err != nil {
-		t.Fatalf("rayctl up: %v", err)
-	}
-	t.Cleanup(func() { in.Cleanup(t) })
+	operator, in := kuberaySimInstance(t)
 	out, stderr, err := in.Kubectl(t.Context(), "", "apply", "-f", filepath.Join(testdataDir(), "kuberay", "operator-rbac.yaml"))
 	must(t, "binding the operator's role: "+out+stderr, err)
 	kc := operatorKubeconfig(t, in)
@@ -98,6 +93,19 @@ func TestKubeRayOperator(t *testing.T) {
 	t.Logf("the operator logged %d error lines KubeRay logs on any cluster (conflicts, creations its cache missed, a job not yet submitted)", excused)
 }
 
+// kuberaySimInstance returns KubeRay's operator binary and a `rayctl up --controllers=none --ray=sim`
+// for it to run against, stopped when the test ends.
+func kuberaySimInstance(t *testing.T) (operator string, in *framework.Instance) {
+	t.Helper()
+	operator = kuberayOperator(t)
+	in, err := framework.Start("", "--controllers=none", "--ray=sim", "--node-capacity", "cpu=8,memory=16Gi")
+	if err != nil {
+		t.Fatalf("rayctl up: %v", err)
+	}
+	t.Cleanup(func() { in.Cleanup(t) })
+	return operator, in
+}
+
 // testdataDir is test/e2e/testdata.
 func testdataDir() string {
 	_, file, _, _ := goruntime.Caller(0)
@@ -133,12 +141,18 @@ func kuberayOperator(t *testing.T) string {
 // instance's CA for user kuberay-operator.
 func operatorKubeconfig(t *testing.T, in *framework.Instance) string {
 	t.Helper()
+	return userKubeconfig(t, in, kuberayUser)
+}
+
+// userKubeconfig writes a kubeconfig for user (no groups): a client certificate from the instance's CA.
+func userKubeconfig(t *testing.T, in *framework.Instance, user string) string {
+	t.Helper()
 	ca, err := pki.LoadOrCreate(filepath.Join(in.DataDir, "pki"))
 	must(t, "loading the instance's CA", err)
-	kp, err := ca.Client("e2e-kuberay-operator", kuberayUser, nil)
-	must(t, "minting the operator's certificate", err)
+	kp, err := ca.Client("e2e-"+user, user, nil)
+	must(t, "minting the certificate of "+user, err)
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	must(t, "writing the operator's kubeconfig", kubeconfig.Write(path, kubeconfig.Build(in.Config.Host, ca.CertPEM(), kp)))
+	must(t, "writing the kubeconfig of "+user, kubeconfig.Write(path, kubeconfig.Build(in.Config.Host, ca.CertPEM(), kp)))
 	return path
 }
 
@@ -146,6 +160,8 @@ func operatorKubeconfig(t *testing.T, in *framework.Instance) string {
 type operatorLog struct {
 	mu    sync.Mutex
 	lines []string
+	// stop stops the operator (SIGTERM) and waits for it; later calls do nothing.
+	stop func()
 }
 
 // errors returns the lines logged at level error, but those KubeRay logs on any cluster, which it counts.
@@ -175,10 +191,12 @@ func (l *operatorLog) errors() (ours []string, excused int) {
 //     server's services/proxy instead.
 //   - --leader-election-namespace: leader election is on by default and, outside a pod, needs a namespace.
 //   - --metrics-addr=0 --health-probe-bind-address=0: its default :8080/:8082 would collide with other tests.
-func startOperator(t *testing.T, bin, kubeconfigPath, ns string) *operatorLog {
+//
+// args come after those (a later flag wins).
+func startOperator(t *testing.T, bin, kubeconfigPath, ns string, args ...string) *operatorLog {
 	t.Helper()
-	cmd := exec.Command(bin, "--use-kubernetes-proxy", "--leader-election-namespace="+ns,
-		"--metrics-addr=0", "--health-probe-bind-address=0")
+	cmd := exec.Command(bin, append([]string{"--use-kubernetes-proxy", "--leader-election-namespace=" + ns,
+		"--metrics-addr=0", "--health-probe-bind-address=0"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
@@ -197,7 +215,7 @@ func startOperator(t *testing.T, bin, kubeconfigPath, ns string) *operatorLog {
 			log.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
+	log.stop = sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -206,6 +224,9 @@ func startOperator(t *testing.T, bin, kubeconfigPath, ns string) *operatorLog {
 			<-done
 		}
 		_ = cmd.Wait()
+	})
+	t.Cleanup(func() {
+		log.stop()
 		if t.Failed() {
 			log.mu.Lock()
 			lines := log.lines

@@ -101,9 +101,15 @@ func (e *rayEnv) eventReasons(ctx context.Context, kind, name string) ([]corev1.
 // waitEvent waits for an event of the RayService with reason whose message contains text.
 func (e *rayEnv) waitEvent(t *testing.T, name, reason, text string) corev1.Event {
 	t.Helper()
+	return e.waitKindEvent(t, "RayService", name, reason, text)
+}
+
+// waitKindEvent waits for an event of the object of kind named name with reason whose message contains text.
+func (e *rayEnv) waitKindEvent(t *testing.T, kind, name, reason, text string) corev1.Event {
+	t.Helper()
 	var got corev1.Event
-	e.waitFor(t, time.Minute, fmt.Sprintf("a %s event on RayService %s saying %q", reason, name, text), func(ctx context.Context) (bool, string, error) {
-		evs, err := e.eventReasons(ctx, "RayService", name)
+	e.waitFor(t, time.Minute, fmt.Sprintf("a %s event on %s %s saying %q", reason, kind, name, text), func(ctx context.Context) (bool, string, error) {
+		evs, err := e.eventReasons(ctx, kind, name)
 		var seen []string
 		for _, ev := range evs {
 			if ev.Reason == reason && strings.Contains(ev.Message, text) {

@@ -174,27 +174,41 @@ func TestLaptop(t *testing.T) {
 // token, read from its Secret, when its Ray requires one), and checks the job ran on a host named
 // hostname.
 func portForwardAndSubmit(t *testing.T, ctx context.Context, in *framework.Instance, e *rayEnv, cluster, hostname string) {
-	port := freePort(t)
-	env := []string{"KUBECONFIG=" + in.Kubeconfig, "HOME=" + in.DataDir, "USER=laptop"}
+	env := userEnv(in)
 	if token := clusterToken(t, ctx, e, cluster); token != "" {
 		env = append(env, "RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+token)
 	}
-	bin, _ := framework.Binary()
-	pf := exec.CommandContext(ctx, bin, "kubectl", "-n", e.ns, "port-forward", "svc/"+cluster+"-head-svc", fmt.Sprintf("%d:8265", port))
-	pf.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	pf.SysProcAttr = &syscall.SysProcAttr{Credential: in.Credential}
-	var pfOut framework.SyncBuffer
-	pf.Stdout, pf.Stderr = &pfOut, &pfOut
-	must(t, "kubectl port-forward", pf.Start())
-	t.Cleanup(func() { _ = pf.Process.Kill(); _ = pf.Wait() })
-	framework.WaitFor(t, ctx, "the port-forward to listen", func() (bool, error) {
-		return strings.Contains(pfOut.String(), "Forwarding from"), nil
-	})
+	port, pfOut := portForwardDashboard(t, ctx, in, e.ns, cluster)
 	out, err := asUser(ctx, in.Credential, env, hostRay(t), "job", "submit", "--address", fmt.Sprintf("http://127.0.0.1:%d", port), "--",
 		"python", "-c", "import ray, socket; ray.init(); print('submitted from the host ran in', socket.gethostname())")
 	if err != nil || !strings.Contains(out, "submitted from the host ran in "+hostname) {
 		t.Fatalf("ray job submit through kubectl port-forward: %v\n%s\nport-forward said:\n%s", err, out, pfOut.String())
 	}
+}
+
+// userEnv is the environment of the user who started in, for commands run on the host as that user.
+func userEnv(in *framework.Instance) []string {
+	return []string{"KUBECONFIG=" + in.Kubeconfig, "HOME=" + in.DataDir, "USER=laptop"}
+}
+
+// portForwardDashboard runs, on the host as the user who started in, `kubectl port-forward
+// svc/<cluster>-head-svc PORT:8265` until the test ends, and returns the local port once it forwards,
+// with what port-forward says.
+func portForwardDashboard(t *testing.T, ctx context.Context, in *framework.Instance, ns, cluster string) (int, *framework.SyncBuffer) {
+	t.Helper()
+	port := freePort(t)
+	bin, _ := framework.Binary()
+	pf := exec.CommandContext(ctx, bin, "kubectl", "-n", ns, "port-forward", "svc/"+cluster+"-head-svc", fmt.Sprintf("%d:8265", port))
+	pf.Env = append([]string{"PATH=/usr/bin:/bin"}, userEnv(in)...)
+	pf.SysProcAttr = &syscall.SysProcAttr{Credential: in.Credential}
+	pfOut := &framework.SyncBuffer{}
+	pf.Stdout, pf.Stderr = pfOut, pfOut
+	must(t, "kubectl port-forward", pf.Start())
+	t.Cleanup(func() { _ = pf.Process.Kill(); _ = pf.Wait() })
+	framework.WaitFor(t, ctx, "the port-forward to listen", func() (bool, error) {
+		return strings.Contains(pfOut.String(), "Forwarding from"), nil
+	})
+	return port, pfOut
 }
 
 // clusterToken is the token of a cluster whose Ray requires one (its Secret, as `kubectl get secret`

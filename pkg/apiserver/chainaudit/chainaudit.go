@@ -1,6 +1,8 @@
 // Package chainaudit is the API server's seam of the trigger chain: an audit policy that follows the
-// writes controllers and the kubelet make, and an audit backend that turns each completed write into a
-// chain.APIWrite event for a chain.Sink.
+// writes controllers and the kubelet make, the lists and watches that fill their caches and the
+// requests they proxy to Services and Pods, and an audit backend that turns each into a chain event
+// (APIWrite, APIRead, ProxyCall) for a chain.Sink. What crosses the API server is seen whoever the
+// client is: rayctl's controllers, or an operator outside rayctl such as KubeRay's.
 package chainaudit
 
 import (
@@ -19,18 +21,33 @@ import (
 var auditedResources = []auditinternal.GroupResources{
 	{Group: "", Resources: []string{"pods", "pods/status", "services", "services/status"}},
 	{Group: "batch", Resources: []string{"jobs", "jobs/status"}},
-	{Group: "ray.io", Resources: []string{"rayclusters", "rayclusters/status", "rayjobs", "rayjobs/status"}},
+	{Group: "ray.io", Resources: []string{"rayclusters", "rayclusters/status", "rayjobs", "rayjobs/status", "rayservices", "rayservices/status"}},
 }
 
+// readResources are the lists and watches the chain follows: what a Ray operator's cache holds.
+var readResources = []auditinternal.GroupResources{
+	{Group: "", Resources: []string{"pods", "services"}},
+	{Group: "batch", Resources: []string{"jobs"}},
+	{Group: "ray.io", Resources: []string{"rayclusters", "rayjobs", "rayservices"}},
+}
+
+// proxyResources are the proxy subresources the chain follows: an operator's way to the dashboard.
+var proxyResources = []auditinternal.GroupResources{{Group: "", Resources: []string{"services/proxy", "pods/proxy"}}}
+
 // Policy is the API server's audit policy for the chain: writes to the followed resources at
-// RequestResponse (the response carries the new resourceVersion), everything else not at all, and
-// only at the stage the response is complete.
+// RequestResponse (the response carries the new resourceVersion) once the response is complete; lists
+// when answered and watches when opened, and proxied requests when complete, at Metadata; everything
+// else not at all.
 func Policy() audit.PolicyRuleEvaluator {
+	complete := []auditinternal.Stage{auditinternal.StageRequestReceived, auditinternal.StageResponseStarted}
 	return auditpolicy.NewPolicyRuleEvaluator(&auditinternal.Policy{
-		OmitStages:        []auditinternal.Stage{auditinternal.StageRequestReceived, auditinternal.StageResponseStarted},
 		OmitManagedFields: true,
 		Rules: []auditinternal.PolicyRule{
-			{Level: auditinternal.LevelRequestResponse, Verbs: []string{"create", "update", "patch", "delete"}, Resources: auditedResources},
+			{Level: auditinternal.LevelRequestResponse, Verbs: []string{"create", "update", "patch", "delete"}, Resources: auditedResources, OmitStages: complete},
+			{Level: auditinternal.LevelMetadata, Resources: proxyResources, OmitStages: complete},
+			// A watch's ResponseStarted is its opening; a list has only ResponseComplete.
+			{Level: auditinternal.LevelMetadata, Verbs: []string{"list", "watch"}, Resources: readResources,
+				OmitStages: []auditinternal.Stage{auditinternal.StageRequestReceived}},
 			{Level: auditinternal.LevelNone},
 		},
 	})
@@ -44,7 +61,24 @@ type auditBackend struct{ sink chain.Sink }
 
 func (b auditBackend) ProcessEvents(events ...*auditinternal.Event) bool {
 	for _, ev := range events {
-		if ev.ObjectRef != nil && (ev.Stage == auditinternal.StageResponseComplete || ev.Stage == auditinternal.StagePanic) {
+		if ev.ObjectRef == nil {
+			continue
+		}
+		complete := ev.Stage == auditinternal.StageResponseComplete || ev.Stage == auditinternal.StagePanic
+		switch {
+		case ev.ObjectRef.Subresource == "proxy":
+			if complete {
+				b.sink.Record(proxyCall(ev))
+			}
+		case ev.Verb == "watch":
+			if ev.Stage == auditinternal.StageResponseStarted {
+				b.sink.Record(apiRead(ev))
+			}
+		case ev.Verb == "list":
+			if complete {
+				b.sink.Record(apiRead(ev))
+			}
+		case complete:
 			b.sink.Record(apiWrite(ev))
 		}
 	}
@@ -64,13 +98,34 @@ type objectMeta struct {
 		UID             string `json:"uid"`
 		ResourceVersion string `json:"resourceVersion"`
 	} `json:"metadata"`
+	Status map[string]any `json:"status"`
+}
+
+// statusFields are the fields of each kind's status a write's event carries: what a reader of a
+// chain drawn from the API server's side (an operator outside rayctl) wants to see change.
+var statusFields = map[string][]string{
+	"RayCluster": {"state", "readyWorkerReplicas"},
+	"RayJob":     {"jobDeploymentStatus", "jobStatus"},
+	"RayService": {"serviceStatus"},
+	"Job":        {"active", "succeeded", "failed"},
+}
+
+// summary is the fields of status statusFields names for kind, those set, in order.
+func summary(kind string, status map[string]any) []chain.Field {
+	var out []chain.Field
+	for _, f := range statusFields[kind] {
+		if v, ok := status[f]; ok && v != "" {
+			out = append(out, chain.F(f, v))
+		}
+	}
+	return out
 }
 
 // apiWrite is the APIWrite event of a completed write.
 func apiWrite(ev *auditinternal.Event) chain.Event {
 	o := ev.ObjectRef
 	ref := chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace, Name: o.Name, UID: string(o.UID)}
-	call := &chain.Call{Verb: ev.Verb, Subresource: o.Subresource, User: ev.User.Username}
+	call := &chain.Call{Verb: ev.Verb, Subresource: o.Subresource, User: ev.User.Username, UserAgent: ev.UserAgent}
 	e := chain.Event{Component: "apiserver", Hop: chain.APIWrite, Outcome: ev.Verb, Call: call}
 	if o.Subresource != "" {
 		e.Outcome += " " + o.Subresource
@@ -97,6 +152,7 @@ func apiWrite(ev *auditinternal.Event) chain.Event {
 			if m.Kind != "" {
 				ref.Kind = m.Kind
 			}
+			e.Status = summary(ref.Kind, m.Status)
 		}
 	}
 	if !ev.StageTimestamp.IsZero() && !ev.RequestReceivedTimestamp.IsZero() {
@@ -104,6 +160,66 @@ func apiWrite(ev *auditinternal.Event) chain.Event {
 	}
 	e.Object = ref
 	return e
+}
+
+// apiRead is the APIRead event of an answered list or an opened watch.
+func apiRead(ev *auditinternal.Event) chain.Event {
+	o := ev.ObjectRef
+	e := chain.Event{
+		Component: "apiserver", Hop: chain.APIRead, Outcome: ev.Verb,
+		Object: chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace},
+		Call:   &chain.Call{Verb: ev.Verb, User: ev.User.Username, UserAgent: ev.UserAgent, URL: ev.RequestURI, Code: statusCode(ev)},
+	}
+	if e.Call.Code >= 300 && ev.ResponseStatus != nil {
+		e.Error, e.ErrorReason = ev.ResponseStatus.Message, string(ev.ResponseStatus.Reason)
+	}
+	return e
+}
+
+// proxyCall is the ProxyCall event of a completed services/proxy or pods/proxy request.
+func proxyCall(ev *auditinternal.Event) chain.Event {
+	o := ev.ObjectRef
+	path := ev.RequestURI
+	if i := strings.Index(path, "/proxy"); i >= 0 {
+		path = path[i+len("/proxy"):]
+	}
+	e := chain.Event{
+		Component: "apiserver", Hop: chain.ProxyCall,
+		Object: chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace, Name: o.Name},
+		Call: &chain.Call{Method: methodOf(ev.Verb), URL: ev.RequestURI, Path: path, Code: statusCode(ev),
+			Verb: ev.Verb, Subresource: o.Subresource, User: ev.User.Username, UserAgent: ev.UserAgent},
+	}
+	e.Outcome = e.Call.Method
+	if e.Call.Code >= 400 && ev.ResponseStatus != nil {
+		e.Error = ev.ResponseStatus.Message
+	}
+	if !ev.StageTimestamp.IsZero() && !ev.RequestReceivedTimestamp.IsZero() {
+		e.Duration = ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp.Time)
+	}
+	return e
+}
+
+// statusCode is the response's status code (200 when the audit event carries none).
+func statusCode(ev *auditinternal.Event) int {
+	if ev.ResponseStatus != nil && ev.ResponseStatus.Code != 0 {
+		return int(ev.ResponseStatus.Code)
+	}
+	return 200
+}
+
+// methodOf is the HTTP method of a request's verb, as the API server derived one from the other.
+func methodOf(verb string) string {
+	switch verb {
+	case "create":
+		return "POST"
+	case "update":
+		return "PUT"
+	case "patch":
+		return "PATCH"
+	case "delete":
+		return "DELETE"
+	}
+	return "GET"
 }
 
 // kindOf names a followed resource's kind.
@@ -119,6 +235,8 @@ func kindOf(resource string) string {
 		return "RayCluster"
 	case "rayjobs":
 		return "RayJob"
+	case "rayservices":
+		return "RayService"
 	}
 	return strings.TrimSuffix(resource, "s")
 }

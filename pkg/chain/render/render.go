@@ -38,6 +38,9 @@ func Describe(e *chain.Event) string {
 		if call.Code >= 300 {
 			return fmt.Sprintf("refused %s of %s: %d %s (%s)", e.Outcome, obj, call.Code, e.Error, call.User)
 		}
+		if len(e.Status) > 0 {
+			return fmt.Sprintf("accepted %s of %s%s (%s): %s", e.Outcome, obj, rv, call.User, StatusSummary(e.Status))
+		}
 		return fmt.Sprintf("accepted %s of %s%s (%s)", e.Outcome, obj, rv, call.User)
 	case chain.InformerEvent:
 		if e.OldResourceVersion != "" {
@@ -93,6 +96,21 @@ func Describe(e *chain.Event) string {
 			return fmt.Sprintf("dashboard %s %s failed after %s: %s", call.Method, call.URL, ms(e.Duration), e.Error)
 		}
 		return fmt.Sprintf("dashboard %s %s → %d in %s", call.Method, call.URL, call.Code, ms(e.Duration))
+	case chain.APIRead:
+		where := "in all namespaces"
+		if e.Object.Namespace != "" {
+			where = "in namespace " + e.Object.Namespace
+		}
+		what := "opened a watch of"
+		if e.Outcome == "list" {
+			what = "listed"
+		}
+		if call.Code >= 300 {
+			return fmt.Sprintf("refused %s %ss %s: %d %s (%s)", e.Outcome, e.Object.Kind, where, call.Code, e.Error, call.User)
+		}
+		return fmt.Sprintf("%s %ss %s (%s)", what, e.Object.Kind, where, call.User)
+	case chain.ProxyCall:
+		return fmt.Sprintf("proxied %s %s to %s → %d in %s (%s)", call.Method, call.Path, obj, call.Code, ms(e.Duration), call.User)
 	}
 	return string(e.Hop) + " " + obj
 }
@@ -172,6 +190,9 @@ func Render(w io.Writer, steps []chain.Step, opts Options) {
 		if c, ok := at[s.Cause]; ok && s.Cause != 0 {
 			latency = ms(time.Duration(max(s.At-c, 0)))
 		}
+		if s.Unseen != "" {
+			RenderUnseen(w, s.Unseen, opts)
+		}
 		RenderLine(w, time.Duration(s.At-t0), latency, &s.Event, opts)
 	}
 }
@@ -205,6 +226,18 @@ func RenderLine(w io.Writer, offset time.Duration, latency string, e *chain.Even
 		} else {
 			fmt.Fprintf(w, "%s%s\n", p, l)
 		}
+	}
+}
+
+// RenderUnseen writes a note between hops about what happened out of the API server's sight (an
+// operator's cache, queue and reconcile), dimmed and marked ┆.
+func RenderUnseen(w io.Writer, note string, opts Options) {
+	if opts.Width <= 0 {
+		opts.Width = 80
+	}
+	indent := strings.Repeat(" ", 22) + "┆ "
+	for _, l := range Wrap(note, opts.Width-len([]rune(indent))) {
+		fmt.Fprintln(w, ansi.Paint(opts.Color, ansi.Dim, indent+l))
 	}
 }
 

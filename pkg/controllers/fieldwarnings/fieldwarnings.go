@@ -9,6 +9,7 @@ package fieldwarnings
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -37,7 +38,8 @@ const EventUnsupportedField = "UnsupportedField"
 type Field struct {
 	// Path is the field's path, e.g. "workerGroupSpecs[].priority".
 	Path string
-	// Value, when set, limits the field to that (string) value: other values are acted on.
+	// Value, when set, limits the field to that value (as fmt prints it: "true" for a boolean): other
+	// values are acted on.
 	Value string
 	// Undone says what rayctl does not do for it.
 	Undone string
@@ -55,6 +57,8 @@ func (f Field) String() string {
 // accepts and does not act on.
 var ClusterSpecFields = []Field{
 	{Path: "tlsOptions", Undone: "TLS between Ray's components is not set up"},
+	{Path: "authOptions.enableK8sTokenAuth", Value: "true", Undone: "Ray's Kubernetes-delegated token authentication is not set up: " +
+		"the cluster's Ray requires the token of its Secret (named after the cluster; `rayctl get token`), not callers' service account tokens"},
 	{Path: "historyServerOptions", Undone: "no history server collector is added"},
 	// The redis backend (the default) is acted on: the head gets its Redis.
 	{Path: "gcsFaultToleranceOptions.backend", Value: "rocksdb", Undone: "GCS fault tolerance with RocksDB is not configured (only with Redis)"},
@@ -103,7 +107,7 @@ func Present(spec map[string]any, fields []Field) []Field {
 // set says whether the field at steps below v is set (to value, unless value is "").
 func set(v any, steps []string, value string) bool {
 	if len(steps) == 0 {
-		return v != nil && (value == "" || v == value)
+		return v != nil && (value == "" || fmt.Sprint(v) == value)
 	}
 	step := steps[0]
 	list := strings.HasSuffix(step, "[]")

@@ -11,6 +11,7 @@ func TestPresent(t *testing.T) {
 	spec := map[string]any{}
 	if err := yaml.Unmarshal([]byte(`
 tlsOptions: {enabled: false}
+authOptions: {mode: token, enableK8sTokenAuth: false}
 networkPolicy: null
 gcsFaultToleranceOptions: {redisAddress: "redis:6379", backend: redis}
 headGroupSpec: {template: {}}
@@ -41,6 +42,17 @@ autoscalerOptions: {args: []}
 	want = []string{"tlsOptions", "gcsFaultToleranceOptions.backend: rocksdb", "gcsFaultToleranceOptions.storage", "workerGroupSpecs[].priority", "autoscalerOptions.args"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("with RocksDB: Present = %v, want %v", got, want)
+	}
+
+	// A boolean field's value is matched as fmt prints it: enableK8sTokenAuth false is acted on, true not.
+	spec["authOptions"] = map[string]any{"mode": "token", "enableK8sTokenAuth": true}
+	got = nil
+	for _, f := range Present(spec, ClusterSpecFields[:2]) {
+		got = append(got, f.String())
+	}
+	want = []string{"tlsOptions", "authOptions.enableK8sTokenAuth: true"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("with enableK8sTokenAuth: Present = %v, want %v", got, want)
 	}
 }
 

@@ -32,6 +32,9 @@ const (
 	EnvAuthToken = "RAY_AUTH_TOKEN"
 	// minAuthRayVersion is the first Ray with token authentication.
 	minAuthRayVersion = "2.52.0"
+	// minK8sAuthRayVersion is the first Ray that can delegate token authentication to Kubernetes
+	// (authOptions.enableK8sTokenAuth).
+	minK8sAuthRayVersion = "2.55.0"
 )
 
 // TokenAuth reports whether the cluster's Ray requires a token: spec.authOptions.mode "token", or, on a
@@ -128,30 +131,50 @@ func ClusterToken(ctx context.Context, r, secrets client.Reader, c *rayv1.RayClu
 	return token, nil
 }
 
-// validateAuth rejects what KubeRay rejects of spec.authOptions.
+// validateAuth rejects what KubeRay v1.7 rejects of spec.authOptions. enableK8sTokenAuth passes it:
+// rayctl does not set up Kubernetes-delegated authentication (Ray reviewing its callers' service account
+// tokens with the API server), so such a cluster requires the token of its Secret instead, and the
+// fieldwarnings controller says so.
 func validateAuth(spec *rayv1.RayClusterSpec) error {
 	ao := spec.AuthOptions
 	if ao == nil {
 		return nil
 	}
 	k8s := ptr.Deref(ao.EnableK8sTokenAuth, false)
-	if k8s {
-		return fmt.Errorf("authOptions.enableK8sTokenAuth is not supported here: Ray would ask the API server to review the service account tokens of its callers")
-	}
 	if ao.Mode != rayv1.AuthModeToken {
+		if k8s {
+			return fmt.Errorf("authOptions.enableK8sTokenAuth needs authOptions.mode token")
+		}
 		return nil
 	}
+	least := minAuthRayVersion
+	if k8s {
+		if ptr.Deref(ao.SecretName, "") != "" {
+			return fmt.Errorf("authOptions.enableK8sTokenAuth and authOptions.secretName cannot both be set")
+		}
+		least = minK8sAuthRayVersion
+	}
 	if spec.RayVersion == "" {
-		return fmt.Errorf("authOptions.mode token needs spec.rayVersion %s or later", minAuthRayVersion)
+		return fmt.Errorf("authOptions.mode token needs spec.rayVersion %s or later", least)
 	}
 	v, err := version.ParseGeneric(spec.RayVersion)
 	if err != nil {
 		return fmt.Errorf("authOptions.mode token: spec.rayVersion %q: %v", spec.RayVersion, err)
 	}
-	if v.LessThan(version.MustParseGeneric(minAuthRayVersion)) {
-		return fmt.Errorf("authOptions.mode token needs Ray %s or later; spec.rayVersion is %s", minAuthRayVersion, spec.RayVersion)
+	if v.LessThan(version.MustParseGeneric(least)) {
+		what := "authOptions.mode token"
+		if k8s {
+			what = "authOptions.enableK8sTokenAuth"
+		}
+		return fmt.Errorf("%s needs Ray %s or later; spec.rayVersion is %s", what, least, spec.RayVersion)
 	}
 	return nil
+}
+
+// K8sTokenAuth reports whether spec asks for Kubernetes-delegated token authentication, which KubeRay
+// v1.7 refuses in a RayJob's or RayService's cluster.
+func K8sTokenAuth(spec *rayv1.RayClusterSpec) bool {
+	return spec != nil && spec.AuthOptions != nil && ptr.Deref(spec.AuthOptions.EnableK8sTokenAuth, false)
 }
 
 // authSecret is the Secret the controller makes for c's token: a random 32 bytes in base64, labelled

@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -54,8 +55,27 @@ func TestValidateAuth(t *testing.T) {
 			t.Errorf("rayVersion %q: %v", v, err)
 		}
 	}
-	spec.AuthOptions.EnableK8sTokenAuth = ptr.To(true)
-	if err := validateAuth(spec); err == nil {
-		t.Error("enableK8sTokenAuth is accepted")
+	// enableK8sTokenAuth, as KubeRay v1.7 checks it: Ray 2.55 or later, mode token, no secretName.
+	k8s := func(mode rayv1.AuthMode, version, secret string) *rayv1.RayClusterSpec {
+		ao := &rayv1.AuthOptions{Mode: mode, EnableK8sTokenAuth: ptr.To(true)}
+		if secret != "" {
+			ao.SecretName = ptr.To(secret)
+		}
+		return &rayv1.RayClusterSpec{RayVersion: version, AuthOptions: ao}
+	}
+	for _, tc := range []struct {
+		name string
+		spec *rayv1.RayClusterSpec
+		want string
+	}{
+		{"Ray 2.60", k8s(rayv1.AuthModeToken, "2.60.0", ""), ""},
+		{"Ray 2.53", k8s(rayv1.AuthModeToken, "2.53.0", ""), "authOptions.enableK8sTokenAuth needs Ray 2.55.0 or later"},
+		{"secretName", k8s(rayv1.AuthModeToken, "2.60.0", "mine"), "authOptions.enableK8sTokenAuth and authOptions.secretName cannot both be set"},
+		{"mode disabled", k8s(rayv1.AuthModeDisabled, "2.60.0", ""), "authOptions.enableK8sTokenAuth needs authOptions.mode token"},
+	} {
+		err := validateAuth(tc.spec)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("enableK8sTokenAuth, %s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }

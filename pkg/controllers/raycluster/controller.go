@@ -11,9 +11,11 @@
 // GCS fault tolerance with an external Redis configures the head and workers (gcsft.go) and, at deletion,
 // runs KubeRay's Redis cleanup Job behind a finalizer (rediscleanup.go).
 //
-// Not implemented (KubeRay features outside rayctl's scope): ingress/route, the serve Service, multi-host
-// indexing (numOfHosts > 1 scales like KubeRay without its feature gate, without the headless worker
-// Service), batch schedulers and RayService-specific labels.
+// Worker groups of numOfHosts > 1 are made and removed a replica (numOfHosts Pods) at a time, with
+// KubeRay v1.7's multi-host indexing labels and its headless worker Service (multihost.go).
+//
+// Not implemented (KubeRay features outside rayctl's scope): ingress/route, the serve Service, batch
+// schedulers and RayService-specific labels.
 package raycluster
 
 import (
@@ -192,6 +194,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		reconcileErr = r.reconcileHeadService(ctx, &c)
 	}
 	if reconcileErr == nil {
+		reconcileErr = r.reconcileHeadlessWorkerService(ctx, &c)
+	}
+	if reconcileErr == nil {
 		reconcileErr = r.reconcileAutoscalerRBAC(ctx, &c)
 	}
 	if reconcileErr == nil {
@@ -326,6 +331,12 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, c *rayv1.RayClust
 		}
 		placeServicePorts(svc, c, head)
 	}
+	return r.createService(ctx, c, svc)
+}
+
+// createService creates one of c's Services, with KubeRay's events; one that exists already (the
+// cache has not caught up with an earlier create) is not an error.
+func (r *Reconciler) createService(ctx context.Context, c *rayv1.RayCluster, svc *corev1.Service) error {
 	if err := r.client.Create(ctx, svc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache has not caught up with an earlier create
@@ -488,6 +499,9 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 	if err != nil {
 		return err
 	}
+	if numOfHosts(g) > 1 {
+		return r.reconcileReplicas(ctx, c, g, pods)
+	}
 	key := group(c, g.GroupName)
 
 	// Pods that cannot run again go first; replacements come on the next pass.
@@ -498,13 +512,9 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 			continue
 		}
 		unhealthy++
-		if err := r.client.Delete(ctx, &pods[i]); err != nil && !apierrors.IsNotFound(err) {
-			r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToDeleteWorkerPod, "Failed deleting worker Pod %s/%s; %s: %v", pods[i].Namespace, pods[i].Name, reason, err)
-			return failure(reasonFailedDeleteWorkerPod, err)
+		if err := r.deleteWorker(ctx, c, key, &pods[i], reason); err != nil {
+			return err
 		}
-		r.expect.Expect(key, pods[i].Name, expectations.Delete)
-		r.hooks.Wrote(ctx, &pods[i], "delete")
-		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted worker Pod %s/%s; %s", pods[i].Namespace, pods[i].Name, reason)
 	}
 	if unhealthy > 0 {
 		return fmt.Errorf("deleted %d unhealthy worker Pods of group %s", unhealthy, g.GroupName)
@@ -523,53 +533,66 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 			running = append(running, *p)
 			continue
 		}
-		if err := r.client.Delete(ctx, p); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToDeleteWorkerPod, "Failed deleting pod %s/%s, %v", p.Namespace, p.Name, err)
-			return failure(reasonFailedDeleteWorkerPod, err)
+		if err := r.deleteWorker(ctx, c, key, p, "named in scaleStrategy.workersToDelete"); err != nil {
+			return err
 		}
-		r.expect.Expect(key, p.Name, expectations.Delete)
-		r.hooks.Wrote(ctx, p, "delete")
-		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted pod %s/%s", p.Namespace, p.Name)
 	}
 
 	diff := int(DesiredWorkers(g)) - len(running)
 	switch {
 	case diff > 0:
+		free := freeIndices(running)
 		for range diff {
-			o := r.build
-			plan, err := r.workerPlan(ctx, c)
-			if err != nil {
-				return failure(reasonFailedCreateWorkerPod, err)
+			if err := r.createWorker(ctx, c, g, ReplicaSlot{Index: free()}); err != nil {
+				return err
 			}
-			o.Ports = plan
-			pod := WorkerPod(c, g, o)
-			if err := r.client.Create(ctx, pod); err != nil {
-				r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToCreateWorkerPod, "Failed to create worker Pod for the cluster %s/%s, %v", c.Namespace, c.Name, err)
-				return failure(reasonFailedCreateWorkerPod, err)
-			}
-			r.expect.Expect(key, pod.Name, expectations.Create)
-			r.hooks.Wrote(ctx, pod, "create")
-			r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
 		}
 	case diff < 0:
-		if c.Spec.EnableInTreeAutoscaling != nil && *c.Spec.EnableInTreeAutoscaling {
+		if AutoscalingEnabled(c) {
 			return nil // with the autoscaler on, only it picks Pods to remove (workersToDelete)
 		}
 		scaleDownOrder(running)
 		for i := range -diff {
-			p := &running[i]
-			if err := r.client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
-				r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToDeleteWorkerPod, "Failed deleting Pod %s/%s, %v", p.Namespace, p.Name, err)
-				return failure(reasonFailedDeleteWorkerPod, err)
+			if err := r.deleteWorker(ctx, c, key, &running[i], "scaling down"); err != nil {
+				return err
 			}
-			r.expect.Expect(key, p.Name, expectations.Delete)
-			r.hooks.Wrote(ctx, p, "delete")
-			r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted Pod %s/%s", p.Namespace, p.Name)
 		}
 	}
+	return nil
+}
+
+// createWorker creates one worker Pod of group g in slot.
+func (r *Reconciler) createWorker(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, slot ReplicaSlot) error {
+	o := r.build
+	plan, err := r.workerPlan(ctx, c)
+	if err != nil {
+		return failure(reasonFailedCreateWorkerPod, err)
+	}
+	o.Ports, o.Replica = plan, &slot
+	pod := WorkerPod(c, g, o)
+	if err := r.client.Create(ctx, pod); err != nil {
+		r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToCreateWorkerPod, "Failed to create worker Pod for the cluster %s/%s, %v", c.Namespace, c.Name, err)
+		return failure(reasonFailedCreateWorkerPod, err)
+	}
+	r.expect.Expect(group(c, g.GroupName), pod.Name, expectations.Create)
+	r.hooks.Wrote(ctx, pod, "create")
+	r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
+	return nil
+}
+
+// deleteWorker deletes worker Pod p of the group key names, saying why in its event. A Pod already
+// gone is not an error.
+func (r *Reconciler) deleteWorker(ctx context.Context, c *rayv1.RayCluster, key expectations.Group, p *corev1.Pod, why string) error {
+	if err := r.client.Delete(ctx, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		r.recorder.Eventf(c, corev1.EventTypeWarning, EventFailedToDeleteWorkerPod, "Failed deleting worker Pod %s/%s (%s): %v", p.Namespace, p.Name, why, err)
+		return failure(reasonFailedDeleteWorkerPod, err)
+	}
+	r.expect.Expect(key, p.Name, expectations.Delete)
+	r.hooks.Wrote(ctx, p, "delete")
+	r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted worker Pod %s/%s; %s", p.Namespace, p.Name, why)
 	return nil
 }
 

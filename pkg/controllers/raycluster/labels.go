@@ -17,6 +17,17 @@ const (
 	LabelAppName       = "app.kubernetes.io/name"
 	LabelCreatedBy     = "app.kubernetes.io/created-by"
 
+	// KubeRay v1.7's multi-host indexing (RayMultiHostIndexing, on by default): every worker Pod
+	// carries its replica's index within its group (0, 1, … the lowest free one); in a group of
+	// numOfHosts > 1 a replica is numOfHosts Pods that also carry the replica's name (`<group>-xxxxx`,
+	// unique across clusters) and their host index within it (0 … numOfHosts-1).
+	LabelReplicaIndex = "ray.io/worker-group-replica-index"
+	LabelReplicaName  = "ray.io/worker-group-replica-name"
+	LabelHostIndex    = "ray.io/replica-host-index"
+	// LabelHeadlessWorkerService names the cluster on its headless worker Service
+	// (`<cluster>-headless`), made for clusters with a multi-host group.
+	LabelHeadlessWorkerService = "ray.io/headless-worker-svc"
+
 	// AppName and CreatedBy are the values of LabelAppName and LabelCreatedBy.
 	AppName   = "kuberay"
 	CreatedBy = "kuberay-operator"

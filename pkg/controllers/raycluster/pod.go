@@ -70,6 +70,16 @@ type BuildOptions struct {
 	// Ports, when set, puts the Pod's Ray on blocks of ports of the host's loopback: the node's pods
 	// share the host's network (rayports). It is the Pod's own plan, set per Pod.
 	Ports *PortPlan
+	// Replica, when set, is a worker Pod's place in its group (multi-host indexing), set per Pod.
+	Replica *ReplicaSlot
+}
+
+// ReplicaSlot is a worker Pod's place in its group: its replica's index and, in a group of
+// numOfHosts > 1, the replica's name and the Pod's host index within it.
+type ReplicaSlot struct {
+	Index int
+	Name  string
+	Host  int
 }
 
 // PortPlan is where a Pod's Ray listens when pods share the host's network: Own is its block, Head the
@@ -155,6 +165,13 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	rayparams.ApplyGroupResources(params, g.Resources)
 	applyGroupLabels(params, g.Labels)
 	tmpl.Labels = podLabels(rayv1.WorkerNode, c.Name, g.GroupName, merged(g.Template.Labels, g.Labels))
+	if s := o.Replica; s != nil {
+		tmpl.Labels[LabelReplicaIndex] = strconv.Itoa(s.Index)
+		if numOfHosts(g) > 1 {
+			tmpl.Labels[LabelReplicaName] = s.Name
+			tmpl.Labels[LabelHostIndex] = strconv.Itoa(s.Host)
+		}
+	}
 	if _, ok := params["address"]; !ok {
 		params["address"] = fqdn + ":" + port
 	}

@@ -2,7 +2,9 @@
 // creates (or selects) a RayCluster, waits until the cluster is ready, has the
 // Ray job submitted to the cluster's dashboard (by a submitter batch Job, a
 // head-Pod sidecar, or its own HTTP request), follows the job to its end and
-// cleans up, walking the jobDeploymentStatus states KubeRay 1.5 uses:
+// cleans up (shutdownAfterJobFinishes, or spec.deletionStrategy's policies and
+// rules as KubeRay v1.7 runs them: deletion.go), walking the jobDeploymentStatus
+// states KubeRay 1.5 uses:
 //
 //	New → Initializing → Running → Complete | Failed
 //	              ↘ Waiting (InteractiveMode) ↗

@@ -74,6 +74,8 @@ const (
 	EventFailedCreateCluster   = "FailedToCreateRayCluster"
 	EventDeletedCluster        = "DeletedRayCluster"
 	EventFailedDeleteCluster   = "FailedToDeleteRayCluster"
+	EventUpdatedCluster        = "UpdatedRayCluster"
+	EventFailedUpdateCluster   = "FailedToUpdateRayCluster"
 	EventClusterNotFound       = "RayClusterNotFound"
 	EventCreatedSubmitter      = "CreatedRayJobSubmitter"
 	EventFailedCreateSubmitter = "FailedToCreateRayJobSubmitter"

@@ -339,20 +339,22 @@ func (p *pass) onSuspended() (reconcile.Result, error) {
 	return p.requeue(), nil
 }
 
-// onFinished applies shutdownAfterJobFinishes once ttlSecondsAfterFinished has
-// passed since the end. A selected (existing) cluster is never deleted.
+// onFinished cleans up after the end, as KubeRay v1.7 does: never a selected (existing) cluster,
+// else spec.deletionStrategy when set (deletion.go), else shutdownAfterJobFinishes once
+// ttlSecondsAfterFinished has passed since the end.
 func (p *pass) onFinished(ctx context.Context) (reconcile.Result, error) {
-	if usesClusterSelector(p.job) || !p.job.Spec.ShutdownAfterJobFinishes {
+	switch {
+	case usesClusterSelector(p.job):
+		// KubeRay v1.7 stops here even for a DeleteSelf rule, which its validation allows.
+		return reconcile.Result{}, nil
+	case p.job.Spec.DeletionStrategy != nil:
+		return p.applyDeletionStrategy(ctx)
+	case !p.job.Spec.ShutdownAfterJobFinishes:
 		return reconcile.Result{}, nil
 	}
-	end := p.now
-	if t := p.status().EndTime; t != nil {
-		end = t.Time
-	}
-	shutdown := end.Add(time.Duration(p.job.Spec.TTLSecondsAfterFinished) * time.Second)
+	shutdown := p.endTime().Add(time.Duration(p.job.Spec.TTLSecondsAfterFinished) * time.Second)
 	if p.now.Before(shutdown) {
-		// EndTime is stored to the second; a little slack avoids waking up early.
-		return reconcile.Result{RequeueAfter: shutdown.Sub(p.now) + time.Second}, nil
+		return p.requeueAt(shutdown), nil
 	}
 	if p.r.opts.DeleteRayJobAfterJobFinishes {
 		return reconcile.Result{}, p.r.client.Delete(ctx, p.job)

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
 // ValidationError is a RayJob the controller refuses to run; the RayJob goes
@@ -75,8 +77,8 @@ func validateSpec(job *rayv1.RayJob) error {
 	if !spec.ShutdownAfterJobFinishes && spec.TTLSecondsAfterFinished > 0 {
 		return bad("a RayJob with shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished")
 	}
-	if spec.DeletionStrategy != nil {
-		return bad("deletionStrategy needs KubeRay's RayJobDeletionPolicy feature gate, which rayctl does not offer; use shutdownAfterJobFinishes")
+	if err := validateDeletionStrategy(job); err != nil {
+		return err
 	}
 	selector := usesClusterSelector(job)
 	if spec.Suspend && selector {
@@ -95,6 +97,9 @@ func validateSpec(job *rayv1.RayJob) error {
 	}
 	if mode == rayv1.InteractiveMode && spec.BackoffLimit != nil && *spec.BackoffLimit > 0 {
 		return bad("BackoffLimit is incompatible with InteractiveMode")
+	}
+	if raycluster.K8sTokenAuth(spec.RayClusterSpec) {
+		return bad("rayClusterSpec.authOptions.enableK8sTokenAuth: Kubernetes-delegated token authentication is not supported for a RayJob (as in KubeRay v1.7)")
 	}
 	if mode == rayv1.SidecarMode {
 		if spec.SubmitterPodTemplate != nil {

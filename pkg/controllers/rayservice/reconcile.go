@@ -106,6 +106,9 @@ func validate(rs *rayv1.RayService) error {
 	if d := rs.Spec.RayClusterDeletionDelaySeconds; d != nil && *d < 0 {
 		return fmt.Errorf("spec.rayClusterDeletionDelaySeconds: %d is negative", *d)
 	}
+	if raycluster.K8sTokenAuth(&rs.Spec.RayClusterSpec) {
+		return fmt.Errorf("spec.rayClusterConfig.authOptions.enableK8sTokenAuth: Kubernetes-delegated token authentication is not supported for a RayService (as in KubeRay v1.7)")
+	}
 	return nil
 }
 

@@ -28,7 +28,7 @@ func (w *Worker) syncRunning(ctx context.Context, pod *corev1.Pod) time.Duration
 		now := nowTime()
 		w.startTime = &now
 	}
-	if w.sandbox == nil {
+	if w.sandbox == nil || !w.sandboxChecked {
 		if err := w.ensureSandbox(ctx, pod); err != nil {
 			w.event(pod, "", corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
 			return retryDelay
@@ -505,7 +505,7 @@ func (w *Worker) ensureSandbox(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	w.sandbox = sb
+	w.sandbox, w.sandboxChecked = sb, true
 	w.publishSandbox()
 	return nil
 }

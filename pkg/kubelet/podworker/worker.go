@@ -89,7 +89,11 @@ type Worker struct {
 
 	// Owned by the run goroutine.
 	sandbox *runtime.Sandbox
-	volumes volume.Paths
+	// sandboxChecked says the sandbox was made (or made again) by this worker: one adopted from the
+	// runtime after a restart is run once more (RunSandbox returns it as it is, or rebuilds what is gone
+	// of it, such as the network namespace of a rootless rayctl that ended).
+	sandboxChecked bool
+	volumes        volume.Paths
 	// volumesRenew is when the volumes are set up again, to renew their service-account tokens.
 	volumesRenew time.Time
 	containers   map[string]*containerRecord

@@ -37,9 +37,24 @@ type HTTPError struct {
 	Body string
 }
 
-// Error shows the status code and the body.
+// Error shows the status code and the body; a refusal of Ray's token authentication (401 without a
+// token, 403 with a wrong one) as Ray's job client words it.
 func (e *HTTPError) Error() string {
-	return fmt.Sprintf("request failed with status code %d: %s", e.Code, strings.TrimSpace(e.Body))
+	body := strings.TrimSpace(e.Body)
+	switch e.Code {
+	case http.StatusUnauthorized:
+		return fmt.Sprintf("Authentication required: %s\n\nToken authentication is enabled but no authentication token was found (HTTP %d)", body, e.Code)
+	case http.StatusForbidden:
+		return fmt.Sprintf("Authentication failed: %s\n\nToken authentication is enabled but the authentication token is invalid or incorrect (HTTP %d)", body, e.Code)
+	}
+	return fmt.Sprintf("request failed with status code %d: %s", e.Code, body)
+}
+
+// IsHTTPError reports whether err is an answer of the dashboard's (any HTTPError), not a failure to
+// reach it.
+func IsHTTPError(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he)
 }
 
 // IsNotFound reports whether err is the dashboard saying the job does not exist.

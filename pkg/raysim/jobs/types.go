@@ -7,6 +7,7 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Status is a job's state, with Ray's values.
@@ -111,6 +112,29 @@ type VersionResponse struct {
 
 // APIVersion is the Jobs API version raysim speaks (the "version" of /api/version), Ray 2.60's.
 const APIVersion = "4"
+
+// SpokenRayVersion is the Ray whose surfaces raysim speaks.
+const SpokenRayVersion = "2.60.0"
+
+// ReportedRayVersion is the "ray_version" of /api/version for raysim's own version v: the Ray it speaks
+// with v as a PEP 440 local label ("2.60.0+raysim.9c7cb63.dirty"), which Ray's job client parses and
+// compares with the least Ray it needs (a bare git description is no version to it).
+func ReportedRayVersion(v string) string {
+	label := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '.'
+	}, v)
+	label = strings.Trim(label, ".")
+	for strings.Contains(label, "..") {
+		label = strings.ReplaceAll(label, "..", ".")
+	}
+	if label == "" {
+		return SpokenRayVersion + "+raysim"
+	}
+	return SpokenRayVersion + "+raysim." + label
+}
 
 // Job status messages, as Ray words them.
 const (

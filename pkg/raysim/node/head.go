@@ -149,7 +149,7 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 		}
 	}
 	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Serve: h.serve, Version: jobs.VersionResponse{
-		Version: jobs.APIVersion, RayVersion: cfg.Version + "+raysim", RayCommit: "raysim", SessionName: h.session,
+		Version: jobs.APIVersion, RayVersion: jobs.ReportedRayVersion(cfg.Version), RayCommit: "raysim", SessionName: h.session,
 	}, TokenAuth: cfg.AuthToken != ""}
 	agent := &dashboard.Agent{Healthy: func() bool { return true }}
 	handlers := map[string]http.Handler{

@@ -100,7 +100,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sb *runtime.Sandbox, cfg 
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
 	}
 	id := containerID(sb.PodUID, cfg.Name, cfg.Attempt)
-	spec = append(spec, withCgroupPath(r.cgroupParent+"/"+id))
+	cgroup := r.cgroupParent + "/" + id
+	if r.noLimits != "" {
+		cgroup = "" // containerd's default names one, which runc could not make
+	}
+	spec = append(spec, withCgroupPath(cgroup))
 	labels := map[string]string{}
 	for k, v := range cfg.Labels {
 		labels[k] = v

@@ -22,6 +22,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/rayctl/rayctl/pkg/procstop"
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 // Namespace is the containerd namespace rayctl keeps its images and containers in.
@@ -29,6 +30,13 @@ const Namespace = "rayctl"
 
 // DefaultSnapshotter is the snapshotter images are unpacked for.
 const DefaultSnapshotter = "overlayfs"
+
+// The configuration file and the state directory of a private containerd, in the directory given to
+// StartPrivate.
+const (
+	configFile  = "config.toml"
+	stateSubdir = "state"
+)
 
 // maxSocketPath keeps unix socket paths under the kernel's 108-byte limit
 // (with room for containerd's ".ttrpc" suffix).
@@ -72,8 +80,9 @@ func Available() bool {
 
 // StartPrivate writes a configuration under dir (root, state, sockets,
 // FIFOs, the opt plugin's path, CRI disabled), starts containerd with it and
-// waits until its socket answers. Stop ends it. It needs root, like any
-// containerd that runs containers.
+// waits until its socket answers. Stop ends it. It needs root, or to run
+// inside rayctl's user namespace (rootless), where /run becomes private to
+// rayctl first: containerd's shims put their sockets in /run/containerd.
 func StartPrivate(ctx context.Context, dir string) (*Daemon, error) {
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
@@ -84,9 +93,14 @@ func StartPrivate(ctx context.Context, dir string) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{Dir: dir, FIFODir: filepath.Join(dir, "fifo"), LogPath: filepath.Join(dir, "containerd.log"),
-		StateDir: filepath.Join(dir, "state"), bin: bin}
+		StateDir: filepath.Join(dir, stateSubdir), bin: bin}
 	for _, sub := range []string{"root", "state", "fifo", "opt"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o711); err != nil {
+			return nil, err
+		}
+	}
+	if userns.Inside() {
+		if err := privateRunDir(); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +130,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
 `, filepath.Join(dir, "root"), d.StateDir, d.Address, d.Address+".ttrpc", filepath.Join(dir, "opt"))
-	d.cfgPath = filepath.Join(dir, "config.toml")
+	d.cfgPath = filepath.Join(dir, configFile)
 	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
@@ -262,6 +276,9 @@ func (d *Daemon) Stop() error {
 		return nil
 	}
 	procstop.Child(cmd.Process.Pid, false, done, 10*time.Second)
+	if userns.Inside() {
+		EndShims(d.StateDir) // rootless, containers end with rayctl (see EndShims)
+	}
 	var ee *exec.ExitError
 	if err := d.exitErr(); err != nil && !errors.As(err, &ee) {
 		return err

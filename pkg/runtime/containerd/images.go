@@ -73,10 +73,14 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string, policy runtime.Pu
 	if ok, err := img.IsUnpacked(ctx, r.snap); err == nil && !ok {
 		progress("Unpacking image " + ref)
 		if err := img.Unpack(ctx, r.snap); err != nil {
-			return nil, fmt.Errorf("unpacking image %s: %w", ref, err)
+			return nil, fmt.Errorf("unpacking image %s: %w%s", ref, err, unmappedHint())
 		}
 	}
-	return describe(ctx, img, ref)
+	d, err := describe(ctx, img, ref)
+	if err == nil && r.noLimits != "" {
+		d.Notes = append(d.Notes, runtime.Note{Reason: "LimitsNotEnforced", Message: r.noLimits})
+	}
+	return d, err
 }
 
 // describe turns a containerd image into the runtime's Image.

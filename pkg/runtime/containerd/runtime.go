@@ -51,6 +51,8 @@ type Runtime struct {
 	address string
 	// stateDir is Options.StateDir; cgroupParent holds the containers' cgroups.
 	stateDir, cgroupParent string
+	// noLimits, when set, says why containers get no cgroup and so no resource limits (rootless).
+	noLimits string
 	// started is when New connected: leases older than that are an earlier process's.
 	started time.Time
 
@@ -88,7 +90,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	r := &Runtime{client: c, ns: opts.Namespace, snap: opts.Snapshotter, fifoDir: opts.FIFODir, net: opts.Network,
 		address: opts.Address, stateDir: opts.StateDir, cgroupParent: CgroupParent(opts.Namespace, opts.StateDir),
-		started: time.Now(), attached: map[string]*attachment{}, starting: map[string]bool{}}
+		started: time.Now(), attached: map[string]*attachment{}, starting: map[string]bool{}, noLimits: rootlessLimits()}
 	if _, err := r.Version(ctx); err != nil {
 		c.Close()
 		return nil, err

@@ -43,7 +43,8 @@ func openFilesCeiling(max uint64) uint64 {
 
 // specOpts builds the OCI spec of a container: process, environment,
 // working dir, user, hostname, network namespace, mounts (the sandbox's DNS
-// files unless the config mounts those paths itself) and cgroup limits.
+// files unless the config mounts those paths itself) and cgroup limits
+// (none where the runtime has no cgroups: rootless).
 func (r *Runtime) specOpts(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img *runtime.Image) ([]oci.SpecOpts, error) {
 	argv := img.Argv(cfg.Command, cfg.Args)
 	if len(argv) == 0 {
@@ -90,6 +91,9 @@ func (r *Runtime) specOpts(sb *runtime.Sandbox, cfg runtime.ContainerConfig, img
 	}
 	if cfg.Privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
+	}
+	if r.noLimits != "" {
+		return opts, nil
 	}
 	if cfg.Resources.MemoryBytes > 0 {
 		opts = append(opts, oci.WithMemoryLimit(uint64(cfg.Resources.MemoryBytes)))

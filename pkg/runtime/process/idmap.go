@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 // idMap is what the user namespace rayctl runs in maps of one kind of id
@@ -54,7 +56,14 @@ func (m idMap) has(id uint32) bool {
 // idMaps are the current user namespace's uid and gid maps.
 type idMaps struct{ uids, gids idMap }
 
+// currentIDMaps are the ids a container may run as: those the current user namespace maps, save
+// inside rayctl's own (rootless), where only 0 is. The user's subordinate ids that namespace may map
+// too are for containerd's images: a host process running as one could not reach its home and Ray's
+// files under the user's owner-only data dir.
 func currentIDMaps() idMaps {
+	if userns.Inside() {
+		return idMaps{uids: idMap{{0, 1}}, gids: idMap{{0, 1}}}
+	}
 	return idMaps{uids: readIDMap("/proc/self/uid_map"), gids: readIDMap("/proc/self/gid_map")}
 }
 

@@ -1,7 +1,8 @@
 // Package selector picks the container runtime `rayctl up --runtime=…`
 // names: containerd, process, fake, or auto, which takes a containerd socket
-// that answers, else a private containerd when the binary is installed (and
-// rayctl is root), else the process runtime. It also settles what runs Ray's
+// that answers, else a private containerd when the binary is installed (run
+// as root, or rootless inside rayctl's user namespace), else the process
+// runtime. It also settles what runs Ray's
 // images (`--ray=…`, see Plan): the host's Ray and raysim run on the process
 // runtime, the images themselves on containerd, so auto takes the process
 // runtime when the host's Ray runs them. It sits apart from package runtime
@@ -26,6 +27,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/perpod"
 	"github.com/rayctl/rayctl/pkg/runtime/process"
+	"github.com/rayctl/rayctl/pkg/userns"
 )
 
 // Runtime names accepted by Select.
@@ -83,8 +85,9 @@ type Options struct {
 	// start-up: that it exited, and that it was restarted (or could not be).
 	Logf func(format string, args ...any)
 	// Rootless says that rayctl runs in a user namespace of its own (root there, an ordinary user on
-	// the host): containerd cannot run, and the process runtime's containers end with rayctl, whose
-	// namespaces the next rayctl cannot enter.
+	// the host): no system containerd is used (it would run pods as the host's root), a private one
+	// runs in that namespace, and the process runtime's containers end with rayctl, whose namespaces
+	// the next rayctl cannot enter.
 	Rootless bool
 	// Supervise tunes how a private containerd is restarted (defaults when
 	// zero).
@@ -270,9 +273,6 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		if err := containerdPlatform(goruntime.GOOS); err != nil {
 			return nil, fmt.Errorf("runtime containerd: %w; --runtime=process runs pods as host processes", err)
 		}
-		if opts.Rootless {
-			return nil, errors.New("runtime containerd: rayctl runs as an ordinary user here, and containerd needs root; --runtime=process runs pods as processes in rayctl's own namespaces")
-		}
 		if c, err := useSocket(ctx, opts, nil); err == nil {
 			return c, nil
 		}
@@ -287,8 +287,8 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		switch {
 		case !containerd.Available():
 			return selectProcess(ctx, opts, "no containerd binary on PATH")
-		case opts.Rootless || os.Geteuid() != 0:
-			return selectProcess(ctx, opts, "containerd needs root")
+		case os.Geteuid() != 0 && !opts.Rootless:
+			return selectProcess(ctx, opts, "containerd needs root, or rayctl's user namespace")
 		}
 		c, err := startPrivate(ctx, opts, nil)
 		if err != nil {
@@ -306,17 +306,14 @@ func containerdUnavailable(opts Options) string {
 	if err := containerdPlatform(goruntime.GOOS); err != nil {
 		return err.Error()
 	}
-	if opts.Rootless {
-		return "rayctl runs as an ordinary user, and rootless containerd is not supported yet (run rayctl up as root for containerd)"
-	}
-	if _, err := os.Stat(opts.SystemSocket); err == nil && opts.SystemSocket != "-" {
+	if _, err := os.Stat(opts.SystemSocket); err == nil && opts.SystemSocket != "-" && !opts.Rootless {
 		return ""
 	}
 	switch {
 	case !containerd.Available():
 		return "no containerd binary on PATH (apt-get install containerd runc)"
-	case os.Geteuid() != 0:
-		return "containerd needs root"
+	case os.Geteuid() != 0 && !opts.Rootless:
+		return "containerd needs root, or rayctl's user namespace"
 	}
 	return ""
 }
@@ -408,10 +405,24 @@ func ping(ctx context.Context, address string) (string, error) {
 	return v.Version, err
 }
 
+// EndRootlessContainers ends what a private containerd of dataDir left running inside a user namespace
+// of rayctl's (rootless) that is gone: the daemon, its shims and their containers (containerd.EndPrivate).
+// The launcher of a rootless rayctl calls it once that rayctl has ended, however it ended.
+func EndRootlessContainers(dataDir string) int {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return 0
+	}
+	return containerd.EndPrivate(privateDir(abs))
+}
+
+// privateDir is where a private containerd of dataDir keeps its root, state and sockets.
+func privateDir(dataDir string) string { return filepath.Join(dataDir, "containerd") }
+
 // startPrivate starts containerd under <DataDir>/containerd.
 func startPrivate(ctx context.Context, opts Options, nm *network.Manager) (*Choice, error) {
 	start := time.Now()
-	d, err := containerd.StartPrivate(ctx, filepath.Join(opts.DataDir, "containerd"))
+	d, err := containerd.StartPrivate(ctx, privateDir(opts.DataDir))
 	if err != nil {
 		return nil, err
 	}
@@ -429,8 +440,15 @@ func startPrivate(ctx context.Context, opts Options, nm *network.Manager) (*Choi
 	}
 	version, _ := r.Version(ctx)
 	failed := supervise(d, r, opts)
+	how := "private"
+	if opts.Rootless {
+		how = "private, rootless: inside rayctl's user namespace"
+		if ok, why := userns.SubordinateIDs(); !ok {
+			how += "; only your own ids are mapped there (" + why + "), so images with files of other users cannot be unpacked"
+		}
+	}
 	return &Choice{Runtime: r, Name: Containerd, Network: nm, Address: d.Address, Failed: failed.err,
-		Reason: fmt.Sprintf("containerd %s (private, started in %d ms)", strings.TrimPrefix(version, "containerd://"), took.Milliseconds()),
+		Reason: fmt.Sprintf("containerd %s (%s, started in %d ms)", strings.TrimPrefix(version, "containerd://"), how, took.Milliseconds()),
 		Close: func() error {
 			failed.stop()
 			return errors.Join(r.Close(), d.Stop())

@@ -206,6 +206,7 @@ function showTip(ev, h) {
   if (h.duration > 0) lines.push(`took ${fmtMS(h.duration)}`);
   if (h.latency >= 0) lines.push(`${fmtMS(h.latency)} after the hop it followed from`);
   if (h.error) lines.push("error: " + h.error);
+  if (h.unseen) lines.push("┆ before it, out of the API server's sight: " + h.unseen);
   tip.textContent = lines.join("\n");
   tip.hidden = false;
   moveTip(ev);

@@ -1,0 +1,159 @@
+package chain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// APITrace returns the chain of one object drawn from the API server's side, for an operator outside
+// rayctl whose cache, queue and reconciles the recorder cannot see: the kubelet's writes of the Pods,
+// every client's writes of the object and of the objects named after it (a RayJob's RayCluster, its
+// Pods and Services, its submitter Job and that Job's Pod all start with its name), the requests the
+// API server proxied to them (the operator's calls to Ray's dashboard), in time order. A write is kept
+// when it creates or deletes, when the status it wrote differs from the object's previous one, or
+// when the API server refused it (but for conflicts); a proxied GET the first and last time its path
+// was asked. Each step follows from the one before it; where the actor changes to one whose work
+// happened out of sight, Unseen says so, with its watch of the kind of the hop before when the API
+// server saw that watch open.
+func APITrace(events []Event, kind, namespace, name string) []Step {
+	related := func(r *Ref) bool {
+		return r.Namespace == namespace && (r.Name == name || strings.HasPrefix(r.Name, name+"-"))
+	}
+	kubeletRV := map[objKey]bool{}
+	for i := range events {
+		if e := &events[i]; e.Hop == KubeletWrite {
+			kubeletRV[keyOf(e.Object)] = true
+		}
+	}
+	// Last per path of proxied GETs, to keep the last one.
+	lastGet := map[string]int{}
+	for i := range events {
+		e := &events[i]
+		if e.Hop == ProxyCall && e.Call != nil && e.Call.Method == "GET" && related(&e.Object) {
+			lastGet[e.Object.Name+e.Call.Path] = i
+		}
+	}
+	type objState struct {
+		ready, status string
+		firstUpdate   map[string]bool
+	}
+	states := map[string]*objState{}
+	state := func(r *Ref) *objState {
+		k := strings.ToLower(r.Kind) + "/" + r.Name
+		if states[k] == nil {
+			states[k] = &objState{firstUpdate: map[string]bool{}}
+		}
+		return states[k]
+	}
+	seenGet := map[string]bool{}
+	var kept []int
+	for i := range events {
+		e := &events[i]
+		if !related(&e.Object) {
+			continue
+		}
+		switch e.Hop {
+		case KubeletWrite:
+			st := state(&e.Object)
+			now := ""
+			if e.Pod != nil {
+				now = e.Pod.Phase + "/" + e.Pod.Ready
+			}
+			if now != st.ready {
+				st.ready = now
+				kept = append(kept, i)
+			}
+		case APIWrite:
+			if e.Call == nil || kubeletRV[keyOf(e.Object)] {
+				continue
+			}
+			st := state(&e.Object)
+			switch {
+			case e.Call.Code >= 300:
+				if e.ErrorReason != "Conflict" {
+					kept = append(kept, i)
+				}
+			case e.Call.Verb == "create" || e.Call.Verb == "delete":
+				kept = append(kept, i)
+			case len(e.Status) > 0:
+				s := fmt.Sprint(e.Status)
+				if s != st.status {
+					st.status = s
+					kept = append(kept, i)
+				}
+			default:
+				k := e.Call.User + " " + e.Call.Subresource
+				if !st.firstUpdate[k] {
+					st.firstUpdate[k] = true
+					kept = append(kept, i)
+				}
+			}
+		case ProxyCall:
+			if e.Call == nil {
+				continue
+			}
+			path := e.Object.Name + e.Call.Path
+			if e.Call.Method != "GET" || !seenGet[path] || lastGet[path] == i {
+				seenGet[path] = true
+				kept = append(kept, i)
+			}
+		}
+	}
+	steps := make([]Step, 0, len(kept))
+	for _, i := range kept {
+		e := events[i]
+		at := e.Mono
+		if e.Hop == APIWrite || e.Hop == ProxyCall {
+			at -= int64(e.Duration)
+		}
+		steps = append(steps, Step{Event: e, At: at})
+	}
+	sort.SliceStable(steps, func(a, b int) bool { return steps[a].At < steps[b].At })
+	for i := 1; i < len(steps); i++ {
+		s, prev := &steps[i], &steps[i-1]
+		s.Cause, s.Causes = prev.Seq, []uint64{prev.Seq}
+		who, before := actor(&s.Event), actor(&prev.Event)
+		if who == before || who == "kubelet" {
+			continue
+		}
+		s.Unseen = fmt.Sprintf("%s: the watch event's delivery, its cache, queue and reconcile happen inside its process, out of the API server's sight", who)
+		if w := openWatch(events, who, prev.Object.Kind, prev.Object.Namespace, prev.Seq); w != nil {
+			s.Unseen += fmt.Sprintf(" (it watches %ss %s since %s)", w.Object.Kind, scope(w.Object.Namespace), w.Time.Format(time.TimeOnly))
+		}
+	}
+	return steps
+}
+
+// actor is who made a hop: the kubelet, or the user of a write or proxied call.
+func actor(e *Event) string {
+	if e.Hop == KubeletWrite || e.Call == nil || strings.HasPrefix(e.Call.User, "system:node:") {
+		return "kubelet"
+	}
+	return e.Call.User
+}
+
+// openWatch is the latest watch of kind that user opened before seq covering namespace, nil if none.
+func openWatch(events []Event, user, kind, namespace string, seq uint64) *Event {
+	var w *Event
+	for i := range events {
+		e := &events[i]
+		if e.Seq >= seq {
+			break
+		}
+		if e.Hop == APIRead && e.Outcome == "watch" && e.Call != nil && e.Call.User == user && strings.EqualFold(e.Object.Kind, kind) &&
+			(e.Object.Namespace == "" || e.Object.Namespace == namespace) {
+			w = e
+		}
+	}
+	return w
+}
+
+// scope is "in all namespaces" or "in namespace ns".
+func scope(ns string) string {
+	if ns == "" {
+		return "in all namespaces"
+	}
+	return "in namespace " + ns
+}

@@ -1,0 +1,64 @@
+package chain
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAPITraceDrawsTheChainFromTheAPIServersSide(t *testing.T) {
+	const op = "kuberay-operator"
+	var events []Event
+	add := func(e Event) {
+		e.Seq = uint64(len(events) + 1)
+		e.Mono = int64(e.Seq) * int64(time.Millisecond)
+		e.Time = time.Unix(0, e.Mono)
+		events = append(events, e)
+	}
+	write := func(kind, name, verb, sub, user string, status ...Field) {
+		add(Event{Component: "apiserver", Hop: APIWrite, Outcome: verb, Object: Ref{Kind: kind, Namespace: "ns", Name: name, ResourceVersion: name + verb},
+			Call: &Call{Verb: verb, Subresource: sub, User: user, Code: 200}, Status: status})
+	}
+	add(Event{Component: "apiserver", Hop: APIRead, Outcome: "watch", Object: Ref{Kind: "Pod"}, Call: &Call{Verb: "watch", User: op}})
+	write("RayJob", "job", "create", "", "alice")
+	write("RayCluster", "job-abcde", "create", "", op)
+	write("RayCluster", "job-abcde", "update", "status", op, F("state", ""))
+	add(Event{Component: "kubelet", Hop: KubeletWrite, Object: Ref{Kind: "Pod", Namespace: "ns", Name: "job-abcde-head-x", ResourceVersion: "9"},
+		Pod: &PodStatus{Phase: "Running", Ready: "True"}})
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: Ref{Kind: "Pod", Namespace: "ns", Name: "job-abcde-head-x", ResourceVersion: "9"},
+		Call: &Call{Verb: "patch", Subresource: "status", User: "system:node:vm", Code: 200}})
+	write("RayCluster", "job-abcde", "update", "status", op, F("state", "ready"))
+	write("RayCluster", "job-abcde", "update", "status", op, F("state", "ready")) // no change: left out
+	write("Job", "job", "create", "", op)
+	write("Pod", "other-pod", "create", "", "bob") // not related
+	for range 3 {
+		add(Event{Component: "apiserver", Hop: ProxyCall, Object: Ref{Kind: "Service", Namespace: "ns", Name: "job-abcde-head-svc:dashboard"},
+			Call: &Call{Method: "GET", Path: "/api/jobs/x", User: op, Code: 200}})
+	}
+	write("RayJob", "job", "update", "status", op, F("jobDeploymentStatus", "Complete"), F("jobStatus", "SUCCEEDED"))
+
+	steps := APITrace(events, "RayJob", "ns", "job")
+	var got []string
+	for _, s := range steps {
+		got = append(got, string(s.Hop)+" "+s.Object.Name)
+	}
+	want := []string{"api-write job", "api-write job-abcde", "api-write job-abcde", "kubelet-write job-abcde-head-x", "api-write job-abcde",
+		"api-write job", "api-proxy job-abcde-head-svc:dashboard", "api-proxy job-abcde-head-svc:dashboard", "api-write job"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := 1; i < len(steps); i++ {
+		if steps[i].Cause != steps[i-1].Seq {
+			t.Errorf("step %d follows from %d, want the step before it (%d)", i, steps[i].Cause, steps[i-1].Seq)
+		}
+	}
+	if u := steps[1].Unseen; !strings.Contains(u, op+": the watch event's delivery") {
+		t.Errorf("the operator's first hop after alice's write: unseen %q", u)
+	}
+	if u := steps[4].Unseen; !strings.Contains(u, "it watches Pods in all namespaces since") {
+		t.Errorf("the operator's hop after the kubelet's write: unseen %q, want the watch that carried it", u)
+	}
+	if steps[3].Unseen != "" || steps[5].Unseen != "" {
+		t.Errorf("unseen notes where the actor did not change: %q, %q", steps[3].Unseen, steps[5].Unseen)
+	}
+}
