@@ -63,6 +63,8 @@ type scaleResult struct {
 	verbs             []verbLatency
 	// failed counts the API server's answers other than 2xx over the run, by "code verb resource".
 	failed map[string]float64
+	// nodesUsed is how many nodes the pods were bound to, maxPerNode the most pods on one of them.
+	nodesUsed, maxPerNode int
 }
 
 // verbLatency is one verb's request count and latency quantiles over a run.
@@ -80,6 +82,18 @@ type scaleOptions struct {
 	profileDir string
 	// upArgs are more `rayctl up` flags (e.g. --reconcile-concurrency=4), said in the table.
 	upArgs []string
+	// simulatedNodes, when above 0, adds a run of the largest size on that many simulated nodes
+	// (rayctl up --simulated-nodes), the first node tainted so that every pod is placed among them.
+	simulatedNodes int
+}
+
+// simulatedNodeCapacity is what each simulated node of suite scale advertises.
+const simulatedNodeCapacity = "cpu=32,memory=128Gi"
+
+// simulatedArgs are the `rayctl up` flags of suite scale's run on n simulated nodes.
+func simulatedArgs(n int) []string {
+	return []string{"--node-name", "bench-main", "--node-taints", "bench-main:bench.rayctl.io/real=true:NoSchedule",
+		"--simulated-nodes", fmt.Sprintf("%d:%s", n, simulatedNodeCapacity)}
 }
 
 // runScale runs suite scale for each size and writes out/scale.md and scale.json.
@@ -98,6 +112,16 @@ func runScale(rayctl, out string, o scaleOptions) error {
 		}
 		fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods): ready in %s, rayctl CPU %.1f s, peak RSS %.0f MB\n", n, r.pods, r.wall.Round(time.Millisecond), r.cpuSeconds, r.rssPeak)
 		results = append(results, r)
+	}
+	var sim *scaleResult
+	if o.simulatedNodes > 0 {
+		n := slices.Max(sizes)
+		r, err := scaleOnce(rayctl, n, "", append(slices.Clone(o.upArgs), simulatedArgs(o.simulatedNodes)...))
+		if err != nil {
+			return fmt.Errorf("scale %d on %d simulated nodes: %w", n, o.simulatedNodes, err)
+		}
+		fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods) on %d simulated nodes: ready in %s, %d nodes used\n", n, r.pods, o.simulatedNodes, r.wall.Round(time.Millisecond), r.nodesUsed)
+		sim = &r
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Many RayClusters at once (`make bench`, suite scale)\n\n")
@@ -199,6 +223,18 @@ func runScale(rayctl, out string, o scaleOptions) error {
 			first.wall.Seconds()*1000/float64(first.pods), last.wall.Seconds()*1000/float64(last.pods), shape)
 		fmt.Fprintf(&b, "\nCost curve: %s.\n", curve)
 		res.Figures = append(res.Figures, goalFigure("cost curve (wall time per pod, smallest to largest run)", curve, "no worse than linear", shape != "worse than linear"))
+	}
+	if sim != nil {
+		all := sim.verb("all")
+		fmt.Fprintf(&b, "\n## On %d simulated nodes\n\n`rayctl up --runtime=fake %s`: the same %d RayClusters, the first node tainted so that the binder places every pod among %d simulated nodes "+
+			"(each `%s`; their pods Running and Ready without a process, docs/nodes.md), filtering and scoring each node for each pod.\n\n"+
+			"| nodes | RayClusters | pods | all ready | rayctl CPU | API p50 / p99 (all verbs) | peak RSS | nodes used | most pods on one node |\n|---|---|---|---|---|---|---|---|---|\n"+
+			"| %d | %d | %d | %.1f s | %.1f s | %s / %s | %.0f MB | %d | %d |\n",
+			o.simulatedNodes, strings.Join(simulatedArgs(o.simulatedNodes), " "), sim.clusters, o.simulatedNodes, simulatedNodeCapacity,
+			o.simulatedNodes+1, sim.clusters, sim.pods, sim.wall.Seconds(), sim.cpuSeconds, latencyMS(all.p50), latencyMS(all.p99), sim.rssPeak, sim.nodesUsed, sim.maxPerNode)
+		res.Figures = append(res.Figures,
+			figure{Name: fmt.Sprintf("%d pods (%d RayClusters) on %d simulated nodes → all ready", sim.pods, sim.clusters, o.simulatedNodes), Value: fmt.Sprintf("%.1f s", sim.wall.Seconds())},
+			figure{Name: fmt.Sprintf("nodes used by %d pods on %d simulated nodes (most pods on one)", sim.pods, o.simulatedNodes), Value: fmt.Sprintf("%d (%d)", sim.nodesUsed, sim.maxPerNode)})
 	}
 	var verbs []series
 	for _, verb := range append([]string{"all"}, scaleVerbs...) {
@@ -347,6 +383,18 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	res.wall = time.Since(t0)
 	res.cpuSeconds = procCPUSeconds(up.Pid()) - cpu0
 	stop()
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return res, err
+	}
+	perNode := map[string]int{}
+	for _, p := range pods.Items {
+		perNode[p.Spec.NodeName]++
+	}
+	res.nodesUsed = len(perNode)
+	for _, c := range perNode {
+		res.maxPerNode = max(res.maxPerNode, c)
+	}
 	res.rssPeak, res.rssReady = peak, loadgen.RSSMB(up.Pid())
 	after, err := apiMetrics(ctx, kube)
 	if err != nil {

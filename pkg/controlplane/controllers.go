@@ -187,7 +187,7 @@ func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
 	if !s.ray {
 		opts.VolumesDir = cp.dir.Join("volumes")
 		if cp.cfg.Kubelet {
-			opts.InsufficientHint = insufficientHint(cp.cfg.NodeCapacity)
+			opts.InsufficientHint = insufficientHint(cp.cfg.NodeCapacity, len(cp.cfg.Nodes) > 0 || cp.cfg.SimulatedNodes != "")
 		}
 		// The root CA publisher's ConfigMaps are the only ones kube-controller-manager's share reads.
 		opts.CacheByObject = map[client.Object]cache.ByObject{

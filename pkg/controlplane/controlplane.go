@@ -30,7 +30,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/kubeconfig"
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/datadir"
-	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/network/egress"
@@ -62,6 +61,13 @@ type Config struct {
 	NodeName string
 	// NodeCapacity overrides what the Node advertises (cpu=8, memory=16Gi).
 	NodeCapacity map[string]string
+	// Nodes are more nodes on this machine, each "NAME" or "NAME:cpu=4,nvidia.com/gpu=1" (--node);
+	// NodeLabels ("NAME:key=value,…") and NodeTaints ("NAME:key=value:NoSchedule,…") give any node,
+	// the first included, labels and taints (see node.Specs).
+	Nodes, NodeLabels, NodeTaints []string
+	// SimulatedNodes adds simulated nodes, "COUNT" or "COUNT:cpu=32,memory=128Gi" (--simulated-nodes):
+	// their pods go Running and Ready without a process, for scheduling and controller behaviour at scale.
+	SimulatedNodes string
 	// Kubelet runs this machine's kubelet and the binder that schedules pods onto it; off, pods stay
 	// unscheduled.
 	Kubelet bool
@@ -152,8 +158,8 @@ func New(cfg Config) (*ControlPlane, error) {
 	if err := egress.CheckMode(cfg.PodEgress); err != nil {
 		return nil, err
 	}
-	if _, err := node.ParseCapacity(cfg.NodeCapacity); err != nil {
-		return nil, fmt.Errorf("--node-capacity %w", err)
+	if _, err := cfg.nodeSpecs(); err != nil {
+		return nil, err
 	}
 	if cfg.Out == nil {
 		cfg.Out = io.Discard

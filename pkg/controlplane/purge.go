@@ -50,6 +50,10 @@ func OpenRuntime(ctx context.Context, dir *datadir.Dir) (*selector.Choice, error
 // it removed.
 func Purge(ctx context.Context, dir *datadir.Dir) (string, error) {
 	choice, err := OpenRuntime(ctx, dir)
+	// The simulated nodes' pods ran on a fake runtime: only their volumes and logs are left.
+	if _, err := kubelet.Purge(ctx, fake.New(fake.Options{}), dir.Join(simulatedPodsDir)); err != nil {
+		return "", err
+	}
 	if errors.Is(err, errFakeRuntime) {
 		// No containers, sandboxes or pod networks: only the pods' volumes and logs.
 		n, err := kubelet.Purge(ctx, fake.New(fake.Options{}), dir.Join("pods"))

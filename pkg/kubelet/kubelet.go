@@ -2,6 +2,11 @@
 // bound to the node (a field-selected informer, over the API server like any kubelet), runs each through
 // a pod worker on a runtime.Runtime, writes their statuses back, records events, re-adopts the
 // runtime's containers after a restart, and serves containers' logs and exec over HTTPS.
+//
+// One kubelet may serve several nodes on one runtime (rayctl up --node): each node has its own Node,
+// Lease, identity, pod informer, status writer and events, as if it were its own kubelet, while the
+// runtime's containers, their relisting and the kubelet API are shared, so that re-adopting the
+// runtime's containers after a restart sees every node's pods at once.
 package kubelet
 
 import (
@@ -30,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/rayctl/rayctl/pkg/kubelet/devices"
 	"github.com/rayctl/rayctl/pkg/kubelet/kubeletapi"
 	"github.com/rayctl/rayctl/pkg/kubelet/node"
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
@@ -69,10 +75,16 @@ type Config struct {
 	KubernetesVersion string
 	// NodeIP is the node's InternalIP and the pods' hostIP (default 127.0.0.1).
 	NodeIP string
-	// NodeLabels are added to the Node's standard labels.
+	// NodeLabels are added to the Node's standard labels; NodeTaints are set on it.
 	NodeLabels map[string]string
+	NodeTaints []corev1.Taint
 	// Capacity overrides the host's measured capacity where set.
 	Capacity corev1.ResourceList
+	// MoreNodes are further nodes this kubelet serves besides NodeName, on the same runtime.
+	MoreNodes []NodeConfig
+	// Simulated says the runtime runs no processes (the fake runtime of simulated nodes): every probe
+	// passes without being tried.
+	Simulated bool
 	// CrashLoopBackOff paces container restarts and image pulls (default 10s doubling to 5m; tests
 	// shorten it).
 	CrashLoopBackOff podworker.BackoffConfig
@@ -91,6 +103,19 @@ type Config struct {
 	API APIConfig
 }
 
+// NodeConfig is one more node a kubelet serves.
+type NodeConfig struct {
+	// Name is the Node's name.
+	Name string
+	// RESTConfig reaches the API server as this node (system:node:<name> in production).
+	RESTConfig *rest.Config
+	// Labels are added to the Node's standard labels; Taints are set on it.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Capacity overrides the host's measured capacity where set.
+	Capacity corev1.ResourceList
+}
+
 // APIConfig configures the kubelet's HTTPS API (container logs and exec).
 type APIConfig struct {
 	// Addr is the listen address (default 127.0.0.1:0, a free port).
@@ -105,16 +130,11 @@ type APIConfig struct {
 
 // Kubelet is a running node agent.
 type Kubelet struct {
-	cfg         Config
-	client      kubernetes.Interface
-	eventClient kubernetes.Interface
-	statusMgr   *status.Manager
-	sources     *sources
-	deps        *podworker.Deps
-	agent       *node.Agent
-	api         *kubeletapi.Server
-	listener    net.Listener
-	podLister   cache.Indexer
+	cfg Config
+	// nodes are the nodes served, the first NodeName's.
+	nodes    []*nodeState
+	api      *kubeletapi.Server
+	listener net.Listener
 
 	mu      sync.Mutex
 	workers map[types.UID]*podworker.Worker
@@ -122,6 +142,25 @@ type Kubelet struct {
 	ready   chan struct{}
 	// exited asks the relist loop to relist now: the runtime told of a container's exit.
 	exited chan struct{}
+}
+
+// nodeState is one served node's part of the kubelet: what a kubelet of that node alone would hold.
+type nodeState struct {
+	cfg NodeConfig
+	// hostname is the Node's Hostname address: this machine's for the first real node, the node's name
+	// for the others, so that each reads as a machine of its own (kubectl get nodes -o wide).
+	hostname    string
+	client      kubernetes.Interface
+	eventClient kubernetes.Interface
+	statusMgr   *status.Manager
+	sources     *sources
+	deps        *podworker.Deps
+	agent       *node.Agent
+	devices     *devices.Manager
+	informer    cache.SharedIndexInformer
+	podLister   cache.Indexer
+	// stopInformer stops the pod informer (no new workers); stop undoes all of startNode.
+	stopInformer, stop func()
 }
 
 // New checks cfg and prepares a kubelet; Run starts it.
@@ -156,7 +195,30 @@ func New(cfg Config) (*Kubelet, error) {
 	if err := os.MkdirAll(cfg.PodsDir, 0o755); err != nil {
 		return nil, err
 	}
-	rc := rest.CopyConfig(cfg.RESTConfig)
+	k := &Kubelet{cfg: cfg, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{}), exited: make(chan struct{}, 1)}
+	all := append([]NodeConfig{{Name: cfg.NodeName, RESTConfig: cfg.RESTConfig, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints,
+		Capacity: cfg.Capacity}}, cfg.MoreNodes...)
+	seen := map[string]bool{}
+	for _, nc := range all {
+		if nc.Name == "" || nc.RESTConfig == nil || seen[nc.Name] {
+			return nil, fmt.Errorf("kubelet: node %q: each node needs a name of its own and a RESTConfig", nc.Name)
+		}
+		seen[nc.Name] = true
+		ns, err := newNodeState(cfg, nc)
+		if err != nil {
+			return nil, err
+		}
+		if len(k.nodes) > 0 || cfg.Simulated {
+			ns.hostname = nc.Name
+		}
+		k.nodes = append(k.nodes, ns)
+	}
+	return k, nil
+}
+
+// newNodeState makes the clients of node nc.
+func newNodeState(cfg Config, nc NodeConfig) (*nodeState, error) {
+	rc := rest.CopyConfig(nc.RESTConfig)
 	if rc.UserAgent == "" {
 		rc.UserAgent = "kubelet/" + cfg.KubernetesVersion + " (rayctl)"
 	}
@@ -178,18 +240,16 @@ func New(cfg Config) (*Kubelet, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kubelet{cfg: cfg, client: client, eventClient: eventClient, workers: map[types.UID]*podworker.Worker{}, ready: make(chan struct{}),
-		exited: make(chan struct{}, 1)}
-	k.statusMgr = status.NewManager(client, cfg.OnStatusWrite)
-	k.sources = newSources(client)
-	return k, nil
+	return &nodeState{cfg: nc, client: client, eventClient: eventClient, statusMgr: status.NewManager(client, cfg.OnStatusWrite),
+		sources: newSources(client)}, nil
 }
 
-// Client returns the kubelet's clientset.
-func (k *Kubelet) Client() kubernetes.Interface { return k.client }
+// Client returns the clientset of the kubelet's first node.
+func (k *Kubelet) Client() kubernetes.Interface { return k.nodes[0].client }
 
-// StatusManager returns the kubelet's pod status writer (its Writes count is useful to tests).
-func (k *Kubelet) StatusManager() *status.Manager { return k.statusMgr }
+// StatusManager returns the pod status writer of the kubelet's first node (its Writes count is useful
+// to tests).
+func (k *Kubelet) StatusManager() *status.Manager { return k.nodes[0].statusMgr }
 
 // Ready is closed once the node is registered, existing containers re-adopted and pods being synced.
 func (k *Kubelet) Ready() <-chan struct{} { return k.ready }
@@ -235,13 +295,53 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		defer k.api.Close()
 	}
 
-	k.agent = node.New(node.Config{
-		Name: k.cfg.NodeName, Client: k.client, KubeletVersion: k.cfg.KubernetesVersion, RuntimeVersion: rtVersion,
-		KubeletPort: port, InternalIP: k.cfg.NodeIP, Labels: k.cfg.NodeLabels, Capacity: k.cfg.Capacity,
+	defer func() {
+		for _, ns := range k.nodes {
+			if ns.stop != nil {
+				ns.stop()
+			}
+		}
+	}()
+	for _, ns := range k.nodes {
+		if err := k.startNode(ctx, ns, rtVersion, port); err != nil {
+			return err
+		}
+	}
+	if err := k.adopt(ctx); err != nil {
+		return fmt.Errorf("re-adopting containers: %w", err)
+	}
+	for _, ns := range k.nodes {
+		_, err = ns.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { k.podChanged(ctx, ns, obj) },
+			UpdateFunc: func(_, obj any) { k.podChanged(ctx, ns, obj) },
+			DeleteFunc: func(obj any) { k.podDeleted(obj) },
+		})
+		if err != nil {
+			return err
+		}
+	}
+	close(k.ready)
+	logger.Info("kubelet running", "runtime", rtVersion, "api", k.APIAddr(), "nodes", len(k.nodes))
+
+	k.relistLoop(ctx)
+	for _, ns := range k.nodes {
+		ns.stopInformer()
+	}
+	k.wg.Wait()
+	return nil
+}
+
+// startNode registers node ns, starts its lease and status heartbeat, its event recorder and its pod
+// informer, and waits for the informer's first list; ns.stop undoes it all.
+func (k *Kubelet) startNode(ctx context.Context, ns *nodeState, rtVersion string, port int32) error {
+	logger := klog.FromContext(ctx).WithValues("node", ns.cfg.Name)
+	ns.agent = node.New(node.Config{
+		Name: ns.cfg.Name, Client: ns.client, KubeletVersion: k.cfg.KubernetesVersion, RuntimeVersion: rtVersion,
+		KubeletPort: port, InternalIP: k.cfg.NodeIP, Hostname: ns.hostname, Labels: ns.cfg.Labels, Taints: ns.cfg.Taints, Capacity: ns.cfg.Capacity,
 		StatusInterval: k.cfg.NodeStatusInterval, LeaseInterval: k.cfg.LeaseInterval,
 	})
 	for {
-		err := k.agent.Register(ctx)
+		err := ns.agent.Register(ctx)
 		if err == nil {
 			break
 		}
@@ -252,59 +352,49 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	nodeCtx, stopNode := context.WithCancel(ctx)
+	nodeCtx, stopNode := context.WithCancel(klog.NewContext(ctx, logger))
 	nodeDone := make(chan struct{})
-	go func() { defer close(nodeDone); k.agent.Run(nodeCtx) }()
-	defer func() { stopNode(); <-nodeDone }()
+	go func() { defer close(nodeDone); ns.agent.Run(nodeCtx) }()
+	var stops []func()
+	ns.stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	stops = append(stops, func() { stopNode(); <-nodeDone })
 
 	recorder := k.cfg.Recorder
 	if recorder == nil {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.eventClient.CoreV1().Events("")})
-		defer broadcaster.Shutdown()
-		recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: ns.eventClient.CoreV1().Events("")})
+		stops = append(stops, broadcaster.Shutdown)
+		recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: ns.cfg.Name})
 	}
 
-	k.deps = &podworker.Deps{
-		NodeName: k.cfg.NodeName, HostIP: k.cfg.NodeIP, Runtime: k.cfg.Runtime, Client: k.client,
-		Recorder: recorder, Status: k.statusMgr, PodsDir: k.cfg.PodsDir,
+	ns.devices = devices.New(ns.agent.Capacity())
+	ns.deps = &podworker.Deps{
+		NodeName: ns.cfg.Name, HostIP: k.cfg.NodeIP, Runtime: k.cfg.Runtime, Client: ns.client,
+		Recorder: recorder, Status: ns.statusMgr, PodsDir: k.cfg.PodsDir,
 		ClusterDNS: k.cfg.ClusterDNS, ClusterDomain: k.cfg.ClusterDomain, HostDNS: podworker.HostDNS(k.cfg.HostResolvConf),
-		Allocatable: k.agent.Capacity(), CrashBackoff: k.cfg.CrashLoopBackOff,
-		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion},
+		Allocatable: ns.agent.Capacity(), CrashBackoff: k.cfg.CrashLoopBackOff,
+		Prober:       &probe.Prober{Runtime: k.cfg.Runtime, UserAgent: "kube-probe/" + k.cfg.KubernetesVersion, AlwaysSucceed: k.cfg.Simulated},
 		ResyncPeriod: k.cfg.ResyncPeriod,
 		APIServer:    k.cfg.APIServer,
+		Devices:      ns.devices,
 	}
 
-	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", k.cfg.NodeName).String()
+	factory := informers.NewSharedInformerFactoryWithOptions(ns.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", ns.cfg.Name).String()
 	}), informers.WithTransform(dropManagedFields))
-	podInformer := factory.Core().V1().Pods().Informer()
-	k.podLister = podInformer.GetIndexer()
+	ns.informer = factory.Core().V1().Pods().Informer()
+	ns.podLister = ns.informer.GetIndexer()
 	informerCtx, stopInformers := context.WithCancel(ctx)
-	defer stopInformers()
+	ns.stopInformer = stopInformers
+	stops = append(stops, func() { stopInformers(); ns.sources.stop(); factory.Shutdown() })
 	factory.Start(informerCtx.Done())
-	if !cache.WaitFor(ctx, "", podInformer.HasSyncedChecker()) {
+	if !cache.WaitFor(ctx, "", ns.informer.HasSyncedChecker()) {
 		return ctx.Err()
 	}
-	if err := k.adopt(ctx); err != nil {
-		return fmt.Errorf("re-adopting containers: %w", err)
-	}
-	_, err = podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { k.podChanged(ctx, obj) },
-		UpdateFunc: func(_, obj any) { k.podChanged(ctx, obj) },
-		DeleteFunc: func(obj any) { k.podDeleted(obj) },
-	})
-	if err != nil {
-		return err
-	}
-	close(k.ready)
-	logger.Info("kubelet running", "runtime", rtVersion, "api", k.APIAddr())
-
-	k.relistLoop(ctx)
-	stopInformers()
-	k.wg.Wait()
-	k.sources.stop()
-	factory.Shutdown()
 	return nil
 }
 
@@ -313,10 +403,11 @@ func (k *Kubelet) Run(ctx context.Context) error {
 // runtime that can sweeps away what a crash left outside its records (see runtime.Sweeper), while no
 // worker creates containers yet.
 func (k *Kubelet) adopt(ctx context.Context) error {
-	pods := k.podLister.List()
 	live := map[string]bool{}
-	for _, obj := range pods {
-		live[string(obj.(*corev1.Pod).UID)] = true
+	for _, ns := range k.nodes {
+		for _, obj := range ns.podLister.List() {
+			live[string(obj.(*corev1.Pod).UID)] = true
+		}
 	}
 	if sw, ok := k.cfg.Runtime.(runtime.Sweeper); ok {
 		removed, err := sw.Sweep(ctx, live)
@@ -344,9 +435,11 @@ func (k *Kubelet) adopt(ctx context.Context) error {
 	for _, s := range sandboxes {
 		sandboxOf[podworker.SandboxPodUID(s)] = s
 	}
-	for _, obj := range pods {
-		pod := obj.(*corev1.Pod)
-		k.startWorker(ctx, pod, sandboxOf[string(pod.UID)], byPod[string(pod.UID)])
+	for _, ns := range k.nodes {
+		for _, obj := range ns.podLister.List() {
+			pod := obj.(*corev1.Pod)
+			k.startWorker(ctx, ns, pod, sandboxOf[string(pod.UID)], byPod[string(pod.UID)])
+		}
 	}
 	orphans := map[string]bool{}
 	for uid := range byPod {
@@ -366,9 +459,9 @@ func (k *Kubelet) adopt(ctx context.Context) error {
 	return nil
 }
 
-func (k *Kubelet) startWorker(ctx context.Context, pod *corev1.Pod, sandbox *runtime.Sandbox, adopted []*runtime.ContainerStatus) {
-	deps := *k.deps
-	deps.Sources = k.sources.forPod(pod.UID)
+func (k *Kubelet) startWorker(ctx context.Context, ns *nodeState, pod *corev1.Pod, sandbox *runtime.Sandbox, adopted []*runtime.ContainerStatus) {
+	deps := *ns.deps
+	deps.Sources = ns.sources.forPod(pod.UID)
 	w := podworker.New(&deps, pod, sandbox, adopted)
 	k.mu.Lock()
 	k.workers[pod.UID] = w
@@ -377,7 +470,8 @@ func (k *Kubelet) startWorker(ctx context.Context, pod *corev1.Pod, sandbox *run
 	go func() {
 		defer k.wg.Done()
 		w.Run(ctx)
-		k.sources.release(pod.UID)
+		ns.sources.release(pod.UID)
+		ns.devices.Release(pod.UID)
 		k.mu.Lock()
 		if k.workers[pod.UID] == w {
 			delete(k.workers, pod.UID)
@@ -386,12 +480,15 @@ func (k *Kubelet) startWorker(ctx context.Context, pod *corev1.Pod, sandbox *run
 	}()
 }
 
-func (k *Kubelet) podChanged(ctx context.Context, obj any) {
+func (k *Kubelet) podChanged(ctx context.Context, ns *nodeState, obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	k.statusMgr.Observe(pod)
+	ns.statusMgr.Observe(pod)
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		ns.devices.Release(pod.UID) // a finished pod's devices are free for the next, as its resources are
+	}
 	k.mu.Lock()
 	w := k.workers[pod.UID]
 	k.mu.Unlock()
@@ -402,7 +499,7 @@ func (k *Kubelet) podChanged(ctx context.Context, obj any) {
 	if ctx.Err() != nil {
 		return
 	}
-	k.startWorker(ctx, pod, nil, nil)
+	k.startWorker(ctx, ns, pod, nil, nil)
 }
 
 func (k *Kubelet) podDeleted(obj any) {

@@ -6,6 +6,7 @@ package rayparams
 import (
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -46,5 +47,44 @@ func ApplyGroupResources(params map[string]string, res map[string]string) {
 	if len(custom) > 0 {
 		b, _ := json.Marshal(custom)
 		params["resources"] = "'" + string(b) + "'"
+	}
+}
+
+// acceleratorRayResources are the accelerators KubeRay makes Ray custom resources of, by Kubernetes
+// resource name.
+var acceleratorRayResources = map[string]string{
+	"aws.amazon.com/neuroncore": "neuron_cores",
+	"google.com/tpu":            "TPU",
+}
+
+// AddAcceleratorResource adds to rayStartParams' `resources` JSON the first (by name) accelerator of the
+// container's limits that Ray knows as a custom resource (google.com/tpu as TPU, neuron cores as
+// neuron_cores), as KubeRay does, unless the params name one already. A `resources` value that is no
+// JSON object is left alone.
+func AddAcceleratorResource(params map[string]string, limits map[string]resource.Quantity) {
+	custom := map[string]float64{}
+	if s, ok := params["resources"]; ok {
+		if json.Unmarshal([]byte(strings.Trim(s, "'\"` ")), &custom) != nil {
+			return
+		}
+	}
+	for _, ray := range acceleratorRayResources {
+		if _, named := custom[ray]; named {
+			return
+		}
+	}
+	names := make([]string, 0, len(limits))
+	for name := range limits {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ray, ok := acceleratorRayResources[name]
+		if q := limits[name]; ok && !q.IsZero() {
+			custom[ray] = q.AsApproximateFloat64()
+			b, _ := json.Marshal(custom)
+			params["resources"] = "'" + string(b) + "'"
+			return
+		}
 	}
 }

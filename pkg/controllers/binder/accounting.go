@@ -32,11 +32,22 @@ const (
 	gone
 )
 
-// podEntry is what one pod counts against its node (nothing once gone).
+// podEntry is what one pod counts against its node (nothing once gone), and what pod affinity reads of it.
 type podEntry struct {
 	state    entryState
 	node     string
 	requests corev1.ResourceList
+	pod      placedPod
+}
+
+// entryFor is pod's entry, counted against node.
+func entryFor(pod *corev1.Pod, state entryState, node string) *podEntry {
+	e := &podEntry{state: state, node: node, requests: PodRequests(pod),
+		pod: placedPod{node: node, namespace: pod.Namespace, labels: pod.Labels}}
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		e.pod.affinity = &corev1.Affinity{PodAffinity: a.PodAffinity, PodAntiAffinity: a.PodAntiAffinity}
+	}
+	return e
 }
 
 func newAccounts() *accounts {
@@ -90,15 +101,15 @@ func (a *accounts) observe(pod *corev1.Pod) {
 	case pod.Spec.NodeName == "":
 		// Pending: an assumed entry stays until the cache shows the binding (or the binding fails).
 	case e == nil:
-		req := PodRequests(pod)
-		a.pods[pod.UID] = &podEntry{state: bound, node: pod.Spec.NodeName, requests: req}
-		a.add(pod.Spec.NodeName, req, 1)
+		e = entryFor(pod, bound, pod.Spec.NodeName)
+		a.pods[pod.UID] = e
+		a.add(e.node, e.requests, 1)
 	default:
 		// Assumed, or bound already (a status update, or a resize): count what the pod asks now, where it is.
 		req := PodRequests(pod)
 		if e.state != bound || e.node != pod.Spec.NodeName || !equalLists(e.requests, req) {
 			a.add(e.node, e.requests, -1)
-			e.state, e.node, e.requests = bound, pod.Spec.NodeName, req
+			*e = *entryFor(pod, bound, pod.Spec.NodeName)
 			a.add(e.node, e.requests, 1)
 		}
 	}
@@ -133,11 +144,12 @@ func (a *accounts) forgetAssumed(uid types.UID) {
 	}
 }
 
-// placeWith calls choose with each node's usage under the accounts' lock and, when it names a node,
+// placeWith calls choose with each node's usage and a lister of the pods counted against nodes (all of
+// them, or only those with pod affinity terms) under the accounts' lock and, when it names a node,
 // assumes pod there before the lock is let go: no other placement or event comes in between. It
 // returns known (and chooses nothing) when the accounts hold the pod already: placed by this binder,
 // or shown bound, finished or gone by the cache.
-func (a *accounts) placeWith(pod *corev1.Pod, choose func(usage func(node string) nodeUsage) string) (node string, known bool) {
+func (a *accounts) placeWith(pod *corev1.Pod, choose func(usage func(node string) nodeUsage, others func(all bool) []placedPod) string) (node string, known bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pods[pod.UID] != nil {
@@ -148,13 +160,21 @@ func (a *accounts) placeWith(pod *corev1.Pod, choose func(usage func(node string
 			return *u
 		}
 		return nodeUsage{}
+	}, func(all bool) []placedPod {
+		var others []placedPod
+		for _, e := range a.pods {
+			if e.counts() && (all || e.pod.affinity != nil) {
+				others = append(others, e.pod)
+			}
+		}
+		return others
 	})
 	if node == "" {
 		return "", false
 	}
-	req := PodRequests(pod)
-	a.pods[pod.UID] = &podEntry{state: assumed, node: node, requests: req}
-	a.add(node, req, 1)
+	e := entryFor(pod, assumed, node)
+	a.pods[pod.UID] = e
+	a.add(node, e.requests, 1)
 	return node, false
 }
 

@@ -30,7 +30,7 @@ func finished(p *corev1.Pod, phase corev1.PodPhase) *corev1.Pod {
 
 // placeOn assumes pod on node, as the binder's place does when node fits.
 func placeOn(a *accounts, pod *corev1.Pod, node string) (string, bool) {
-	return a.placeWith(pod, func(func(string) nodeUsage) string { return node })
+	return a.placeWith(pod, func(func(string) nodeUsage, func(bool) []placedPod) string { return node })
 }
 
 // usageOf is the node's cpu (in millicores) and pod count as the accounts have them.
@@ -199,7 +199,7 @@ func TestAccountsConcurrent(t *testing.T) {
 				uid := fmt.Sprintf("p-%d-%d", w, i)
 				pending := testPod(uid, "", fmt.Sprintf("%dm", 100+r.IntN(900)))
 				h.OnAdd(pending, false)
-				node, _ := a.placeWith(pending, func(usage func(string) nodeUsage) string {
+				node, _ := a.placeWith(pending, func(usage func(string) nodeUsage, _ func(bool) []placedPod) string {
 					best, bestCPU := "", int64(-1)
 					for _, n := range nodes {
 						u := usage(n)

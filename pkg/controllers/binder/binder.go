@@ -1,9 +1,13 @@
 // Package binder is rayctl's small scheduler. It watches pods that name the default scheduler and no
-// node, finds a node whose labels match the pod's nodeSelector (and required node affinity), whose
-// taints the pod tolerates, and whose allocatable resources minus those requested by the non-terminal
-// pods already there cover the pod's requests, and binds the pod there through pods/binding. When no
-// node fits it sets PodScheduled=False (reason Unschedulable, message "0/1 nodes are available: 1
-// Insufficient cpu.") and records FailedScheduling, then tries again when pods go away or nodes change.
+// node and decides as kube-scheduler's default profile does for what KubeRay's YAML asks: it filters
+// the nodes (unschedulable, taints with NoSchedule and NoExecute, nodeSelector and required node
+// affinity, allocatable resources including extended ones such as nvidia.com/gpu minus what the
+// non-terminal pods there request, required pod affinity and anti-affinity by topology key), scores
+// the rest (PreferNoSchedule taints, preferred node and pod affinity, the least allocated), and binds
+// the pod to the best through pods/binding. When no node fits it sets PodScheduled=False (reason
+// Unschedulable) with kube-scheduler's message ("0/2 nodes are available: 1 Insufficient
+// nvidia.com/gpu, 1 node(s) had untolerated taint {nvidia.com/gpu: present}. preemption: ...") and
+// records FailedScheduling, then tries again when pods go away or nodes change.
 package binder
 
 import (
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +27,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,7 +72,8 @@ type Binder struct {
 	accountsSynced func() bool
 
 	mu sync.Mutex
-	// unschedulable are pods that fit no node: a change that may make room tries them again.
+	// unschedulable are pods that fit no node: a change that may make room tries them again. The value
+	// says whether the pod has pod affinity (a pod bound elsewhere may satisfy it).
 	unschedulable map[types.NamespacedName]bool
 }
 
@@ -115,6 +122,7 @@ func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
 		For(&corev1.Pod{}, chainhooks.Named("pending for "+c.SchedulerName, predicate.NewPredicateFuncs(b.pendingOrGone))).
 		Watches(&corev1.Node{}, "unschedulable pods", retry, nodeAddedOrChanged).
 		Watches(&corev1.Pod{}, "unschedulable pods", retry, leftNodeOrFinished).
+		Watches(&corev1.Pod{}, "unschedulable pods", handler.EnqueueRequestsFromMapFunc(b.unschedulableAfterBinding), podBound).
 		WithOptions(controller.Options{MaxConcurrentReconciles: bindWorkers,
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 10*time.Second)}).
 		Complete(b)
@@ -150,7 +158,7 @@ var nodeAddedOrChanged = chainhooks.Named("node added or changed for placement",
 		o, okOld := e.ObjectOld.(*corev1.Node)
 		n, okNew := e.ObjectNew.(*corev1.Node)
 		return okOld && okNew && (o.Spec.Unschedulable != n.Spec.Unschedulable || nodeReady(o) != nodeReady(n) ||
-			!equalLists(o.Status.Allocatable, n.Status.Allocatable) || !equalMaps(o.Labels, n.Labels) || len(o.Spec.Taints) != len(n.Spec.Taints))
+			!equalLists(o.Status.Allocatable, n.Status.Allocatable) || !equalMaps(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints))
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -171,6 +179,33 @@ var leftNodeOrFinished = chainhooks.Named("pod left its node or finished", predi
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 })
+
+// podBound passes a pod's binding to a node: a pod that waits for a pod like it (pod affinity) may
+// fit now.
+var podBound = chainhooks.Named("pod bound to a node", predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Pod)
+		n, okNew := e.ObjectNew.(*corev1.Pod)
+		return okOld && okNew && o.Spec.NodeName == "" && n.Spec.NodeName != ""
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+})
+
+// unschedulableAfterBinding maps a pod's binding to the pods waiting for a pod to match their pod
+// affinity.
+func (b *Binder) unschedulableAfterBinding(_ context.Context, _ client.Object) []reconcile.Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []reconcile.Request
+	for k, affine := range b.unschedulable {
+		if affine {
+			out = append(out, reconcile.Request{NamespacedName: k})
+		}
+	}
+	return out
+}
 
 // unschedulablePods maps any event to every pod waiting for room. A pod's event here is one that
 // frees room (leftNodeOrFinished): the accounts drop the pod first, so the pods tried again see the
@@ -227,61 +262,59 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		b.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	node, known, nodes, reasons, err := b.place(ctx, pod)
+	node, known, nodes, reasons, unhelpful, err := b.place(ctx, pod)
 	if err != nil || known {
 		// known: placed already and its binding in flight, or the accounts are ahead of this read.
 		return reconcile.Result{}, err
 	}
 	if node == "" {
-		return reconcile.Result{RequeueAfter: b.cfg.RetryPeriod}, b.markUnschedulable(ctx, req.NamespacedName, pod, unschedulableMessage(nodes, reasons))
+		return reconcile.Result{RequeueAfter: b.cfg.RetryPeriod},
+			b.markUnschedulable(ctx, req.NamespacedName, pod, unschedulableMessage(nodes, reasons, unhelpful))
 	}
 	b.forget(req.NamespacedName)
 	return reconcile.Result{}, b.bind(ctx, pod, node)
 }
 
-// place picks the fitting node with the most cpu left and assumes the pod there (its requests count
-// against the node from now on), or says why no node fits: the nodes looked at and, per reason, how
-// many refused. Placements are made one at a time, against the accounts, so two pods never both take
-// the last room; the bindings that follow run in parallel.
-func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known bool, count int, reasons map[string]int, err error) {
+// place picks the best-scoring fitting node and assumes the pod there (its requests count against the
+// node from now on), or says why no node fits: the nodes looked at, per reason how many refused, and how
+// many refused for a reason no preemption could cure. Placements are made one at a time, against the
+// accounts, so two pods never both take the last room; the bindings that follow run in parallel.
+func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known bool, count int, reasons map[string]int, unhelpful int, err error) {
 	if b.accountsSynced != nil && !b.accountsSynced() && !toolscache.WaitForCacheSync(ctx.Done(), b.accountsSynced) {
-		return "", false, 0, nil, ctx.Err()
+		return "", false, 0, nil, 0, ctx.Err()
 	}
 	nodes := &corev1.NodeList{}
 	if err := b.client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return "", false, 0, nil, err
+		return "", false, 0, nil, 0, err
 	}
-	reasons = map[string]int{}
-	node, known = b.accounts.placeWith(pod, func(usage func(string) nodeUsage) string {
-		var best *corev1.Node
-		var bestFree int64
-		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			used := usage(n.Name)
-			why := fits(pod, n, used)
-			if len(why) > 0 {
-				for _, r := range why {
-					reasons[r]++
-				}
-				continue
-			}
-			// Prefer the node with the most cpu left.
-			cpu := n.Status.Allocatable[corev1.ResourceCPU]
-			usedCPU := used.requests[corev1.ResourceCPU]
-			free := cpu.MilliValue() - usedCPU.MilliValue()
-			if best == nil || free > bestFree {
-				best, bestFree = n, free
-			}
-		}
-		if best == nil {
-			return ""
-		}
-		return best.Name
+	p := &placement{pod: pod, required: nodeaffinity.GetRequiredNodeAffinity(pod), nodeLabels: map[string]map[string]string{},
+		namespaceLabels: b.namespaceLabels(ctx)}
+	for i := range nodes.Items {
+		p.nodeLabels[nodes.Items[i].Name] = nodes.Items[i].Labels
+	}
+	aff := pod.Spec.Affinity
+	allOthers := aff != nil && (aff.PodAffinity != nil || aff.PodAntiAffinity != nil)
+	node, known = b.accounts.placeWith(pod, func(usage func(string) nodeUsage, others func(bool) []placedPod) string {
+		p.others = others(allOthers)
+		node, reasons, unhelpful = p.choose(nodes.Items, usage)
+		return node
 	})
 	if known || node == "" {
-		return "", known, len(nodes.Items), reasons, nil
+		return "", known, len(nodes.Items), reasons, unhelpful, nil
 	}
-	return node, false, len(nodes.Items), nil, nil
+	return node, false, len(nodes.Items), nil, 0, nil
+}
+
+// namespaceLabels returns a lookup of namespaces' labels through the cache, for pod affinity terms
+// with a namespaceSelector (asked for only then).
+func (b *Binder) namespaceLabels(ctx context.Context) func(string) map[string]string {
+	return func(name string) map[string]string {
+		ns := &corev1.Namespace{}
+		if err := b.client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+			return nil
+		}
+		return ns.Labels
+	}
 }
 
 // forget drops a pod that no longer waits from the unschedulable ones.
@@ -311,7 +344,7 @@ func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 // markUnschedulable records why the pod waits, writing PodScheduled only when it changes.
 func (b *Binder) markUnschedulable(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, message string) error {
 	b.mu.Lock()
-	b.unschedulable[key] = true
+	b.unschedulable[key] = pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil
 	b.mu.Unlock()
 	event := message
 	if b.cfg.InsufficientHint != "" && strings.Contains(message, " Insufficient ") {

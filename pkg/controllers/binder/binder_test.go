@@ -174,7 +174,8 @@ func TestBinder(t *testing.T) {
 	e.createPod("huge", "1000", nil)
 	p = e.waitPod("huge", "unschedulable", unschedulable)
 	nodes, _ := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	want := fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", len(nodes.Items), len(nodes.Items))
+	want := fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.",
+		len(nodes.Items), len(nodes.Items), len(nodes.Items), len(nodes.Items))
 	if got := scheduled(p).Message; got != want {
 		t.Errorf("message = %q, want %q", got, want)
 	}

@@ -406,7 +406,8 @@ func addSharedMemory(pod *corev1.Pod, ray *corev1.Container) {
 	addEmptyDir(pod, ray, sharedMemoryVolume, sharedMemoryPath, corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size})
 }
 
-// rayStartCommand is KubeRay's generated `ray start`: CPUs, memory and GPUs from the container's
+// rayStartCommand is KubeRay's generated `ray start`: CPUs, memory, GPUs and a TPU or Neuron accelerator (a
+// custom resource, rayparams.AddAcceleratorResource) from the container's
 // resources unless rayStartParams say otherwise, then every param as --key=value (sorted; "true" is a
 // bare flag and "false" omits it, except for the tri-state log-color and include-dashboard).
 func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.ResourceRequirements) string {
@@ -435,6 +436,11 @@ func rayStartCommand(t rayv1.RayNodeType, params map[string]string, res corev1.R
 			}
 		}
 	}
+	limits := map[string]resource.Quantity{}
+	for k, q := range res.Limits {
+		limits[string(k)] = q
+	}
+	rayparams.AddAcceleratorResource(params, limits)
 	keys := slices.Sorted(maps.Keys(params))
 	var b strings.Builder
 	for _, k := range keys {

@@ -42,8 +42,13 @@ type Config struct {
 	KubeletPort int32
 	// InternalIP is the node's address; empty means 127.0.0.1.
 	InternalIP string
+	// Hostname is the node's Hostname address; empty means this machine's host name.
+	Hostname string
 	// Labels are added to the standard ones (kubernetes.io/hostname, os, arch).
 	Labels map[string]string
+	// Taints are set on the Node at registration (one of the same key and effect is replaced; others,
+	// such as kubectl taint added, stay).
+	Taints []corev1.Taint
 	// Capacity overrides the host's (cpu, memory, pods, ephemeral-storage) where set.
 	Capacity corev1.ResourceList
 	// StatusInterval is how often the status is refreshed (default 10s); LeaseInterval how often the
@@ -51,6 +56,10 @@ type Config struct {
 	StatusInterval, LeaseInterval time.Duration
 	LeaseDurationSeconds          int32
 }
+
+// RegisteredAnnotation marks a Node that a rayctl kubelet registered (value "true"): one that a later
+// `rayctl up` no longer serves is stale (see RemoveStale).
+const RegisteredAnnotation = "rayctl.io/kubelet"
 
 // Agent registers and maintains the Node.
 type Agent struct {
@@ -75,7 +84,10 @@ func New(cfg Config) *Agent {
 	if cfg.InternalIP == "" {
 		cfg.InternalIP = "127.0.0.1"
 	}
-	h, _ := os.Hostname()
+	h := cfg.Hostname
+	if h == "" {
+		h, _ = os.Hostname()
+	}
 	if h == "" {
 		h = cfg.Name
 	}
@@ -125,7 +137,9 @@ func (a *Agent) Register(ctx context.Context) error {
 	n, err := client.Get(ctx, a.cfg.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		n, err = client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels}}, metav1.CreateOptions{})
+		n, err = client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels,
+			Annotations: map[string]string{RegisteredAnnotation: "true"}},
+			Spec: corev1.NodeSpec{Taints: a.cfg.Taints}}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("registering node %s: %w", a.cfg.Name, err)
 		}
@@ -142,6 +156,17 @@ func (a *Agent) Register(ctx context.Context) error {
 				changed = true
 			}
 		}
+		if n.Annotations[RegisteredAnnotation] != "true" {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[RegisteredAnnotation] = "true"
+			changed = true
+		}
+		if taints, differ := withTaints(n.Spec.Taints, a.cfg.Taints); differ {
+			n.Spec.Taints = taints
+			changed = true
+		}
 		if changed {
 			if n, err = client.Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("updating node %s: %w", a.cfg.Name, err)
@@ -152,6 +177,28 @@ func (a *Agent) Register(ctx context.Context) error {
 	a.node = n
 	a.mu.Unlock()
 	return a.updateStatus(ctx)
+}
+
+// withTaints returns have with each of want set (replacing one of the same key and effect), and whether
+// that changed anything.
+func withTaints(have, want []corev1.Taint) ([]corev1.Taint, bool) {
+	out := append([]corev1.Taint(nil), have...)
+	changed := false
+	for _, w := range want {
+		found := false
+		for i := range out {
+			if out[i].Key == w.Key && out[i].Effect == w.Effect {
+				found = true
+				if out[i].Value != w.Value {
+					out[i].Value, changed = w.Value, true
+				}
+			}
+		}
+		if !found {
+			out, changed = append(out, w), true
+		}
+	}
+	return out, changed
 }
 
 // Run renews the lease and refreshes the status until ctx ends.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -321,10 +322,44 @@ func (w *Worker) imageNotes(pod *corev1.Pod, container string, img *runtime.Imag
 	}
 }
 
+// deviceEnv gives c the node's accelerators its limits ask for, as a device plugin would: env with the
+// variables naming them set (replacing the container's own). A device this machine lacks is said in a
+// warning event: the container is told of it, and whatever uses it fails.
+func (w *Worker) deviceEnv(pod *corev1.Pod, c *corev1.Container, env []runtime.EnvVar) ([]runtime.EnvVar, error) {
+	if w.deps.Devices == nil {
+		return env, nil
+	}
+	alloc, err := w.deps.Devices.Allocate(pod.UID, c.Name, c.Resources.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("allocating devices: %w", err)
+	}
+	if len(alloc.Env) == 0 {
+		return env, nil
+	}
+	set := map[string]bool{}
+	var named []string
+	for _, e := range alloc.Env {
+		set[e.Name] = true
+		named = append(named, e.Name+"="+e.Value)
+	}
+	env = slices.DeleteFunc(slices.Clone(env), func(e runtime.EnvVar) bool { return set[e.Name] })
+	env = append(env, alloc.Env...)
+	if len(alloc.Missing) > 0 {
+		w.event(pod, c.Name, corev1.EventTypeWarning, "DeviceNotPresent", fmt.Sprintf(
+			"node %s advertises %s, which this machine does not have: the container is given %s as on a node with them, so that "+
+				"scheduling and Ray's resource accounting behave as there, but nothing in it can use the device (a CUDA or TPU call fails)",
+			w.deps.NodeName, strings.Join(alloc.Missing, ", "), strings.Join(named, " ")))
+	}
+	return env, nil
+}
+
 // containerConfig builds what the runtime needs to create attempt of c.
 func (w *Worker) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, attempt int) (runtime.ContainerConfig, error) {
 	env, err := podenv.Environment(ctx, w.envInput(pod), c)
 	if err != nil {
+		return runtime.ContainerConfig{}, err
+	}
+	if env, err = w.deviceEnv(pod, c, env); err != nil {
 		return runtime.ContainerConfig{}, err
 	}
 	lookup := podenv.Lookup(env)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/rayctl/rayctl/pkg/kubelet/devices"
 	"github.com/rayctl/rayctl/pkg/kubelet/podenv"
 	"github.com/rayctl/rayctl/pkg/kubelet/probe"
 	"github.com/rayctl/rayctl/pkg/kubelet/status"
@@ -62,6 +63,8 @@ type Deps struct {
 	ResyncPeriod time.Duration
 	// APIServer is where containers reach the API server (their KUBERNETES_SERVICE_* variables).
 	APIServer *podenv.APIServer
+	// Devices hands out the node's accelerators (nil: none).
+	Devices *devices.Manager
 }
 
 // retryDelay is how soon a failed step (sandbox, volumes, config) is tried again.

@@ -76,6 +76,9 @@ type Prober struct {
 	Runtime runtime.Runtime
 	// UserAgent is sent by httpGet probes; empty means "kube-probe/<unknown>".
 	UserAgent string
+	// AlwaysSucceed passes every probe without trying it: the pods of simulated nodes have no process
+	// to ask.
+	AlwaysSucceed bool
 }
 
 // maxOutput bounds the probe output kept for events.
@@ -84,6 +87,9 @@ const maxOutput = 10 * 1024
 // Run makes one attempt of p against t within the probe's timeout and returns whether it passed and
 // a message describing a failure.
 func (pr *Prober) Run(ctx context.Context, p *corev1.Probe, t Target) (bool, string) {
+	if pr.AlwaysSucceed {
+		return true, ""
+	}
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
 		timeout = time.Second
