@@ -618,10 +618,10 @@ func recorderCost() (recorderCosts, error) {
 	t0 := time.Now()
 	for i := range uint64(n / 8) {
 		from, to := pod, key
-		r.Record(chain.Event{Component: c, Hop: chain.InformerEvent, Object: pod, OldResourceVersion: "12344", Outcome: "update"})
+		r.Record(chain.Event{Component: c, Hop: chain.InformerEvent, Object: pod, OldResourceVersion: "12344", Outcome: chain.Update})
 		r.Record(chain.Event{Component: c, Hop: chain.PredicateHop, Object: pod, Outcome: chain.Passed, Predicate: "generation changed"})
 		r.Record(chain.Event{Component: c, Hop: chain.MapHop, Object: pod, To: &to, Reason: "controller owner"})
-		r.Record(chain.Event{Component: c, Hop: chain.EnqueueHop, Object: key, From: &from, Outcome: string(chain.EnqueueNew)})
+		r.Record(chain.Event{Component: c, Hop: chain.EnqueueHop, Object: key, From: &from, Outcome: chain.EnqueueNew})
 		r.Record(chain.Event{Component: c, Hop: chain.DequeueHop, Object: key, Duration: time.Microsecond, Reconcile: i + 1})
 		r.Record(chain.Event{Component: c, Hop: chain.ReconcileStart, Object: key, Reconcile: i + 1})
 		r.Record(chain.Event{Component: c, Hop: chain.StatusWrite, Object: rc, Reconcile: i + 1,

@@ -19,23 +19,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/datadir"
 )
 
-// kindAliases maps what users type (kubectl's names and short names) to the kinds the chain records.
-var kindAliases = map[string]string{
-	"rayjob": "RayJob", "rayjobs": "RayJob",
-	"rayservice": "RayService", "rayservices": "RayService",
-	"raycluster": "RayCluster", "rayclusters": "RayCluster",
-	"pod": "Pod", "pods": "Pod", "po": "Pod",
-	"service": "Service", "services": "Service", "svc": "Service",
-	"job": "Job", "jobs": "Job",
-}
-
 // parseObjectArg reads KIND/NAME.
 func parseObjectArg(arg string) (kind, name string, err error) {
 	k, n, ok := strings.Cut(arg, "/")
 	if !ok || k == "" || n == "" {
 		return "", "", fmt.Errorf("want KIND/NAME (e.g. rayjob/my-job), got %q", arg)
 	}
-	kind, ok = kindAliases[strings.ToLower(k)]
+	kind, ok = chain.ParseKind(k)
 	if !ok {
 		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service and job", k)
 	}
@@ -171,7 +161,7 @@ func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (ste
 // externalKind reports whether no rayctl controller acts on kind (a RayJob, RayCluster or RayService
 // left to an operator outside rayctl).
 func externalKind(ctx context.Context, c chain.Source, kind string) (bool, error) {
-	if kind == "Pod" || kind == "Service" || kind == "Job" {
+	if kind == chain.KindPod || kind == chain.KindService || kind == chain.KindJob {
 		return false, nil
 	}
 	ctrls, err := c.Controllers(ctx)

@@ -142,7 +142,7 @@ func openWatch(events []Event, user, kind, namespace string, seq uint64) *Event 
 		if e.Seq >= seq {
 			break
 		}
-		if e.Hop == APIRead && e.Outcome == "watch" && e.Call != nil && e.Call.User == user && strings.EqualFold(e.Object.Kind, kind) &&
+		if e.Hop == APIRead && e.Outcome == Watch && e.Call != nil && e.Call.User == user && strings.EqualFold(e.Object.Kind, kind) &&
 			(e.Object.Namespace == "" || e.Object.Namespace == namespace) {
 			w = e
 		}

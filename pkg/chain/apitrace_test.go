@@ -16,10 +16,10 @@ func TestAPITraceDrawsTheChainFromTheAPIServersSide(t *testing.T) {
 		events = append(events, e)
 	}
 	write := func(kind, name, verb, sub, user string, status ...Field) {
-		add(Event{Component: "apiserver", Hop: APIWrite, Outcome: verb, Object: Ref{Kind: kind, Namespace: "ns", Name: name, ResourceVersion: name + verb},
+		add(Event{Component: "apiserver", Hop: APIWrite, Outcome: Outcome(verb), Object: Ref{Kind: kind, Namespace: "ns", Name: name, ResourceVersion: name + verb},
 			Call: &Call{Verb: verb, Subresource: sub, User: user, Code: 200}, Status: status})
 	}
-	add(Event{Component: "apiserver", Hop: APIRead, Outcome: "watch", Object: Ref{Kind: "Pod"}, Call: &Call{Verb: "watch", User: op}})
+	add(Event{Component: "apiserver", Hop: APIRead, Outcome: Watch, Object: Ref{Kind: "Pod"}, Call: &Call{Verb: "watch", User: op}})
 	write("RayJob", "job", "create", "", "alice")
 	write("RayCluster", "job-abcde", "create", "", op)
 	write("RayCluster", "job-abcde", "update", "status", op, F("state", ""))

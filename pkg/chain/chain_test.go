@@ -30,7 +30,7 @@ func (c *ctl) key(name string) Ref { return Ref{Kind: c.kind, Namespace: "ns", N
 func (c *ctl) emit(e Event) { e.Component = c.name; c.r.Record(e) }
 
 func (c *ctl) event(obj Ref, oldRV string) {
-	c.emit(Event{Hop: InformerEvent, Object: obj, OldResourceVersion: oldRV, Outcome: "update"})
+	c.emit(Event{Hop: InformerEvent, Object: obj, OldResourceVersion: oldRV, Outcome: Update})
 }
 
 func (c *ctl) mapTo(from Ref, key, reason string) {
@@ -42,8 +42,8 @@ func (c *ctl) miss(from Ref, reason string) {
 	c.emit(Event{Hop: MapMiss, Object: from, Reason: reason})
 }
 
-func (c *ctl) enqueue(key string, from *Ref, kind EnqueueKind, after time.Duration) {
-	c.emit(Event{Hop: EnqueueHop, Object: c.key(key), From: from, Outcome: string(kind), Duration: after})
+func (c *ctl) enqueue(key string, from *Ref, kind Outcome, after time.Duration) {
+	c.emit(Event{Hop: EnqueueHop, Object: c.key(key), From: from, Outcome: kind, Duration: after})
 }
 
 func (c *ctl) dequeue(key string, wait time.Duration) {
@@ -60,7 +60,7 @@ func (c *ctl) status(key string, obj Ref, fields ...Field) {
 	c.emit(Event{Hop: StatusWrite, Object: obj, Status: fields, Reconcile: c.active[key]})
 }
 
-func (c *ctl) write(key string, obj Ref, verb string) {
+func (c *ctl) write(key string, obj Ref, verb Outcome) {
 	c.emit(Event{Hop: ObjectWrite, Object: obj, Outcome: verb, Reconcile: c.active[key]})
 }
 
@@ -247,7 +247,7 @@ func TestTraceOfAPodStartsAtTheWriteThatMadeIt(t *testing.T) {
 	rc.enqueue("c", &cluster, EnqueueNew, 0)
 	rc.dequeue("c", 0)
 	rc.start("c")
-	rc.write("c", worker, "create")
+	rc.write("c", worker, Create)
 	r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: worker, Outcome: "create", Call: &Call{Verb: "create", User: "rayctl:controllers", Code: 201}})
 	rc.end("c", nil)
 	ready := worker

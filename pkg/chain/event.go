@@ -37,7 +37,7 @@ const (
 	MapHop Hop = "map"
 	// MapMiss: a handler mapped an event to no key; Reason says why.
 	MapMiss Hop = "map-miss"
-	// EnqueueHop: a key entered the work queue; Outcome is an EnqueueKind.
+	// EnqueueHop: a key entered the work queue; Outcome says how (EnqueueNew, EnqueueCoalesced …).
 	EnqueueHop Hop = "enqueue"
 	// DequeueHop: a worker took a key; Duration is how long it had been ready.
 	DequeueHop Hop = "dequeue"
@@ -66,36 +66,50 @@ const (
 	ProxyCall Hop = "api-proxy"
 )
 
-// EnqueueKind says what an add did to a work queue; it is an EnqueueHop's Outcome.
-type EnqueueKind string
+// Outcome is an Event's result in one word or two. The hops with a fixed set of results use the
+// constants below; the others carry what they saw: a KubeletWrite the Pod's phase ("Running"), an
+// APIWrite the verb and subresource ("patch status"), a Transition the new state, a ProxyCall the
+// HTTP method.
+type Outcome string
 
-// The ways a key enters the queue.
+// The Outcomes of an InformerEvent (the watch event's type, as controller-runtime's event package
+// names them), of an ObjectWrite (create, delete) and of an APIRead (list, watch).
 const (
-	// EnqueueNew: the key was not waiting; it is now.
-	EnqueueNew EnqueueKind = "new"
-	// EnqueueCoalesced: the key was already waiting to be processed; this add merges into that one.
-	EnqueueCoalesced EnqueueKind = "coalesced"
-	// EnqueueAdvanced: the key was waiting for a later time (a RequeueAfter, a back-off); this add
-	// makes it ready now.
-	EnqueueAdvanced EnqueueKind = "advanced"
-	// EnqueueRequeueAfter: the controller put the key back for later because Reconcile asked to
-	// (Result.RequeueAfter).
-	EnqueueRequeueAfter EnqueueKind = "requeue-after"
-	// EnqueueRateLimited: the controller put the key back after an error (or Result.Requeue), delayed
-	// by the rate limiter's back-off.
-	EnqueueRateLimited EnqueueKind = "rate-limited"
-	// EnqueueDelayed: a handler asked for the key to be processed after a delay.
-	EnqueueDelayed EnqueueKind = "delayed"
+	Create  Outcome = "create"
+	Update  Outcome = "update"
+	Delete  Outcome = "delete"
+	Generic Outcome = "generic"
+	List    Outcome = "list"
+	Watch   Outcome = "watch"
 )
 
 // The Outcomes of a PredicateHop and a ReconcileEnd.
 const (
-	Passed       = "passed"
-	Dropped      = "dropped"
-	Done         = "done"
-	Requeue      = "requeue"
-	RequeueAfter = "requeue-after"
-	Failed       = "error"
+	Passed       Outcome = "passed"
+	Dropped      Outcome = "dropped"
+	Done         Outcome = "done"
+	Requeue      Outcome = "requeue"
+	RequeueAfter Outcome = "requeue-after"
+	Failed       Outcome = "error"
+)
+
+// The Outcomes of an EnqueueHop: what an add did to a work queue.
+const (
+	// EnqueueNew: the key was not waiting; it is now.
+	EnqueueNew Outcome = "new"
+	// EnqueueCoalesced: the key was already waiting to be processed; this add merges into that one.
+	EnqueueCoalesced Outcome = "coalesced"
+	// EnqueueAdvanced: the key was waiting for a later time (a RequeueAfter, a back-off); this add
+	// makes it ready now.
+	EnqueueAdvanced Outcome = "advanced"
+	// EnqueueRequeueAfter: the controller put the key back for later because Reconcile asked to
+	// (Result.RequeueAfter).
+	EnqueueRequeueAfter Outcome = "requeue-after"
+	// EnqueueRateLimited: the controller put the key back after an error (or Result.Requeue), delayed
+	// by the rate limiter's back-off.
+	EnqueueRateLimited Outcome = "rate-limited"
+	// EnqueueDelayed: a handler asked for the key to be processed after a delay.
+	EnqueueDelayed Outcome = "delayed"
 )
 
 // Ref names one object at one resourceVersion; it is how the hops of a chain link up.
@@ -130,8 +144,8 @@ type Event struct {
 	From *Ref `json:"from,omitempty"`
 	// To is the key a map leads to.
 	To *Ref `json:"to,omitempty"`
-	// Outcome is the hop's result in one word (see the Hop constants).
-	Outcome string `json:"outcome,omitempty"`
+	// Outcome is the hop's result in one word (see the Hop constants and Outcome).
+	Outcome Outcome `json:"outcome,omitempty"`
 
 	// Call is the request of an APIWrite or a DashboardCall.
 	Call *Call `json:"call,omitempty"`

@@ -195,7 +195,7 @@ func (x *index) effects(i int) []int {
 		list := x.filters[ctrlObj{e.Component, k}]
 		var out []int
 		for j := firstAfter(list, i); j >= 0; j = firstAfter(list, j) {
-			if x.ev[j].Hop == PredicateHop && x.ev[j].Outcome == "passed" {
+			if x.ev[j].Hop == PredicateHop && x.ev[j].Outcome == Passed {
 				out = append(out, j)
 				continue
 			}
@@ -233,7 +233,7 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 	}
 	set := map[int]bool{}
 	x.back(anchor, set, 0)
-	if eqFold(kind, "RayService") {
+	if eqFold(kind, KindRayService) {
 		// A RayService's latest state change usually comes passes after its Serve config went to the
 		// dashboard; the chain that led to that deploy is part of its story.
 		if put := x.lastCall(kind, namespace, name, "PUT"); put >= 0 && !set[put] {
@@ -267,7 +267,7 @@ func (x *index) lastCall(kind, ns, name, method string) int {
 func (x *index) creation(kind, ns, name string) int {
 	for i := range x.ev {
 		e := &x.ev[i]
-		if e.Hop == ObjectWrite && e.Outcome == "create" && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
+		if e.Hop == ObjectWrite && e.Outcome == Create && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
 			return i
 		}
 	}

@@ -101,8 +101,8 @@ func (s *demoStream) flush(now time.Time, final bool) {
 			return false, true
 		case chain.EnqueueHop:
 			// The mapping says where an event goes; an enqueue is worth a line when it is more than that.
-			switch st.Outcome { // a chainhooks.EnqueueKind
-			case "coalesced", "rate-limited", "delayed":
+			switch st.Outcome {
+			case chain.EnqueueCoalesced, chain.EnqueueRateLimited, chain.EnqueueDelayed:
 				return true, settled(st, demoHold)
 			}
 			return false, true
@@ -124,7 +124,7 @@ func (s *demoStream) flush(now time.Time, final bool) {
 				dequeue = p
 			case chain.ReconcileEnd:
 				ended = true
-				busy = busy || p.Outcome == "error"
+				busy = busy || p.Outcome == chain.Failed
 			case chain.StatusWrite, chain.Transition, chain.DashboardCall:
 				busy = true
 			}
@@ -214,7 +214,7 @@ func printHopTable(out io.Writer, st demoStyle, events []chain.Event, ns, name s
 	what := "job submitted"
 	for i := range events {
 		e := &events[i]
-		if e.Object.Kind != "RayJob" || e.Object.Namespace != ns || e.Object.Name != name {
+		if e.Object.Kind != chain.KindRayJob || e.Object.Namespace != ns || e.Object.Name != name {
 			continue
 		}
 		if e.IsCall(http.MethodPost) && e.Error == "" && e.Call.Code < 300 {
@@ -226,7 +226,7 @@ func printHopTable(out io.Writer, st demoStyle, events []chain.Event, ns, name s
 		what = "RayJob Running"
 		for i := range events {
 			e := &events[i]
-			if e.Hop == chain.Transition && e.Outcome == string(rayv1.JobDeploymentStatusRunning) && e.Object.Name == name {
+			if e.Hop == chain.Transition && e.Outcome == chain.Outcome(rayv1.JobDeploymentStatusRunning) && e.Object.Name == name {
 				anchor = e.Seq
 				break
 			}
@@ -299,13 +299,13 @@ func hopRows(path []chain.Step) []hopRow {
 			case chain.StatusWrite:
 				add("status write → API accepted ("+s.Object.Kind+")", s.Component, s.At)
 			default:
-				add("API accepted "+s.Outcome+" "+s.Object.Kind, s.Component, s.At)
+				add("API accepted "+string(s.Outcome)+" "+s.Object.Kind, s.Component, s.At)
 			}
 		case chain.InformerEvent:
 			add(fmt.Sprintf("API → %s informer (%s %s)", s.Component, s.Object.Kind, s.Outcome), s.Component, s.At)
 		case chain.EnqueueHop:
 			if s.From == nil {
-				add("requeued "+s.Object.Kind+" ("+s.Outcome+")", s.Component, s.At)
+				add("requeued "+s.Object.Kind+" ("+string(s.Outcome)+")", s.Component, s.At)
 			} else {
 				add("informer → enqueue ("+s.Object.Kind+")", s.Component, s.At)
 			}
@@ -314,7 +314,7 @@ func hopRows(path []chain.Step) []hopRow {
 		case chain.StatusWrite:
 			add("Reconcile → status write ("+statusValue(s.Status)+")", s.Component, s.At)
 		case chain.Transition:
-			add("Reconcile → "+s.Object.Kind+" "+s.Outcome, s.Component, s.At)
+			add("Reconcile → "+s.Object.Kind+" "+string(s.Outcome), s.Component, s.At)
 		case chain.DashboardCall:
 			call := s.Call
 			if call == nil {
@@ -324,7 +324,7 @@ func hopRows(path []chain.Step) []hopRow {
 			add("Reconcile → "+call.Method+" "+call.Path+" sent", s.Component, sent)
 			add(fmt.Sprintf("%s latency (%d)", call.Method, call.Code), s.Component, s.At)
 		case chain.ReconcileEnd:
-			add("Reconcile "+s.Object.Kind+" ended ("+s.Outcome+")", s.Component, s.At)
+			add("Reconcile "+s.Object.Kind+" ended ("+string(s.Outcome)+")", s.Component, s.At)
 		default:
 			add(string(s.Hop)+" "+s.Object.Kind, s.Component, s.At)
 		}
@@ -342,7 +342,7 @@ func rootLabel(s *chain.Step) string {
 		}
 		return "kubelet wrote " + s.Object.Kind + " status (" + ready + ")"
 	case chain.APIWrite:
-		return "API accepted " + s.Outcome + " " + s.Object.Kind
+		return "API accepted " + string(s.Outcome) + " " + s.Object.Kind
 	}
 	return render.Describe(&s.Event)
 }

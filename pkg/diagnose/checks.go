@@ -415,7 +415,7 @@ func (d *diag) checkPredicate() []Check {
 	}
 	var updates []*chain.Event
 	for _, e := range d.find(ctrl.Name, chain.InformerEvent, KindRayCluster, s.Namespace, s.Name) {
-		if e.Outcome == "update" {
+		if e.Outcome == chain.Update {
 			updates = append(updates, e)
 		}
 	}
@@ -432,7 +432,7 @@ func (d *diag) checkPredicate() []Check {
 	decide := func(u *chain.Event) decided {
 		x := decided{ev: u, writer: d.writer(KindRayCluster, s.Namespace, s.Name, u.Object.ResourceVersion)}
 		for _, h := range d.after(u) {
-			if h.Hop == chain.PredicateHop && h.Outcome == "dropped" {
+			if h.Hop == chain.PredicateHop && h.Outcome == chain.Dropped {
 				x.dropped = h
 				break
 			}

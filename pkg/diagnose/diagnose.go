@@ -22,10 +22,10 @@ import (
 
 // Kinds Diagnose looks at.
 const (
-	KindPod        = "Pod"
-	KindRayCluster = "RayCluster"
-	KindRayJob     = "RayJob"
-	KindRayService = "RayService"
+	KindPod        = chain.KindPod
+	KindRayCluster = chain.KindRayCluster
+	KindRayJob     = chain.KindRayJob
+	KindRayService = chain.KindRayService
 )
 
 // Labels KubeRay puts on the Pods it creates.

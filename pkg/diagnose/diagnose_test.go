@@ -46,12 +46,12 @@ func ref(kind, name, rv string) chain.Ref {
 // write records the API server accepting a write by user.
 func (r *recorder) write(kind, name, rv, verb, user string) {
 	v, sub, _ := strings.Cut(verb, " ")
-	r.add(chain.Event{Component: "apiserver", Hop: chain.APIWrite, Object: ref(kind, name, rv), Outcome: verb,
+	r.add(chain.Event{Component: "apiserver", Hop: chain.APIWrite, Object: ref(kind, name, rv), Outcome: chain.Outcome(verb),
 		Call: &chain.Call{Verb: v, Subresource: sub, User: user, Code: 200}})
 }
 
 // informer records controller's cache delivering an event, then the hops after it.
-func (r *recorder) informer(controller, kind, name, rv, oldRV, typ string, after ...chain.Event) {
+func (r *recorder) informer(controller, kind, name, rv, oldRV string, typ chain.Outcome, after ...chain.Event) {
 	r.add(chain.Event{Component: controller, Hop: chain.InformerEvent, Object: ref(kind, name, rv), OldResourceVersion: oldRV, Outcome: typ})
 	for _, e := range after {
 		e.Component = controller
@@ -60,7 +60,7 @@ func (r *recorder) informer(controller, kind, name, rv, oldRV, typ string, after
 	}
 }
 
-func predicate(outcome string) chain.Event {
+func predicate(outcome chain.Outcome) chain.Event {
 	return chain.Event{Hop: chain.PredicateHop, Outcome: outcome, Predicate: forPred}
 }
 
@@ -73,21 +73,21 @@ func miss(reason string) chain.Event { return chain.Event{Hop: chain.MapMiss, Re
 
 // reconcile records one pass of controller on kind/name: enqueue, dequeue, start, end, and the
 // controller's requeue (rate-limited after an error).
-func (r *recorder) reconcile(controller, kind, name, outcome, errText string, requeue time.Duration) {
+func (r *recorder) reconcile(controller, kind, name string, outcome chain.Outcome, errText string, requeue time.Duration) {
 	r.passes++
 	key := ref(kind, name, "")
-	r.add(chain.Event{Component: controller, Hop: chain.EnqueueHop, Object: key, Outcome: "new"})
+	r.add(chain.Event{Component: controller, Hop: chain.EnqueueHop, Object: key, Outcome: chain.EnqueueNew})
 	r.add(chain.Event{Component: controller, Hop: chain.DequeueHop, Object: key, Duration: 200 * time.Microsecond, Reconcile: r.passes})
 	r.add(chain.Event{Component: controller, Hop: chain.ReconcileStart, Object: key, Reconcile: r.passes})
 	end := chain.Event{Component: controller, Hop: chain.ReconcileEnd, Object: key, Outcome: outcome, Error: errText, Duration: 3 * time.Millisecond, Reconcile: r.passes}
-	if outcome == "requeue-after" {
+	if outcome == chain.RequeueAfter {
 		end.Result = &chain.Result{RequeueAfter: requeue}
 	}
 	r.add(end)
 	if requeue > 0 {
-		kind := "requeue-after"
-		if outcome == "error" {
-			kind = "rate-limited"
+		kind := chain.EnqueueRequeueAfter
+		if outcome == chain.Failed {
+			kind = chain.EnqueueRateLimited
 		}
 		r.add(chain.Event{Component: controller, Hop: chain.EnqueueHop, Object: key, Outcome: kind, Duration: requeue})
 	}

@@ -167,14 +167,14 @@ func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from 
 	}
 	// Failures in a row, newest last.
 	failures := 0
-	for i := len(passes) - 1; i >= 0 && passes[i].end != nil && passes[i].end.Outcome == "error"; i-- {
+	for i := len(passes) - 1; i >= 0 && passes[i].end != nil && passes[i].end.Outcome == chain.Failed; i-- {
 		failures++
 	}
 	if failures > 0 {
 		c.Status, c.Cause = Fail, CauseReconcileError
 		c.Summary = fmt.Sprintf("the %s's reconciles fail: %s", s.Kind, last.end.Error)
 		retry := "retried with back-off"
-		if last.requeue != nil && last.requeue.Outcome == "rate-limited" {
+		if last.requeue != nil && last.requeue.Outcome == chain.EnqueueRateLimited {
 			retry += " " + ms(last.requeue.Duration)
 		}
 		retry += fmt.Sprintf(" (%d failed %s in a row", failures, plural(failures, "pass", "passes"))
@@ -187,7 +187,7 @@ func (d *diag) reconciled(s *subj, ctrl *chain.ControllerInfo, ch *change, from 
 	}
 	errs := 0
 	for _, p := range passes {
-		if p.end != nil && p.end.Outcome == "error" {
+		if p.end != nil && p.end.Outcome == chain.Failed {
 			errs++
 		}
 	}
@@ -209,7 +209,7 @@ func passText(p *pass) string {
 		return fmt.Sprintf("#%d started (seq %d), not ended", p.start.Reconcile, p.start.Seq)
 	}
 	s := fmt.Sprintf("#%d ended %s in %s", p.start.Reconcile, endText(p.end), ms(p.end.Duration))
-	if p.end.Outcome == "error" {
+	if p.end.Outcome == chain.Failed {
 		s += ": " + p.end.Error
 		if note := render.IgnoredRequeue(p.end); note != "" {
 			s += " (" + note + ")"
@@ -217,9 +217,9 @@ func passText(p *pass) string {
 	}
 	if p.requeue != nil {
 		switch p.requeue.Outcome {
-		case "rate-limited":
+		case chain.EnqueueRateLimited:
 			s += fmt.Sprintf("; requeued with back-off %s", ms(p.requeue.Duration))
-		case "requeue-after":
+		case chain.EnqueueRequeueAfter:
 			s += fmt.Sprintf("; requeued after %s", ms(p.requeue.Duration))
 		}
 	}
@@ -229,14 +229,14 @@ func passText(p *pass) string {
 // endText is how a pass ended: "done", "with RequeueAfter 2s", "with an error".
 func endText(e *chain.Event) string {
 	switch e.Outcome {
-	case "requeue-after":
+	case chain.RequeueAfter:
 		return "with RequeueAfter " + e.Result.RequeueAfter.String()
-	case "requeue":
+	case chain.Requeue:
 		return "with Requeue"
-	case "error":
+	case chain.Failed:
 		return "with an error"
 	}
-	return e.Outcome
+	return string(e.Outcome)
 }
 
 // errorAdvice says what to do about a reconcile error.

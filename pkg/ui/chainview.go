@@ -225,8 +225,8 @@ func refKey(kind, ns, name string) string { return strings.ToLower(kind) + "/" +
 // wentNowhere reports whether e is a hop that dropped its event: a predicate's drop, a handler's miss,
 // a Reconcile that failed.
 func wentNowhere(e *chain.Event) bool {
-	return (e.Hop == chain.PredicateHop && e.Outcome == "dropped") || e.Hop == chain.MapMiss ||
-		(e.Hop == chain.ReconcileEnd && e.Outcome == "error")
+	return (e.Hop == chain.PredicateHop && e.Outcome == chain.Dropped) || e.Hop == chain.MapMiss ||
+		(e.Hop == chain.ReconcileEnd && e.Outcome == chain.Failed)
 }
 
 // hopView turns one step into the page's hop: its lanes, label, times and whether it went wrong.
@@ -242,36 +242,36 @@ func hopView(s *chain.Step) HopView {
 	if e.To != nil {
 		h.Target = e.To.Kind + " " + e.To.Name
 	}
-	obj := e.Object.Kind + " " + e.Object.Name
+	obj, outcome := e.Object.Kind+" "+e.Object.Name, string(e.Outcome)
 	switch e.Hop {
 	case chain.KubeletWrite:
 		h.To = LaneAPIServer
 		h.Label = "PATCH " + obj + " status " + render.PodSummary(e.Pod)
 		h.Ready = e.Pod.IsReady()
 	case chain.APIWrite:
-		h.Label = "accepted " + e.Outcome + " " + obj
+		h.Label = "accepted " + outcome + " " + obj
 		if e.Call != nil && e.Call.Code >= 300 {
-			h.Label, h.Failed = "refused "+e.Outcome+" "+obj, true
+			h.Label, h.Failed = "refused "+outcome+" "+obj, true
 		}
 	case chain.InformerEvent:
 		h.Lane, h.To = LaneAPIServer, e.Component
-		h.Label = "watch " + e.Outcome + " " + obj
+		h.Label = "watch " + outcome + " " + obj
 	case chain.PredicateHop:
-		h.Label = "predicate " + e.Outcome + " " + obj
-		h.Dropped = e.Outcome == "dropped"
+		h.Label = "predicate " + outcome + " " + obj
+		h.Dropped = e.Outcome == chain.Dropped
 	case chain.MapHop:
 		h.Label = "map " + obj + " → " + h.Target
 	case chain.MapMiss:
 		h.Label, h.Dropped = "not mapped: "+obj, true
 	case chain.EnqueueHop:
-		h.Label = "enqueue " + obj + " (" + e.Outcome + ")"
+		h.Label = "enqueue " + obj + " (" + outcome + ")"
 	case chain.DequeueHop:
 		h.Label = "queue wait " + obj
 	case chain.ReconcileStart:
 		h.Label = "Reconcile " + obj
 	case chain.ReconcileEnd:
-		h.Label = "Reconcile " + obj + " " + e.Outcome
-		if e.Outcome == "error" {
+		h.Label = "Reconcile " + obj + " " + outcome
+		if e.Outcome == chain.Failed {
 			h.Failed = true
 			// An error with a RequeueAfter: controller-runtime ignores the delay and backs off.
 			h.Dropped = e.Result != nil && e.Result.RequeueAfterIgnored
@@ -281,9 +281,9 @@ func hopView(s *chain.Step) HopView {
 		h.Label = "status write " + obj + " " + render.StatusSummary(e.Status)
 	case chain.ObjectWrite:
 		h.To = LaneAPIServer
-		h.Label = e.Outcome + " " + obj
+		h.Label = outcome + " " + obj
 	case chain.Transition:
-		h.Label = obj + " " + e.Outcome
+		h.Label = obj + " " + outcome
 		if e.Change != nil {
 			h.Label = obj + " " + e.Change.From + " → " + e.Change.To
 		}

@@ -104,10 +104,10 @@ type objectMeta struct {
 // statusFields are the fields of each kind's status a write's event carries: what a reader of a
 // chain drawn from the API server's side (an operator outside rayctl) wants to see change.
 var statusFields = map[string][]string{
-	"RayCluster": {"state", "readyWorkerReplicas"},
-	"RayJob":     {"jobDeploymentStatus", "jobStatus"},
-	"RayService": {"serviceStatus"},
-	"Job":        {"active", "succeeded", "failed"},
+	chain.KindRayCluster: {"state", "readyWorkerReplicas"},
+	chain.KindRayJob:     {"jobDeploymentStatus", "jobStatus"},
+	chain.KindRayService: {"serviceStatus"},
+	chain.KindJob:        {"active", "succeeded", "failed"},
 }
 
 // summary is the fields of status statusFields names for kind, those set, in order.
@@ -124,12 +124,13 @@ func summary(kind string, status map[string]any) []chain.Field {
 // apiWrite is the APIWrite event of a completed write.
 func apiWrite(ev *auditinternal.Event) chain.Event {
 	o := ev.ObjectRef
-	ref := chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace, Name: o.Name, UID: string(o.UID)}
+	ref := chain.Ref{Kind: chain.KindOfResource(o.Resource), Namespace: o.Namespace, Name: o.Name, UID: string(o.UID)}
 	call := &chain.Call{Verb: ev.Verb, Subresource: o.Subresource, User: ev.User.Username, UserAgent: ev.UserAgent}
-	e := chain.Event{Component: "apiserver", Hop: chain.APIWrite, Outcome: ev.Verb, Call: call}
+	outcome := ev.Verb
 	if o.Subresource != "" {
-		e.Outcome += " " + o.Subresource
+		outcome += " " + o.Subresource
 	}
+	e := chain.Event{Component: "apiserver", Hop: chain.APIWrite, Outcome: chain.Outcome(outcome), Call: call}
 	if ev.ResponseStatus != nil {
 		call.Code = int(ev.ResponseStatus.Code)
 		if call.Code >= 300 {
@@ -166,8 +167,8 @@ func apiWrite(ev *auditinternal.Event) chain.Event {
 func apiRead(ev *auditinternal.Event) chain.Event {
 	o := ev.ObjectRef
 	e := chain.Event{
-		Component: "apiserver", Hop: chain.APIRead, Outcome: ev.Verb,
-		Object: chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace},
+		Component: "apiserver", Hop: chain.APIRead, Outcome: chain.Outcome(ev.Verb),
+		Object: chain.Ref{Kind: chain.KindOfResource(o.Resource), Namespace: o.Namespace},
 		Call:   &chain.Call{Verb: ev.Verb, User: ev.User.Username, UserAgent: ev.UserAgent, URL: ev.RequestURI, Code: statusCode(ev)},
 	}
 	if e.Call.Code >= 300 && ev.ResponseStatus != nil {
@@ -185,11 +186,11 @@ func proxyCall(ev *auditinternal.Event) chain.Event {
 	}
 	e := chain.Event{
 		Component: "apiserver", Hop: chain.ProxyCall,
-		Object: chain.Ref{Kind: kindOf(o.Resource), Namespace: o.Namespace, Name: o.Name},
+		Object: chain.Ref{Kind: chain.KindOfResource(o.Resource), Namespace: o.Namespace, Name: o.Name},
 		Call: &chain.Call{Method: methodOf(ev.Verb), URL: ev.RequestURI, Path: path, Code: statusCode(ev),
 			Verb: ev.Verb, Subresource: o.Subresource, User: ev.User.Username, UserAgent: ev.UserAgent},
 	}
-	e.Outcome = e.Call.Method
+	e.Outcome = chain.Outcome(e.Call.Method)
 	if e.Call.Code >= 400 && ev.ResponseStatus != nil {
 		e.Error = ev.ResponseStatus.Message
 	}
@@ -220,23 +221,4 @@ func methodOf(verb string) string {
 		return "DELETE"
 	}
 	return "GET"
-}
-
-// kindOf names a followed resource's kind.
-func kindOf(resource string) string {
-	switch resource {
-	case "pods":
-		return "Pod"
-	case "services":
-		return "Service"
-	case "jobs":
-		return "Job"
-	case "rayclusters":
-		return "RayCluster"
-	case "rayjobs":
-		return "RayJob"
-	case "rayservices":
-		return "RayService"
-	}
-	return strings.TrimSuffix(resource, "s")
 }

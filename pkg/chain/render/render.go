@@ -54,7 +54,7 @@ func Describe(e *chain.Event) string {
 	case chain.MapMiss:
 		return fmt.Sprintf("not mapped: %s: %s", obj, e.Reason)
 	case chain.EnqueueHop:
-		switch chain.EnqueueKind(e.Outcome) {
+		switch e.Outcome {
 		case chain.EnqueueRequeueAfter:
 			return fmt.Sprintf("requeued %s after %s (RequeueAfter)", obj, e.Duration)
 		case chain.EnqueueRateLimited:
@@ -84,9 +84,9 @@ func Describe(e *chain.Event) string {
 	case chain.StatusWrite:
 		return fmt.Sprintf("wrote %s status: %s%s", obj, StatusSummary(e.Status), rv)
 	case chain.ObjectWrite:
-		return fmt.Sprintf("%s %s%s", pastTense(e.Outcome), obj, rv)
+		return fmt.Sprintf("%s %s%s", pastTense(string(e.Outcome)), obj, rv)
 	case chain.Transition:
-		from, to := "", e.Outcome
+		from, to := "", string(e.Outcome)
 		if e.Change != nil {
 			from, to = e.Change.From, e.Change.To
 		}
@@ -102,7 +102,7 @@ func Describe(e *chain.Event) string {
 			where = "in namespace " + e.Object.Namespace
 		}
 		what := "opened a watch of"
-		if e.Outcome == "list" {
+		if e.Outcome == chain.List {
 			what = "listed"
 		}
 		if call.Code >= 300 {

@@ -25,7 +25,6 @@ package chainhooks
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"time"
 
@@ -36,27 +35,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// EventType is the kind of watch event a controller's cache delivered.
-type EventType string
-
-// The watch event types, as controller-runtime's event package names them.
-const (
-	Create  EventType = "create"
-	Update  EventType = "update"
-	Delete  EventType = "delete"
-	Generic EventType = "generic"
-)
-
-// RefOf returns the Ref of obj, naming its kind after its Go type.
+// RefOf returns the Ref of obj, naming its kind after its Go type (chain.KindOf).
 func RefOf(obj client.Object) chain.Ref {
-	if obj == nil || reflect.ValueOf(obj).IsNil() {
+	kind := chain.KindOf(obj)
+	if kind == "" {
 		return chain.Ref{}
 	}
-	t := reflect.TypeOf(obj)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return chain.Ref{Kind: t.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}
+	return chain.Ref{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion()}
 }
 
 // enqueue is one add to a controller's work queue.
@@ -66,7 +51,7 @@ type enqueue struct {
 	// from is the object whose event a handler mapped to key; nil for the controller's own requeues.
 	from *chain.Ref
 	// kind says what the add did.
-	kind chain.EnqueueKind
+	kind chain.Outcome
 	// after is the delay asked for (RequeueAfter, AddAfter) or, for a rate-limited add, the back-off
 	// the rate limiter chose.
 	after time.Duration
@@ -126,13 +111,13 @@ func (h *Hooks) StatusWritten(ctx context.Context, obj client.Object, summary ..
 	h.emit(chain.Event{Hop: chain.StatusWrite, Object: RefOf(obj), Status: summary, Reconcile: h.passOf(key)})
 }
 
-// Wrote tells the sink that the controller created or deleted obj (verb "create", "delete") during
+// Wrote tells the sink that the controller created or deleted obj (verb chain.Create, chain.Delete) during
 // the reconcile of ctx; call it after the write succeeded, with the object the API server returned. A
 // delete's answer is not read back, so its Ref carries no resourceVersion (the one obj has is an older
 // write's).
-func (h *Hooks) Wrote(ctx context.Context, obj client.Object, verb string) {
+func (h *Hooks) Wrote(ctx context.Context, obj client.Object, verb chain.Outcome) {
 	ref := RefOf(obj)
-	if verb == "delete" {
+	if verb == chain.Delete {
 		ref.ResourceVersion = ""
 	}
 	h.emit(chain.Event{Hop: chain.ObjectWrite, Object: ref, Outcome: verb, Reconcile: h.passOf(h.keyOf(ctx, obj))})
@@ -140,7 +125,7 @@ func (h *Hooks) Wrote(ctx context.Context, obj client.Object, verb string) {
 
 // Transition tells the sink that obj moved from one state to another during the reconcile of ctx.
 func (h *Hooks) Transition(ctx context.Context, obj client.Object, from, to string) {
-	h.emit(chain.Event{Hop: chain.Transition, Object: RefOf(obj), Outcome: to, Change: &chain.Change{From: from, To: to},
+	h.emit(chain.Event{Hop: chain.Transition, Object: RefOf(obj), Outcome: chain.Outcome(to), Change: &chain.Change{From: from, To: to},
 		Reconcile: h.passOf(h.keyOf(ctx, obj))})
 }
 

@@ -39,8 +39,8 @@ func (h *Hooks) passOf(key types.NamespacedName) uint64 {
 
 // event: the controller's cache delivered a watch event for obj (for an update, oldRV is the version
 // before).
-func (h *Hooks) event(obj chain.Ref, oldRV string, t EventType) {
-	h.emit(chain.Event{Hop: chain.InformerEvent, Object: obj, OldResourceVersion: oldRV, Outcome: string(t)})
+func (h *Hooks) event(obj chain.Ref, oldRV string, t chain.Outcome) {
+	h.emit(chain.Event{Hop: chain.InformerEvent, Object: obj, OldResourceVersion: oldRV, Outcome: t})
 }
 
 // predicate: the named predicate let obj's event through or dropped it.
@@ -65,7 +65,7 @@ func (h *Hooks) missed(from chain.Ref, reason string) {
 
 // enqueued: a key entered the work queue.
 func (h *Hooks) enqueued(e enqueue) {
-	h.emit(chain.Event{Hop: chain.EnqueueHop, Object: h.keyRef(e.key), From: e.from, Outcome: string(e.kind), Duration: e.after})
+	h.emit(chain.Event{Hop: chain.EnqueueHop, Object: h.keyRef(e.key), From: e.from, Outcome: e.kind, Duration: e.after})
 }
 
 // dequeued opens a reconcile pass: a worker took key after it had been ready for wait; the hops until

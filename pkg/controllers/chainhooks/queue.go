@@ -133,7 +133,7 @@ func (q *hookedQueue) add(from *chain.Ref, opts priorityqueue.AddOpts, item reco
 	s, key, now := q.h.queue, keyOf(item), time.Now()
 	s.mu.Lock()
 	ready, waiting := s.pending[key]
-	var kind chain.EnqueueKind
+	var kind chain.Outcome
 	switch {
 	case from == nil && opts.After > 0:
 		kind = chain.EnqueueRequeueAfter

@@ -53,22 +53,22 @@ func (h *Hooks) Predicates(preds ...NamedPredicate) []predicate.Predicate {
 // eventReporter reports every event and lets it through.
 type eventReporter struct{ h *Hooks }
 
-func (r eventReporter) report(obj client.Object, oldRV string, t EventType) bool {
+func (r eventReporter) report(obj client.Object, oldRV string, t chain.Outcome) bool {
 	r.h.event(RefOf(obj), oldRV, t)
 	return true
 }
 
-func (r eventReporter) Create(e event.CreateEvent) bool { return r.report(e.Object, "", Create) }
+func (r eventReporter) Create(e event.CreateEvent) bool { return r.report(e.Object, "", chain.Create) }
 func (r eventReporter) Update(e event.UpdateEvent) bool {
 	old := ""
 	if e.ObjectOld != nil {
 		old = e.ObjectOld.GetResourceVersion()
 	}
-	return r.report(e.ObjectNew, old, Update)
+	return r.report(e.ObjectNew, old, chain.Update)
 }
-func (r eventReporter) Delete(e event.DeleteEvent) bool { return r.report(e.Object, "", Delete) }
+func (r eventReporter) Delete(e event.DeleteEvent) bool { return r.report(e.Object, "", chain.Delete) }
 func (r eventReporter) Generic(e event.GenericEvent) bool {
-	return r.report(e.Object, "", Generic)
+	return r.report(e.Object, "", chain.Generic)
 }
 
 // observedPredicate reports what the wrapped predicate decided.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
@@ -209,6 +210,6 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, c *rayv1.RayCluste
 	if err := r.client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	r.hooks.Wrote(ctx, s, "create")
+	r.hooks.Wrote(ctx, s, chain.Create)
 	return nil
 }

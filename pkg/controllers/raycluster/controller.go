@@ -445,7 +445,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 			return failure(reasonFailedDeleteHeadPod, err)
 		}
 		r.expect.Expect(group(c, ""), head.Name, expectations.Delete)
-		r.hooks.Wrote(ctx, head, "delete")
+		r.hooks.Wrote(ctx, head, chain.Delete)
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedHeadPod, "Deleted head Pod %s/%s; %s", head.Namespace, head.Name, reason)
 		return errors.New(reason) // the replacement comes on the (rate-limited) next pass
 	case len(heads) == 0:
@@ -464,7 +464,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 			return failure(reasonFailedCreateHeadPod, err)
 		}
 		r.expect.Expect(group(c, ""), pod.Name, expectations.Create)
-		r.hooks.Wrote(ctx, pod, "create")
+		r.hooks.Wrote(ctx, pod, chain.Create)
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedHeadPod, "Created head Pod %s/%s", pod.Namespace, pod.Name)
 		r.warnRayVersion(c, pod)
 		return nil
@@ -575,7 +575,7 @@ func (r *Reconciler) createWorker(ctx context.Context, c *rayv1.RayCluster, g *r
 		return failure(reasonFailedCreateWorkerPod, err)
 	}
 	r.expect.Expect(group(c, g.GroupName), pod.Name, expectations.Create)
-	r.hooks.Wrote(ctx, pod, "create")
+	r.hooks.Wrote(ctx, pod, chain.Create)
 	r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedWorkerPod, "Created worker Pod %s/%s", pod.Namespace, pod.Name)
 	return nil
 }
@@ -591,7 +591,7 @@ func (r *Reconciler) deleteWorker(ctx context.Context, c *rayv1.RayCluster, key 
 		return failure(reasonFailedDeleteWorkerPod, err)
 	}
 	r.expect.Expect(key, p.Name, expectations.Delete)
-	r.hooks.Wrote(ctx, p, "delete")
+	r.hooks.Wrote(ctx, p, chain.Delete)
 	r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedWorkerPod, "Deleted worker Pod %s/%s; %s", p.Namespace, p.Name, why)
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
 // Redis cleanup at deletion, as KubeRay v1.6 does it for a cluster with GCS fault tolerance: the
@@ -208,7 +210,7 @@ func (r *Reconciler) cleanUpRedis(ctx context.Context, c *rayv1.RayCluster) (ctr
 				"Failed to create the Redis cleanup Job %s/%s: %v", job.Namespace, job.Name, err)
 			return ctrl.Result{}, err
 		}
-		r.hooks.Wrote(ctx, job, "create")
+		r.hooks.Wrote(ctx, job, chain.Create)
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventCreatedRedisCleanupJob, "Created Redis cleanup Job %s/%s", job.Namespace, job.Name)
 		return ctrl.Result{RequeueAfter: r.requeueAfter}, nil
 	}

@@ -188,7 +188,7 @@ func (p *pass) createCluster(ctx context.Context, name string) (*rayv1.RayCluste
 		p.r.opts.Recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedCreateCluster, "Failed to create the RayCluster %s/%s: %v", rs.Namespace, name, err)
 		return nil, err
 	}
-	p.r.opts.Hooks.Wrote(ctx, c, "create")
+	p.r.opts.Hooks.Wrote(ctx, c, chain.Create)
 	p.r.opts.Recorder.Eventf(rs, corev1.EventTypeNormal, EventCreatedCluster, "Created the RayCluster %s/%s", rs.Namespace, name)
 	return c, nil
 }
@@ -263,7 +263,7 @@ func (p *pass) cleanUpClusters(ctx context.Context) error {
 			return err
 		}
 		delete(deleteAt, c.UID)
-		p.r.opts.Hooks.Wrote(ctx, c, "delete")
+		p.r.opts.Hooks.Wrote(ctx, c, chain.Delete)
 		p.r.opts.Recorder.Eventf(rs, corev1.EventTypeNormal, EventDeletedCluster, "Deleted the RayCluster %s/%s", rs.Namespace, c.Name)
 	}
 	return nil
@@ -419,7 +419,7 @@ func (p *pass) reconcileService(ctx context.Context, want *corev1.Service, c *ra
 			p.r.opts.Recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedCreateService, "Failed to create the service %s/%s, %v", want.Namespace, want.Name, err)
 			return nil, err
 		}
-		p.r.opts.Hooks.Wrote(ctx, want, "create")
+		p.r.opts.Hooks.Wrote(ctx, want, chain.Create)
 		p.r.opts.Recorder.Eventf(rs, corev1.EventTypeNormal, EventCreatedService, "Created the service %s/%s", want.Namespace, want.Name)
 		return want, nil
 	default:

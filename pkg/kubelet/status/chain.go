@@ -12,7 +12,7 @@ import (
 func ChainHook(sink chain.Sink) WriteHook {
 	return func(pod *corev1.Pod, rv string) {
 		ref := chain.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), ResourceVersion: rv}
-		sink.Record(chain.Event{Component: "kubelet", Hop: chain.KubeletWrite, Object: ref, Outcome: string(pod.Status.Phase), Pod: podStatus(pod)})
+		sink.Record(chain.Event{Component: "kubelet", Hop: chain.KubeletWrite, Object: ref, Outcome: chain.Outcome(pod.Status.Phase), Pod: podStatus(pod)})
 	}
 }
 
