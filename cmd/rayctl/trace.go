@@ -180,15 +180,16 @@ func externalKind(ctx context.Context, c chain.Source, kind string) (bool, error
 // burst, and prints the steps it has not printed yet.
 func followTrace(ctx context.Context, out io.Writer, c chain.Source, trace func([]chain.Event, string, string, string) []chain.Step,
 	kind, ns, name string, asJSON bool, ropts render.Options) error {
-	list, err := c.Events(ctx, chain.Filter{})
+	feed, err := chain.Tail(ctx, c, chain.Filter{}, 1024)
 	if err != nil {
 		return err
 	}
-	events := list.Events
+	var events chain.Window
+	events.Add(feed.List.Size, feed.List.Events...)
 	printed := map[uint64]bool{}
 	var t0 int64 = -1
 	flush := func() {
-		steps := trace(events, kind, ns, name)
+		steps := trace(events.Events(), kind, ns, name)
 		at := map[uint64]int64{}
 		for _, s := range steps {
 			at[s.Seq] = s.At
@@ -219,24 +220,20 @@ func followTrace(ctx context.Context, out io.Writer, c chain.Source, trace func(
 	if !asJSON {
 		fmt.Fprintf(out, "… following %s %s/%s (Ctrl-C stops)\n", kind, ns, name)
 	}
-	incoming, errc := chain.Stream(ctx, c, chain.Filter{After: list.Next - 1}, 1024)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	dirty := false
 	for {
 		select {
-		case e := <-incoming:
-			events = append(events, e)
-			if len(events) > 2*list.Size {
-				events = append([]chain.Event(nil), events[len(events)-list.Size:]...)
-			}
+		case e := <-feed.C:
+			events.Add(feed.List.Size, e)
 			dirty = true
 		case <-tick.C:
 			if dirty {
 				flush()
 				dirty = false
 			}
-		case err := <-errc:
+		case err := <-feed.Err:
 			flush()
 			if ctx.Err() != nil {
 				return nil

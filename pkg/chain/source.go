@@ -84,22 +84,3 @@ func (r *Recorder) List(f Filter) *EventList {
 	next := r.Next()
 	return &EventList{Size: r.Size(), Next: next, Events: r.Events(f)}
 }
-
-// Stream follows src in the background for a reader that has other things to wait for: the kept
-// events that pass f and then the new ones arrive on the first channel (with room for buffer), and
-// Watch's answer on the second once it ends. Cancel ctx to stop it.
-func Stream(ctx context.Context, src Source, f Filter, buffer int) (<-chan Event, <-chan error) {
-	events := make(chan Event, max(buffer, 1))
-	errc := make(chan error, 1)
-	go func() {
-		errc <- src.Watch(ctx, f, func(e Event) error {
-			select {
-			case events <- e:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	return events, errc
-}

@@ -22,8 +22,7 @@ type chainFeed struct {
 	client *chainhttp.Client
 
 	mu      sync.Mutex
-	events  []chain.Event
-	size    int
+	events  chain.Window
 	changed chan struct{} // closed and replaced on every batch of new events
 	err     error         // why the stream ended, for the page
 }
@@ -61,34 +60,19 @@ func (f *chainFeed) run(ctx context.Context) {
 
 // follow reads the events after *after and then the stream, updating *after as events come.
 func (f *chainFeed) follow(ctx context.Context, after *uint64) error {
-	list, err := f.client.Events(ctx, chain.Filter{After: *after})
+	feed, err := chain.Tail(ctx, f.client, chain.Filter{After: *after}, 1024)
 	if err != nil {
 		return err
 	}
-	f.add(list.Size, list.Events)
-	*after = max(*after, list.Next-1)
-	incoming := make(chan chain.Event, 1024)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- f.client.Watch(ctx, chain.Filter{After: *after}, func(e chain.Event) error {
-			select {
-			case incoming <- e:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
+	f.add(feed.List.Size, feed.List.Events)
+	*after = max(*after, feed.List.Next-1)
 	for {
 		select {
-		case e := <-incoming:
-			batch := []chain.Event{e}
-			for len(incoming) > 0 {
-				batch = append(batch, <-incoming)
-			}
+		case e := <-feed.C:
+			batch := feed.Batch(e)
 			*after = batch[len(batch)-1].Seq
-			f.add(list.Size, batch)
-		case err := <-errc:
+			f.add(feed.List.Size, batch)
+		case err := <-feed.Err:
 			return err
 		}
 	}
@@ -97,11 +81,8 @@ func (f *chainFeed) follow(ctx context.Context, after *uint64) error {
 // add appends events, keeping at most twice the recorder's size, and wakes the watchers.
 func (f *chainFeed) add(size int, events []chain.Event) {
 	f.mu.Lock()
-	f.size, f.err = size, nil
-	f.events = append(f.events, events...)
-	if limit := 2 * max(size, 1); len(f.events) > limit {
-		f.events = append([]chain.Event(nil), f.events[len(f.events)-size:]...)
-	}
+	f.err = nil
+	f.events.Add(size, events...)
 	f.mu.Unlock()
 	f.notify()
 }
@@ -125,8 +106,9 @@ func (f *chainFeed) namespaceEvents(ns string) ([]chain.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []chain.Event
-	for i := range f.events {
-		e := &f.events[i]
+	events := f.events.Events()
+	for i := range events {
+		e := &events[i]
 		if e.Object.Namespace == ns || (e.To != nil && e.To.Namespace == ns) || (e.From != nil && e.From.Namespace == ns) {
 			out = append(out, *e)
 		}
