@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rayctl/rayctl/configs"
+	"github.com/rayctl/rayctl/pkg/apiserver/admission"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
@@ -135,7 +136,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig, access.nodePods)
+	admit, startAdmission, err := admission.New(generic.LoopbackClientConfig, access.nodePods)
 	if err != nil {
 		return nil, err
 	}
