@@ -49,6 +49,7 @@ import (
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
+	"github.com/rayctl/rayctl/pkg/apiserver/storageerrors"
 	"github.com/rayctl/rayctl/pkg/apiserver/yamlsize"
 )
 
@@ -200,7 +201,7 @@ func newGenericConfig(c Config, addr string) *genericapiserver.RecommendedConfig
 	// 3 MiB, as its default body limit).
 	generic.JSONPatchMaxCopyBytes = generic.MaxRequestBodyBytes
 	generic.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		h = markPatch(rejectCustomResourceProtobuf(h, c.Serializer))
+		h = storageerrors.MarkPatch(rejectCustomResourceProtobuf(h, c.Serializer))
 		// A YAML body's aliases may make it as large as twice the body limit (what a body without
 		// aliases can count, see yamlsize.Size), not more; checked after authentication, before decoding.
 		h = yamlsize.WithLimit(h, c.MaxRequestBodyBytes, 2*c.MaxRequestBodyBytes, c.Serializer)
@@ -349,8 +350,8 @@ func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*g
 	}
 
 	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
-	// and custom resources alike (storageerrors.go).
-	generic.RESTOptionsGetter = storageErrorsGetter{generic.RESTOptionsGetter}
+	// and custom resources alike (see storageerrors).
+	generic.RESTOptionsGetter = storageerrors.Getter{RESTOptionsGetter: generic.RESTOptionsGetter}
 	return etcdOptions, nil
 }
 
@@ -360,7 +361,7 @@ func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOption
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: storageErrorsGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
+			CRDRESTOptionsGetter: storageerrors.Getter{RESTOptionsGetter: extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
 			MasterCount:          1,
 		},
 	}
