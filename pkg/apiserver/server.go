@@ -1,6 +1,9 @@
 // Package apiserver is rayctl's Kubernetes API server: one k8s.io/apiserver GenericAPIServer, built as the
 // apiextensions-apiserver so that CustomResourceDefinitions and the built-in groups share one discovery
 // document and one OpenAPI spec, stored in etcd, served over TLS with client-certificate identities.
+// Its parts live below it (registry, auth, admission, storageerrors, defaults, printers, validation…);
+// this package builds the server from them, with its listeners (its own address, then the pod bridge's)
+// and the kubernetes Service through which pods find it.
 package apiserver
 
 import (
