@@ -1,6 +1,9 @@
 // Package apiserver is rayctl's Kubernetes API server: one k8s.io/apiserver GenericAPIServer, built as the
 // apiextensions-apiserver so that CustomResourceDefinitions and the built-in groups share one discovery
 // document and one OpenAPI spec, stored in etcd, served over TLS with client-certificate identities.
+// Its parts live below it (registry, auth, admission, storageerrors, defaults, printers, validation…);
+// this package builds the server from them, with its listeners (its own address, then the pod bridge's)
+// and the kubernetes Service through which pods find it.
 package apiserver
 
 import (
@@ -40,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/rayctl/rayctl/configs"
+	"github.com/rayctl/rayctl/pkg/apiserver/admission"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
@@ -48,6 +52,7 @@ import (
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
+	"github.com/rayctl/rayctl/pkg/apiserver/storageerrors"
 	"github.com/rayctl/rayctl/pkg/apiserver/yamlsize"
 )
 
@@ -135,7 +140,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	admit, startAdmission, err := newAdmission(generic.LoopbackClientConfig, access.nodePods)
+	admit, startAdmission, err := admission.New(generic.LoopbackClientConfig, access.nodePods)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +204,7 @@ func newGenericConfig(c Config, addr string) *genericapiserver.RecommendedConfig
 	// 3 MiB, as its default body limit).
 	generic.JSONPatchMaxCopyBytes = generic.MaxRequestBodyBytes
 	generic.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		h = markPatch(rejectCustomResourceProtobuf(h, c.Serializer))
+		h = storageerrors.MarkPatch(rejectCustomResourceProtobuf(h, c.Serializer))
 		// A YAML body's aliases may make it as large as twice the body limit (what a body without
 		// aliases can count, see yamlsize.Size), not more; checked after authentication, before decoding.
 		h = yamlsize.WithLimit(h, c.MaxRequestBodyBytes, 2*c.MaxRequestBodyBytes, c.Serializer)
@@ -348,8 +353,8 @@ func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*g
 	}
 
 	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
-	// and custom resources alike (storageerrors.go).
-	generic.RESTOptionsGetter = storageErrorsGetter{generic.RESTOptionsGetter}
+	// and custom resources alike (see storageerrors).
+	generic.RESTOptionsGetter = storageerrors.Getter{RESTOptionsGetter: generic.RESTOptionsGetter}
 	return etcdOptions, nil
 }
 
@@ -359,7 +364,7 @@ func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOption
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: storageErrorsGetter{extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
+			CRDRESTOptionsGetter: storageerrors.Getter{RESTOptionsGetter: extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
 			MasterCount:          1,
 		},
 	}

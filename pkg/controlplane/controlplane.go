@@ -364,12 +364,14 @@ func (cp *ControlPlane) markReady() error {
 		return err
 	}
 	readyMs := time.Since(cp.started).Milliseconds()
-	if err := cp.dir.WriteState(datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: cp.times,
-		Runtime: cp.rt.Name, ContainerdSocket: cp.rt.Address, Sandbox: cp.sandbox.Why}); err != nil {
+	state := datadir.State{PID: os.Getpid(), Server: serverURL, ReadyMillis: readyMs, Components: cp.times,
+		Runtime: cp.rt.Name, ContainerdSocket: cp.rt.Address, Sandbox: cp.sandbox.Why}
+	if err := cp.dir.WriteState(state); err != nil {
 		return err
 	}
 	cp.startup = Startup{Ready: time.Duration(readyMs) * time.Millisecond, Components: cp.times, Server: serverURL, Kubeconfig: cp.dir.Kubeconfig()}
-	fmt.Fprintf(cp.out, "ready in %d ms\n", readyMs)
+	// After the state file, which pkg/instance reads once it sees this line.
+	fmt.Fprintln(cp.out, state.ReadyLine())
 	fmt.Fprintf(cp.out, "kubeconfig: %s\n", cp.dir.Kubeconfig())
 	fmt.Fprintf(cp.out, "next: rayctl kubectl apply -f configs/samples/raycluster.yaml   (then: rayctl kubectl get rayclusters,pods)\n")
 	cp.logger.Info("ready", zap.Int64("ms", readyMs), zap.String("server", serverURL))

@@ -129,6 +129,9 @@ type State struct {
 	Components map[string]int64 `json:"components,omitempty"`
 }
 
+// ReadyLine is the line `rayctl up` prints, once it has written s, to say it is ready: "ready in N ms".
+func (s State) ReadyLine() string { return fmt.Sprintf("ready in %d ms", s.ReadyMillis) }
+
 // WriteState records that the instance is ready.
 func (d *Dir) WriteState(s State) error {
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -143,6 +146,19 @@ var ErrNotRunning = errors.New("rayctl is not running")
 
 // ReadState returns the running instance's state, or ErrNotRunning.
 func (d *Dir) ReadState() (*State, error) {
+	s, err := d.LastState()
+	if err != nil {
+		return nil, err
+	}
+	if s.PID <= 0 || syscall.Kill(s.PID, 0) != nil {
+		return nil, ErrNotRunning
+	}
+	return s, nil
+}
+
+// LastState returns the state file as the last instance to get ready wrote it, whether or not that
+// instance still runs (one killed leaves it behind), or ErrNotRunning when there is none.
+func (d *Dir) LastState() (*State, error) {
 	b, err := os.ReadFile(d.Join("rayctl.state"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNotRunning
@@ -153,9 +169,6 @@ func (d *Dir) ReadState() (*State, error) {
 	s := &State{}
 	if err := json.Unmarshal(b, s); err != nil {
 		return nil, err
-	}
-	if s.PID <= 0 || syscall.Kill(s.PID, 0) != nil {
-		return nil, ErrNotRunning
 	}
 	return s, nil
 }

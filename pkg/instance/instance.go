@@ -1,7 +1,9 @@
-// Package instance starts `rayctl up` as a child process on a data dir and waits until it says it is
-// ready ("ready in N ms" on a line of its own); it stops, kills and restarts it and hands out the
-// admin REST config its kubeconfig holds. The end-to-end tests (through test/e2e/framework), bench and
-// `rayctl up --detach` start rayctl through it. It does not depend on package testing.
+// Package instance starts `rayctl up` as a child process on a data dir and waits until it is ready: its
+// state file in the data dir (rayctl.state, see datadir.State) records the start-up, and its output holds
+// the ready line it prints after writing it (datadir.State.ReadyLine). It stops, kills and restarts it
+// and hands out the admin REST config its kubeconfig holds. The end-to-end tests (through
+// test/e2e/framework), bench and `rayctl up --detach` start rayctl through it. It does not depend on
+// package testing.
 package instance
 
 import (
@@ -11,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,10 +21,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/procstop"
 )
 
-// DefaultReadyTimeout bounds the wait for the ready line when Options.ReadyTimeout is zero.
+// DefaultReadyTimeout bounds the wait for readiness when Options.ReadyTimeout is zero.
 const DefaultReadyTimeout = 3 * time.Minute
 
 // Options say which `rayctl up` to start and how.
@@ -42,7 +44,7 @@ type Options struct {
 	// Detach starts the process in a session of its own, so that it outlives this process and its
 	// terminal; otherwise it runs in a process group of its own. Kill ends either whole.
 	Detach bool
-	// ReadyTimeout bounds the wait for the ready line (DefaultReadyTimeout when zero).
+	// ReadyTimeout bounds the wait for readiness (DefaultReadyTimeout when zero).
 	ReadyTimeout time.Duration
 	// Credential, when set, runs the process as that user (a root caller only): the tests and bench
 	// start rayctl as an ordinary user that way.
@@ -59,21 +61,25 @@ type Process struct {
 	Startup []string
 	// Wall is the time from exec to the ready line.
 	Wall time.Duration
-	// Reported is the start-up time the ready line states.
+	// Reported is the start-up time the state file records (datadir.State.ReadyMillis).
 	Reported time.Duration
 
 	kubeconfig string
+	dir        *datadir.Dir
 	log        *os.File
 	exited     chan struct{}
 }
 
-// Start runs `rayctl up --data-dir o.DataDir o.Args...` and waits until it prints its ready line. It
+// Start runs `rayctl up --data-dir o.DataDir o.Args...` and waits until it is ready: it has written its
+// state file and printed the ready line that follows it, so Startup and Output hold everything printed
+// before. It
 // fails, having killed the process, when the process exits first, when o.ReadyTimeout passes or when
 // ctx ends; ctx bounds only the wait, not the process's life.
 func Start(ctx context.Context, o Options) (*Process, error) {
 	p := &Process{
 		Output:     &Buffer{},
 		kubeconfig: filepath.Join(o.DataDir, "kubeconfig"),
+		dir:        &datadir.Dir{Path: o.DataDir},
 		log:        o.Log,
 		exited:     make(chan struct{}),
 	}
@@ -115,17 +121,15 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 		poll = tick.C
 	}
 	for {
-		if lines, reported, ok := ReadyLine(p.Text()); ok {
-			p.Wall, p.Startup, p.Reported = time.Since(t0), lines, reported
+		if p.ready(t0) {
 			return p, nil
 		}
 		select {
 		case <-changed:
 		case <-poll:
 		case <-p.exited:
-			if lines, reported, ok := ReadyLine(p.Text()); ok {
+			if p.ready(t0) {
 				// Ready, then gone at once: the caller sees it exit.
-				p.Wall, p.Startup, p.Reported = time.Since(t0), lines, reported
 				return p, nil
 			}
 			return nil, fmt.Errorf("rayctl up exited before ready (%v):\n%s", p.Cmd.ProcessState, p.Text())
@@ -139,20 +143,35 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 }
 
-// ReadyLine looks for the line `rayctl up` prints once ready, "ready in N ms", among out's complete
-// lines (not any text containing it: "address already in use"). It returns the lines up to and
-// including it and the time it states.
-func ReadyLine(out string) (lines []string, reported time.Duration, ok bool) {
+// ready says whether the process is ready, and if so sets Wall (from t0), Startup and Reported. The
+// output is read before the state file: `rayctl up` writes its state before it prints the ready line,
+// so output holding that line means the state read after it is this start's, not one a killed instance
+// left behind.
+func (p *Process) ready(t0 time.Time) bool {
+	out := p.Text()
+	st, err := p.dir.LastState()
+	if err != nil {
+		return false
+	}
+	lines, ok := linesThrough(out, st.ReadyLine())
+	if !ok {
+		return false
+	}
+	p.Wall, p.Startup, p.Reported = time.Since(t0), lines, time.Duration(st.ReadyMillis)*time.Millisecond
+	return true
+}
+
+// linesThrough returns out's complete lines up to and including the first that is want (a line of its
+// own, not text containing it), or ok=false when none is yet.
+func linesThrough(out, want string) (lines []string, ok bool) {
 	for rest := out; ; {
 		line, after, complete := strings.Cut(rest, "\n")
 		if !complete {
-			return nil, 0, false
+			return nil, false
 		}
 		lines = append(lines, line)
-		if ms, found := strings.CutPrefix(line, "ready in "); found {
-			if n, err := strconv.ParseInt(strings.TrimSuffix(ms, " ms"), 10, 64); err == nil && strings.HasSuffix(ms, " ms") {
-				return lines, time.Duration(n) * time.Millisecond, true
-			}
+		if line == want {
+			return lines, true
 		}
 		rest = after
 	}

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,27 +10,31 @@ import (
 	"time"
 )
 
-func TestReadyLine(t *testing.T) {
+func TestLinesThrough(t *testing.T) {
+	const want = "ready in 1234 ms"
 	for _, c := range []struct {
-		out      string
-		ok       bool
-		reported time.Duration
-		lines    int
+		out   string
+		ok    bool
+		lines int
 	}{
-		{"", false, 0, 0},
-		{"ready in 12", false, 0, 0}, // not a whole line yet
-		{"ready in 12 ms", false, 0, 0},
-		{"ready in 12 ms\n", true, 12 * time.Millisecond, 1},
-		{"  etcd 40 ms\n  apiserver 900 ms\nready in 1234 ms\nkubeconfig: x\n", true, 1234 * time.Millisecond, 3},
-		{"listen tcp: address already in use; ready in 5 ms\n", false, 0, 0}, // not a line of its own
-		{"ready in soon ms\n", false, 0, 0},
-		{"ready in 7\n", false, 0, 0},
+		{"", false, 0},
+		{"ready in 1234 ms", false, 0}, // not a whole line yet
+		{"ready in 1234 ms\n", true, 1},
+		{"  etcd 40 ms\n  apiserver 900 ms\nready in 1234 ms\nkubeconfig: x\n", true, 3},
+		{"listen tcp: address already in use; ready in 1234 ms\n", false, 0}, // not a line of its own
+		{"ready in 12 ms\n", false, 0},                                       // another start's
 	} {
-		lines, reported, ok := ReadyLine(c.out)
-		if ok != c.ok || reported != c.reported || len(lines) != c.lines {
-			t.Errorf("ReadyLine(%q) = %q, %v, %v; want %d lines, %v, %v", c.out, lines, reported, ok, c.lines, c.reported, c.ok)
+		lines, ok := linesThrough(c.out, want)
+		if ok != c.ok || len(lines) != c.lines {
+			t.Errorf("linesThrough(%q) = %q, %v; want %d lines, %v", c.out, lines, ok, c.lines, c.ok)
 		}
 	}
+}
+
+// writeState is shell that writes the data dir's state file ($3 is the data dir: up --data-dir DIR)
+// saying rayctl got ready in ms, as `rayctl up` does before it prints its ready line.
+func writeState(ms int) string {
+	return fmt.Sprintf(`printf '{"pid": %%d, "server": "https://127.0.0.1:1", "readyMillis": %d}' $$ > "$3/rayctl.state"`, ms)
 }
 
 // script writes an executable shell script that stands in for rayctl.
@@ -43,8 +48,12 @@ func script(t *testing.T, body string) string {
 }
 
 func TestStartWaitsForReadyAndStops(t *testing.T) {
-	bin := script(t, `trap 'echo stopping; exit 0' TERM; echo "args: $*"; echo "  etcd 3 ms"; sleep 0.2; echo "ready in 250 ms"; while :; do sleep 0.05; done`)
+	bin := script(t, `trap 'echo stopping; exit 0' TERM; echo "args: $*"; echo "  etcd 3 ms"; sleep 0.2; `+writeState(250)+`; echo "ready in 250 ms"; while :; do sleep 0.05; done`)
 	dir := t.TempDir()
+	// A killed instance's state file, which this start replaces.
+	if err := os.WriteFile(filepath.Join(dir, "rayctl.state"), []byte(`{"pid": 1, "readyMillis": 7}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p, err := Start(context.Background(), Options{Binary: bin, DataDir: dir, Args: []string{"--port", "0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -73,14 +82,19 @@ func TestStartFailsWhenTheProcessExitsFirst(t *testing.T) {
 
 func TestStartTimesOutAndKills(t *testing.T) {
 	bin := script(t, `trap '' TERM; echo starting; while :; do sleep 0.05; done`)
-	_, err := Start(context.Background(), Options{Binary: bin, DataDir: t.TempDir(), ReadyTimeout: 300 * time.Millisecond})
+	dir := t.TempDir()
+	// A killed instance's state file does not make this one ready.
+	if err := os.WriteFile(filepath.Join(dir, "rayctl.state"), []byte(`{"pid": 1, "readyMillis": 7}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), Options{Binary: bin, DataDir: dir, ReadyTimeout: 300 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "not ready after") {
 		t.Errorf("err = %v, want not ready after", err)
 	}
 }
 
 func TestStartDetachedReadsTheLog(t *testing.T) {
-	bin := script(t, `echo "ready in 9 ms"; sleep 30`)
+	bin := script(t, writeState(9)+`; echo "ready in 9 ms"; sleep 30`)
 	log, err := os.Create(filepath.Join(t.TempDir(), "rayctl.out"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,16 @@
 // Package registry holds what every built-in resource's store shares: a Resource describes the kind's own
-// rules (validation, preparation, selectable fields, printing), and NewStore turns it into a generic
-// registry store with its status subresource. Each resource lives in its own folder below this one as a
-// store.go (what the resource is) and a strategy.go (its create, update and status rules).
+// rules (validation, preparation, selectable fields, printing), and Build turns it into a generic
+// registry store with its status and scale subresources. The create, update and status rules common to
+// every kind are one strategy, here (strategy.go), which calls the Resource's hooks.
+//
+// Each resource lives in its own folder below this one, its store.go declaring its Resource; most need
+// nothing more, their validation coming from pkg/apiserver/validation through Validator and
+// UpdateValidator. A resource whose hooks need code of their own keeps it beside in strategy.go
+// (namespaces, pods, secrets, services), and its other subresources in files of their own (pods' binding,
+// log, exec, port-forward and proxy; services' proxy; service accounts' token, with proxyrest holding what
+// the two proxies share). RBAC's four kinds share one folder, rbac, with the guard against escalation on
+// their writes. The review resources (authentication and authorization) store nothing: their folders
+// hold a rest.go.
 package registry
 
 import (

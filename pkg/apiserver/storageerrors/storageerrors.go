@@ -1,4 +1,7 @@
-package apiserver
+// Package storageerrors gives the storage failures that are the client's doing, or etcd's quota, the 4xx
+// or 507 they are, for built-in kinds and custom resources alike: Getter decorates the storage every
+// registry gets, and MarkPatch marks the strategic merge patches whose errors it maps.
+package storageerrors
 
 import (
 	"context"
@@ -31,9 +34,9 @@ import (
 // which 8 KiB is room enough.
 const maxStoredObjectBytes = 2<<20 - 8<<10
 
-// storageErrorsGetter decorates the storage every registry gets, built-in kinds and custom resources
-// alike, so that storage failures that are the client's doing, or etcd's quota, get the 4xx or 507
-// they are instead of the 500 an unknown error becomes:
+// Getter decorates the storage every registry gets, built-in kinds and custom resources alike, so that
+// storage failures that are the client's doing, or etcd's quota, get the 4xx or 507 they are instead of
+// the 500 an unknown error becomes:
 //
 //   - a write etcd refuses for want of space (its quota, or a full disk): 507 Insufficient Storage with
 //     etcd's message;
@@ -41,11 +44,12 @@ const maxStoredObjectBytes = 2<<20 - 8<<10
 //   - a resourceVersion (of a get, list or watch, or an update's metadata.resourceVersion) that is not
 //     a number: 400;
 //   - a strategic merge patch whose directives ($patch, $retainKeys, $setElementOrder/…,
-//     $deleteFromPrimitiveList/…) do not fit the object, which the patch handler leaves as 500: 400.
-type storageErrorsGetter struct{ generic.RESTOptionsGetter }
+//     $deleteFromPrimitiveList/…) do not fit the object, which the patch handler leaves as 500: 400
+//     (for requests MarkPatch has marked, in the server's handler chain).
+type Getter struct{ generic.RESTOptionsGetter }
 
 // GetRESTOptions implements generic.RESTOptionsGetter.
-func (g storageErrorsGetter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+func (g Getter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	opts, err := g.RESTOptionsGetter.GetRESTOptions(resource, example)
 	if err != nil {
 		return opts, err
@@ -68,7 +72,7 @@ func (g storageErrorsGetter) GetRESTOptions(resource schema.GroupResource, examp
 	return opts, nil
 }
 
-// errorStorage maps the errors of storage calls as storageErrorsGetter says.
+// errorStorage maps the errors of storage calls as Getter says.
 type errorStorage struct{ storage.Interface }
 
 func (s errorStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
@@ -128,7 +132,7 @@ func storageError(err error) error {
 	}}
 }
 
-// patchError returns an error of a strategic merge patch's update function (set by markPatch) that is
+// patchError returns an error of a strategic merge patch's update function (set by MarkPatch) that is
 // no API error as a 400: apimachinery's strategicpatch reports a patch whose directives ($patch,
 // $retainKeys, $setElementOrder/…, $deleteFromPrimitiveList/…) do not fit the object's schema as plain
 // errors, of which the patch handler maps only a few. Only errors of the update function come here,
@@ -146,8 +150,8 @@ func patchError(ctx context.Context, err error) error {
 
 type strategicMergePatchKey struct{}
 
-// markPatch marks the context of a strategic-merge-patch request for patchError.
-func markPatch(next http.Handler) http.Handler {
+// MarkPatch marks the context of a strategic-merge-patch request, for the storage Getter decorates.
+func MarkPatch(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPatch {
 			if mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); mt == string(types.StrategicMergePatchType) {

@@ -1,4 +1,8 @@
-package apiserver
+// Package admission is the API server's admission chain: Kubernetes' NamespaceLifecycle plugin, and
+// rayctl's own ServiceAccount (a pod's account and token volume) and NodeRestriction (a kubelet writes
+// only its own node's objects) plugins, which do what kube-apiserver's plugins of those names do. In this package's code, admission names
+// k8s.io/apiserver/pkg/admission, whose interfaces the plugins implement.
+package admission
 
 import (
 	"context"
@@ -16,13 +20,14 @@ import (
 	nodeauth "github.com/rayctl/rayctl/pkg/apiserver/auth/node"
 )
 
-// newAdmission builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
+// New builds the admission chain: NamespaceLifecycle, which refuses objects in namespaces that do
 // not exist or are being deleted, as every real cluster does, then ServiceAccount, which gives pods their
 // account and its token volume (see serviceAccountAdmission), then NodeRestriction, which keeps each
 // kubelet's writes to its own node (see nodeRestriction), looking the pods of kubelets' token requests up
 // in nodePods (the node authorizer's cache) before reading them through the API. The namespace and
-// ServiceAccount informers start with the server, through the loopback client.
-func newAdmission(loopback *rest.Config, nodePods *nodeauth.CachedPods) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
+// ServiceAccount informers start with the server, through the loopback client: the server runs the
+// returned hook after it starts serving.
+func New(loopback *rest.Config, nodePods *nodeauth.CachedPods) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return nil, nil, err
