@@ -45,7 +45,10 @@ var realRayOutput = []string{"squares: [0, 1, 4, 9]", "counter: 6", "greeting: h
 func TestRealRay(t *testing.T) {
 	t.Parallel()
 	hostRay(t)
-	in, err := framework.Start("", "--runtime", "process")
+	// The subtests run two at a time (realRaySlots), each with its own deadline: with the node advertising
+	// only this machine's CPUs, one's pods waited Pending ("Insufficient cpu") behind the other's for as
+	// long as the other ran, and a slow pip install in one failed both.
+	in, err := framework.Start("", "--runtime", "process", "--node-capacity", sharedCapacity)
 	if err != nil {
 		t.Fatalf("starting rayctl: %v", err)
 	}
