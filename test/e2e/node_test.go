@@ -908,6 +908,18 @@ func TestNodeRestartAndPurge(t *testing.T) {
 // nodeShimsOf lists the command lines of running containerd shims serving the data dir's containerd.
 func nodeShimsOf(dataDir string) []string {
 	var out []string
+	for _, cmd := range commandLinesNaming(dataDir) {
+		if strings.Contains(cmd, "containerd-shim") {
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
+
+// commandLinesNaming lists "pid command line" of the running processes whose command line names a path
+// under dataDir (a zombie's is empty).
+func commandLinesNaming(dataDir string) []string {
+	var out []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -915,8 +927,8 @@ func nodeShimsOf(dataDir string) []string {
 			continue
 		}
 		cmd := strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
-		if strings.Contains(cmd, "containerd-shim") && strings.Contains(cmd, dataDir+"/") {
-			out = append(out, cmd)
+		if strings.Contains(cmd, dataDir+"/") {
+			out = append(out, filepath.Base(filepath.Dir(p))+" "+cmd)
 		}
 	}
 	return out

@@ -189,16 +189,5 @@ func instanceProcesses(dataDir string, pids []int) []string {
 			out = append(out, fmt.Sprintf("%d %s", pid, comm(pid)))
 		}
 	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), dataDir+"/") && alive(pid) {
-			out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
-		}
-	}
-	return out
+	return append(out, commandLinesNaming(dataDir)...)
 }

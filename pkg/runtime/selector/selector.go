@@ -283,13 +283,13 @@ func selectRuntime(ctx context.Context, plan RayPlan, opts Options) (*Choice, er
 		if c, err := useSocket(ctx, opts, nil); err == nil {
 			return c, nil
 		}
-		switch {
+		switch why := unmapped(opts); {
 		case !containerd.Available():
 			return selectProcess(ctx, opts, "no containerd binary on PATH")
 		case os.Geteuid() != 0 && !opts.Rootless:
 			return selectProcess(ctx, opts, "containerd needs root, or rayctl's user namespace")
-		case unmapped(opts) != "":
-			return selectProcess(ctx, opts, unmapped(opts))
+		case why != "":
+			return selectProcess(ctx, opts, why)
 		}
 		c, err := startPrivate(ctx, opts, nil)
 		if err != nil {
