@@ -9,7 +9,7 @@
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
 // peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime, the largest again on 100
-// simulated nodes (scale.md, see
+// simulated nodes (or the sizes -scale-simulated-sizes names: 1000 is 10,000 pods) (scale.md, see
 // scale.go); suite egress measures pods' way out of the node (egress.md, see egress.go); suite services measures a connection to a pod IP against one through a ClusterIP, and the
 // Service proxy's table rewrites (services.md, see services.go; needs root); all (the default) runs them all. Every suite also writes <suite>.json (bench/benchjson),
 // from which bench/report draws their plots and writes bench/results/README.md.
@@ -49,6 +49,7 @@ func main() {
 	flag.StringVar(&startupProfileDir, "startup-cpuprofile", "", "a directory that keeps the CPU profiles of suite startup's profiled cold start and warm restart, from exec to ready (startup-cold.pprof, startup-warm.pprof)")
 	flag.StringVar(&heapProfileDir, "heap-profiles", "", "a directory for heap profiles of rayctl taken with each memory reading of suites startup, pods and load (<suite>-<when>.pprof)")
 	simulatedNodes := flag.Int("scale-simulated-nodes", 100, "suite scale also runs its largest size on this many simulated nodes (0: not)")
+	simulatedSizes := flag.String("scale-simulated-sizes", "", "RayClusters per run on the simulated nodes, comma-separated (default: the largest of -scale-sizes; 1000 is 10,000 pods, several minutes)")
 	scaleUpArgs := flag.String("scale-up-args", "", "more `rayctl up` flags for suite scale, space-separated (e.g. --reconcile-concurrency=4)")
 	peers := peerPaths{}
 	flag.StringVar(&peers.etcd, "etcd", "etcd", "the peer's etcd (suite peers; Debian: apt-get install etcd-server)")
@@ -60,6 +61,12 @@ func main() {
 		os.Exit(2)
 	}
 	scale := scaleOptions{sizes: scaleSizes, profileDir: *profileDir, upArgs: strings.Fields(*scaleUpArgs), simulatedNodes: *simulatedNodes}
+	if *simulatedSizes != "" {
+		if scale.simulatedSizes, err = parseSizes(*simulatedSizes); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -scale-simulated-sizes:", err)
+			os.Exit(2)
+		}
+	}
 	switch *suite {
 	case "startup":
 		err = run(*rayctl, *out, *samples, *runs)

@@ -80,9 +80,11 @@ type scaleOptions struct {
 	sizes []int
 	// profileDir, when set, receives the largest run's CPU profile.
 	profileDir string
+	// simulatedSizes are the RayClusters of the runs on simulated nodes (default: the largest of sizes).
+	simulatedSizes []int
 	// upArgs are more `rayctl up` flags (e.g. --reconcile-concurrency=4), said in the table.
 	upArgs []string
-	// simulatedNodes, when above 0, adds a run of the largest size on that many simulated nodes
+	// simulatedNodes, when above 0, adds runs (of simulatedSizes) on that many simulated nodes
 	// (rayctl up --simulated-nodes), the first node tainted so that every pod is placed among them.
 	simulatedNodes int
 }
@@ -103,8 +105,8 @@ func runScale(rayctl, out string, o scaleOptions) error {
 	var results []scaleResult
 	for _, n := range sizes {
 		profile := ""
-		if n == slices.Max(sizes) {
-			profile = o.profileDir
+		if o.profileDir != "" && n == slices.Max(sizes) {
+			profile = filepath.Join(o.profileDir, fmt.Sprintf("scale-%d.pprof", n*(1+scaleWorkers)))
 		}
 		r, err := scaleOnce(rayctl, n, profile, o.upArgs)
 		if err != nil {
@@ -113,15 +115,25 @@ func runScale(rayctl, out string, o scaleOptions) error {
 		fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods): ready in %s, rayctl CPU %.1f s, peak RSS %.0f MB\n", n, r.pods, r.wall.Round(time.Millisecond), r.cpuSeconds, r.rssPeak)
 		results = append(results, r)
 	}
-	var sim *scaleResult
+	var sims []scaleResult
 	if o.simulatedNodes > 0 {
-		n := slices.Max(sizes)
-		r, err := scaleOnce(rayctl, n, "", append(slices.Clone(o.upArgs), simulatedArgs(o.simulatedNodes)...))
-		if err != nil {
-			return fmt.Errorf("scale %d on %d simulated nodes: %w", n, o.simulatedNodes, err)
+		simSizes := o.simulatedSizes
+		if len(simSizes) == 0 {
+			simSizes = []int{slices.Max(sizes)}
 		}
-		fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods) on %d simulated nodes: ready in %s, %d nodes used\n", n, r.pods, o.simulatedNodes, r.wall.Round(time.Millisecond), r.nodesUsed)
-		sim = &r
+		for _, n := range simSizes {
+			profile := ""
+			if o.profileDir != "" && n == slices.Max(simSizes) {
+				profile = filepath.Join(o.profileDir, fmt.Sprintf("scale-%d-simulated.pprof", n*(1+scaleWorkers)))
+			}
+			r, err := scaleOnce(rayctl, n, profile, append(slices.Clone(o.upArgs), simulatedArgs(o.simulatedNodes)...))
+			if err != nil {
+				return fmt.Errorf("scale %d on %d simulated nodes: %w", n, o.simulatedNodes, err)
+			}
+			fmt.Fprintf(os.Stderr, "scale %d clusters (%d pods) on %d simulated nodes: ready in %s, rayctl CPU %.1f s, peak RSS %.0f MB, %d nodes used\n",
+				n, r.pods, o.simulatedNodes, r.wall.Round(time.Millisecond), r.cpuSeconds, r.rssPeak, r.nodesUsed)
+			sims = append(sims, r)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Many RayClusters at once (`make bench`, suite scale)\n\n")
@@ -224,17 +236,25 @@ func runScale(rayctl, out string, o scaleOptions) error {
 		fmt.Fprintf(&b, "\nCost curve: %s.\n", curve)
 		res.Figures = append(res.Figures, goalFigure("cost curve (wall time per pod, smallest to largest run)", curve, "no worse than linear", shape != "worse than linear"))
 	}
-	if sim != nil {
-		all := sim.verb("all")
-		fmt.Fprintf(&b, "\n## On %d simulated nodes\n\n`rayctl up --runtime=fake %s`: the same %d RayClusters, the first node tainted so that the binder places every pod among %d simulated nodes "+
+	if len(sims) > 0 {
+		fmt.Fprintf(&b, "\n## On %d simulated nodes\n\n`rayctl up --runtime=fake %s`: RayClusters as above, the first node tainted so that the binder places every pod among %d simulated nodes "+
 			"(each `%s`; their pods Running and Ready without a process, docs/nodes.md), filtering and scoring each node for each pod.\n\n"+
-			"| nodes | RayClusters | pods | all ready | rayctl CPU | API p50 / p99 (all verbs) | peak RSS | nodes used | most pods on one node |\n|---|---|---|---|---|---|---|---|---|\n"+
-			"| %d | %d | %d | %.1f s | %.1f s | %s / %s | %.0f MB | %d | %d |\n",
-			o.simulatedNodes, strings.Join(simulatedArgs(o.simulatedNodes), " "), sim.clusters, o.simulatedNodes, simulatedNodeCapacity,
-			o.simulatedNodes+1, sim.clusters, sim.pods, sim.wall.Seconds(), sim.cpuSeconds, latencyMS(all.p50), latencyMS(all.p99), sim.rssPeak, sim.nodesUsed, sim.maxPerNode)
-		res.Figures = append(res.Figures,
-			figure{Name: fmt.Sprintf("%d pods (%d RayClusters) on %d simulated nodes → all ready", sim.pods, sim.clusters, o.simulatedNodes), Value: fmt.Sprintf("%.1f s", sim.wall.Seconds())},
-			figure{Name: fmt.Sprintf("nodes used by %d pods on %d simulated nodes (most pods on one)", sim.pods, o.simulatedNodes), Value: fmt.Sprintf("%d (%d)", sim.nodesUsed, sim.maxPerNode)})
+			"| nodes | RayClusters | pods | all ready | per 100 pods | rayctl CPU | API p50 / p99 (all verbs) | peak RSS | RSS when ready | etcd db | nodes used | most pods on one node |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+			o.simulatedNodes, strings.Join(simulatedArgs(o.simulatedNodes), " "), o.simulatedNodes, simulatedNodeCapacity)
+		for _, sim := range sims {
+			all := sim.verb("all")
+			fmt.Fprintf(&b, "| %d | %d | %d | %.1f s | %.2f s | %.1f s | %s / %s | %.0f MB | %.0f MB | %.1f MB | %d | %d |\n",
+				o.simulatedNodes+1, sim.clusters, sim.pods, sim.wall.Seconds(), sim.wall.Seconds()*100/float64(sim.pods), sim.cpuSeconds, latencyMS(all.p50), latencyMS(all.p99),
+				sim.rssPeak, sim.rssReady, sim.etcdMB, sim.nodesUsed, sim.maxPerNode)
+			res.Figures = append(res.Figures,
+				figure{Name: fmt.Sprintf("%d pods (%d RayClusters) on %d simulated nodes → all ready", sim.pods, sim.clusters, o.simulatedNodes), Value: fmt.Sprintf("%.1f s", sim.wall.Seconds())},
+				figure{Name: fmt.Sprintf("API p99, all verbs, %d pods on %d simulated nodes", sim.pods, o.simulatedNodes), Value: latencyMS(all.p99)},
+				figure{Name: fmt.Sprintf("peak RSS, %d pods on %d simulated nodes", sim.pods, o.simulatedNodes), Value: fmt.Sprintf("%.0f MB", sim.rssPeak)},
+				figure{Name: fmt.Sprintf("nodes used by %d pods on %d simulated nodes (most pods on one)", sim.pods, o.simulatedNodes), Value: fmt.Sprintf("%d (%d)", sim.nodesUsed, sim.maxPerNode)})
+		}
+		if sims[len(sims)-1].pods < 10000 {
+			b.WriteString("\n10,000 pods (1,000 RayClusters) on the same nodes: `make bench SUITE=scale BENCH_ARGS=\"-scale-simulated-sizes 100,1000\"` (several minutes).\n")
+		}
 	}
 	var verbs []series
 	for _, verb := range append([]string{"all"}, scaleVerbs...) {
@@ -292,7 +312,8 @@ var scaleVerbs = []string{"POST", "GET", "LIST", "PATCH", "PUT", "DELETE", "WATC
 var longRunning = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
 
 // scaleOnce runs one size on a fresh instance.
-func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleResult, error) {
+// profile, when set, is where the run's CPU profile goes.
+func scaleOnce(rayctl string, n int, profile string, upArgs []string) (scaleResult, error) {
 	res := scaleResult{clusters: n, pods: n * (1 + scaleWorkers)}
 	dir, err := os.MkdirTemp("", "rayctl-bench-scale-")
 	if err != nil {
@@ -314,7 +335,9 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 	if err != nil {
 		return res, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	// A run is given 15 minutes, and a second more per RayCluster (10,000 pods on a loaded 2-core
+	// machine take tens of minutes).
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute+time.Duration(n)*time.Second)
 	defer cancel()
 	const ns = "bench-scale"
 	if err := podNamespace(ctx, kube, ns); err != nil {
@@ -348,7 +371,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 			}
 		}
 	})
-	if profileDir != "" {
+	if profile != "" {
 		// The API server serves Go's pprof to the admin; a CPU profile of the middle of the run shows
 		// what bounds it.
 		sampling.Go(func() {
@@ -357,7 +380,7 @@ func scaleOnce(rayctl string, n int, profileDir string, upArgs []string) (scaleR
 			case <-stopSampling:
 				return
 			}
-			if err := cpuProfile(ctx, kube, filepath.Join(profileDir, fmt.Sprintf("scale-%d.pprof", res.pods))); err != nil {
+			if err := cpuProfile(ctx, kube, profile); err != nil {
 				fmt.Fprintf(os.Stderr, "scale %d: CPU profile: %v\n", n, err)
 			}
 		})

@@ -2,10 +2,11 @@
 // node and decides as kube-scheduler's default profile does for what KubeRay's YAML asks: it filters
 // the nodes (unschedulable, taints with NoSchedule and NoExecute, nodeSelector and required node
 // affinity, allocatable resources including extended ones such as nvidia.com/gpu minus what the
-// non-terminal pods there request, required pod affinity and anti-affinity by topology key), scores
-// the rest (PreferNoSchedule taints, preferred node and pod affinity, the least allocated), and binds
-// the pod to the best through pods/binding. When no node fits it sets PodScheduled=False (reason
-// Unschedulable) with kube-scheduler's message ("0/2 nodes are available: 1 Insufficient
+// non-terminal pods there request, DoNotSchedule topology spread constraints, required pod affinity
+// and anti-affinity by topology key), scores the rest (PreferNoSchedule taints, preferred node
+// affinity, ScheduleAnyway topology spread constraints, preferred pod affinity, the least allocated),
+// and binds the pod to the best through pods/binding. When no node fits it sets PodScheduled=False
+// (reason Unschedulable) with kube-scheduler's message ("0/2 nodes are available: 1 Insufficient
 // nvidia.com/gpu, 1 node(s) had untolerated taint {nvidia.com/gpu: present}. preemption: ...") and
 // records FailedScheduling, then tries again when pods go away or nodes change.
 package binder
@@ -73,7 +74,8 @@ type Binder struct {
 
 	mu sync.Mutex
 	// unschedulable are pods that fit no node: a change that may make room tries them again. The value
-	// says whether the pod has pod affinity (a pod bound elsewhere may satisfy it).
+	// says whether the pod has pod affinity or a DoNotSchedule topology spread constraint (a pod bound
+	// elsewhere may satisfy it).
 	unschedulable map[types.NamespacedName]bool
 }
 
@@ -194,7 +196,7 @@ var podBound = chainhooks.Named("pod bound to a node", predicate.Funcs{
 })
 
 // unschedulableAfterBinding maps a pod's binding to the pods waiting for a pod to match their pod
-// affinity.
+// affinity, or for pods in other domains to even out their topology spread.
 func (b *Binder) unschedulableAfterBinding(_ context.Context, _ client.Object) []reconcile.Request {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -293,7 +295,7 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known
 		p.nodeLabels[nodes.Items[i].Name] = nodes.Items[i].Labels
 	}
 	aff := pod.Spec.Affinity
-	allOthers := aff != nil && (aff.PodAffinity != nil || aff.PodAntiAffinity != nil)
+	allOthers := aff != nil && (aff.PodAffinity != nil || aff.PodAntiAffinity != nil) || len(pod.Spec.TopologySpreadConstraints) > 0
 	node, known = b.accounts.placeWith(pod, func(usage func(string) nodeUsage, others func(bool) []placedPod) string {
 		p.others = others(allOthers)
 		node, reasons, unhelpful = p.choose(nodes.Items, usage)
@@ -344,7 +346,7 @@ func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 // markUnschedulable records why the pod waits, writing PodScheduled only when it changes.
 func (b *Binder) markUnschedulable(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, message string) error {
 	b.mu.Lock()
-	b.unschedulable[key] = pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil
+	b.unschedulable[key] = pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil || hasHardSpread(pod)
 	b.mu.Unlock()
 	event := message
 	if b.cfg.InsufficientHint != "" && strings.Contains(message, " Insufficient ") {

@@ -248,3 +248,68 @@ func TestPodRequests(t *testing.T) {
 		t.Errorf("memory = %s", mem.String())
 	}
 }
+
+// TestBinderTopologySpread: pods with a DoNotSchedule topology spread constraint over a node label are
+// placed alternately across its two values; with one domain's node cordoned, the pod that would skew
+// the spread waits with kube-scheduler's message, and is placed once the node is back.
+func TestBinderTopologySpread(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.node + "-b", Labels: map[string]string{"pool": "b"}}}
+	other, err := e.client.CoreV1().Nodes().Create(ctx, other, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.setCapacity(other, "2", "4Gi")
+	spread := func(name string) {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Labels: map[string]string{"app": "spread"}},
+			Spec: corev1.PodSpec{
+				SchedulerName: schedulerName,
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+					MaxSkew: 1, TopologyKey: "pool", WhenUnsatisfiable: corev1.DoNotSchedule,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+				}},
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+				}}},
+			},
+		}
+		if _, err := e.client.CoreV1().Pods(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perNode := map[string]int{}
+	for i := range 4 {
+		name := fmt.Sprintf("spread-%d", i)
+		spread(name)
+		p := e.waitPod(name, "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+		perNode[p.Spec.NodeName]++
+	}
+	if perNode[e.node] != 2 || perNode[other.Name] != 2 {
+		t.Errorf("4 spread pods placed %v, want 2 on each pool", perNode)
+	}
+
+	// Pool b's node cordoned: pool b still counts (2 pods), so one more fits on pool a, and the next waits.
+	other, _ = e.client.CoreV1().Nodes().Get(ctx, other.Name, metav1.GetOptions{})
+	other.Spec.Unschedulable = true
+	if other, err = e.client.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spread("spread-4")
+	e.waitPod("spread-4", "bound to pool a", func(p *corev1.Pod) bool { return p.Spec.NodeName == e.node })
+	spread("spread-5")
+	p := e.waitPod("spread-5", "unschedulable", unschedulable)
+	for _, want := range []string{"1 node(s) didn't match pod topology spread constraints, ", "1 node(s) were unschedulable",
+		"preemption: ", "1 No preemption victims found for incoming pod"} {
+		if !strings.Contains(scheduled(p).Message, want) {
+			t.Errorf("message %q lacks %q", scheduled(p).Message, want)
+		}
+	}
+	e.waitEvent("spread-5", "FailedScheduling", "node(s) didn't match pod topology spread constraints")
+	other.Spec.Unschedulable = false
+	if _, err := e.client.CoreV1().Nodes().Update(ctx, other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPod("spread-5", "bound to pool b once it is back", func(p *corev1.Pod) bool { return p.Spec.NodeName == other.Name })
+}

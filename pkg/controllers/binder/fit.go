@@ -67,7 +67,7 @@ const (
 // unresolvable reports whether reason is one preemption cannot cure.
 func unresolvable(reason string) bool {
 	return reason == reasonUnschedulable || reason == reasonNodeAffinity || reason == reasonPodAffinity ||
-		strings.HasPrefix(reason, "node(s) had untolerated taint")
+		reason == reasonSpreadMissingLabel || strings.HasPrefix(reason, "node(s) had untolerated taint")
 }
 
 // placement is what one pod's placement reads: the pod, every node, and the pods counted against them.
@@ -82,6 +82,8 @@ type placement struct {
 	namespaceLabels func(string) map[string]string
 	// req is the pod's PodRequests, worked out on first use.
 	req corev1.ResourceList
+	// spreadState is the pod's topology spread constraints worked out over every node (nil: none).
+	spreadState *spreadState
 }
 
 // requests is what the pod asks of a node (PodRequests), worked out once per placement.
@@ -98,6 +100,7 @@ func (p *placement) choose(nodes []corev1.Node, usage func(string) nodeUsage) (n
 	reasons = map[string]int{}
 	var fit []*corev1.Node
 	var all []scores
+	p.spreadState = p.spread(nodes)
 	for i := range nodes {
 		n := &nodes[i]
 		used := usage(n.Name)
@@ -116,11 +119,13 @@ func (p *placement) choose(nodes []corev1.Node, usage func(string) nodeUsage) (n
 	if len(fit) == 0 {
 		return "", reasons, unhelpful
 	}
+	p.spreadState.scores(p, nodes, fit, all)
 	return fit[best(all)].Name, nil, 0
 }
 
 // fits returns why the pod cannot go to node (empty when it can), in the scheduler's words, checked in
-// kube-scheduler's filter order: unschedulable, taints, node affinity, resources, pod affinity.
+// kube-scheduler's filter order: unschedulable, taints, node affinity, resources, topology spread, pod
+// affinity.
 func (p *placement) fits(node *corev1.Node, used nodeUsage) []string {
 	pod := p.pod
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
@@ -140,6 +145,9 @@ func (p *placement) fits(node *corev1.Node, used nodeUsage) []string {
 	}
 	if why := resourceFit(p.requests(), node, used); len(why) > 0 {
 		return why
+	}
+	if why := p.spreadState.fit(pod, node); why != "" {
+		return []string{why}
 	}
 	if why := p.podAffinityFit(node); why != "" {
 		return []string{why}
@@ -284,6 +292,10 @@ type scores struct {
 	nodeAffinity, untoleratedPrefer, podAffinity int64
 	// leastAllocated is 0–100: the share of cpu and memory the node has left once the pod is there.
 	leastAllocated int64
+	// spread is the raw topology spread score (fewer matching pods is better), when spreadScored; a
+	// node without the keys of the ScheduleAnyway constraints is spreadIgnored.
+	spread                      int64
+	spreadScored, spreadIgnored bool
 }
 
 // score computes node's raw scores for the pod, as kube-scheduler's NodeAffinity, TaintToleration,
@@ -343,9 +355,10 @@ func (p *placement) score(node *corev1.Node, used nodeUsage) scores {
 }
 
 // best returns the index of the best-scoring node, normalising each score across the nodes and weighing
-// them as kube-scheduler's default profile does (TaintToleration 3, NodeAffinity 2, InterPodAffinity 2,
-// NodeResourcesFit 1). A tie goes to the earlier node.
+// them as kube-scheduler's default profile does (TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
+// InterPodAffinity 2, NodeResourcesFit 1). A tie goes to the earlier node.
 func best(all []scores) int {
+	spread := spreadScores(all)
 	var maxAff, maxTaint, minPod, maxPod int64
 	for i, s := range all {
 		maxAff = max(maxAff, s.nodeAffinity)
@@ -370,7 +383,7 @@ func best(all []scores) int {
 		if maxPod > minPod {
 			pod = (s.podAffinity - minPod) * 100 / (maxPod - minPod)
 		}
-		total := 3*taint + 2*aff + 2*pod + s.leastAllocated
+		total := 3*taint + 2*aff + 2*spread[i] + 2*pod + s.leastAllocated
 		if bestI < 0 || total > bestTotal {
 			bestI, bestTotal = i, total
 		}
