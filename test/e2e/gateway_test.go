@@ -8,14 +8,25 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -140,7 +151,9 @@ func TestGatewayRoutes(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, ctx, in)
 	class := "rayctl-" + ns
-	t.Cleanup(func() { _, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found")
+	})
 	webBackend(t, ctx, in, ns, "web-a")
 	webBackend(t, ctx, in, ns, "web-b")
 	out, stderr, err := in.Kubectl(ctx, strings.ReplaceAll(gatewayRoutes, "CLASS", class), "apply", "-n", ns, "-f", "-")
@@ -213,5 +226,126 @@ func TestGatewayRoutes(t *testing.T) {
 	}
 	if code, _, err := httpGet(ctx, base+"/missing"); err != nil || code != http.StatusInternalServerError {
 		t.Errorf("GET /missing (a backend that does not resolve): %d %v; want 500", code, err)
+	}
+}
+
+// TestRayServiceIncrementalUpgrade: a RayService with upgradeStrategy NewClusterWithIncrementalUpgrade
+// (raysim Serve, rayctl's GatewayClass) gets its Gateway and HTTPRoute; under a steady load of requests
+// through `kubectl port-forward` to the Gateway, a change of rayClusterConfig moves traffic to the new
+// cluster in stepSizePercent steps (the status's trafficRoutedPercent passes through values between 0
+// and 100), no request fails, and the upgrade ends with the new cluster active and answering every
+// request.
+func TestRayServiceIncrementalUpgrade(t *testing.T) {
+	in := gatewayInstance(t)
+	e := newRayEnv(t, in)
+	class := "rayctl-" + e.ns
+	t.Cleanup(func() {
+		_, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found")
+	})
+	out, stderr, err := in.Kubectl(e.ctx, "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: "+class+"\nspec:\n  controllerName: rayctl.dev/gateway-controller\n", "apply", "-f", "-")
+	must(t, "creating the GatewayClass: "+out+stderr, err)
+
+	const name = "inc"
+	rs := sampleService(t, name)
+	rs.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](10)
+	rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
+	rs.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.RayServiceNewClusterWithIncrementalUpgrade),
+		ClusterUpgradeOptions: &rayv1.ClusterUpgradeOptions{GatewayClassName: class, StepSizePercent: ptr.To[int32](25), IntervalSeconds: ptr.To[int32](2), MaxSurgePercent: ptr.To[int32](50)}}
+	_, err = e.ray.RayV1().RayServices(e.ns).Create(e.ctx, rs, metav1.CreateOptions{})
+	must(t, "creating the RayService", err)
+	rs = e.waitService(t, name, "Ready with all traffic on its cluster", 3*time.Minute, func(rs *rayv1.RayService) bool {
+		return serviceReady(rs) && ptr.Deref(rs.Status.ActiveServiceStatus.TrafficRoutedPercent, 0) == 100
+	})
+	old := rs.Status.ActiveServiceStatus.RayClusterName
+	eventually(t, e.ctx, nodeTimeout, "Gateway "+name+"-gateway PROGRAMMED True", func(ctx context.Context) (bool, error) {
+		return jsonpath(t, ctx, in, e.ns, "gateway/"+name+"-gateway", `{.status.conditions[?(@.type=="Programmed")].status}`) == "True", nil
+	})
+
+	_, local := portForward(t, e.ctx, in, e.ns, nil, "svc/"+name+"-gateway-"+class, 80)
+	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
+	var mu sync.Mutex
+	var failures []string
+	byCluster := map[string]int{}
+	var total atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			req, _ := http.NewRequestWithContext(e.ctx, http.MethodGet, url, nil)
+			resp, err := hostHTTP.Do(req)
+			var body []byte
+			if err == nil {
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			mu.Lock()
+			if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
+				if e.ctx.Err() == nil {
+					code := 0
+					if resp != nil {
+						code = resp.StatusCode
+					}
+					failures = append(failures, fmt.Sprintf("%s: %d %q %v", time.Now().Format("15:04:05.000"), code, body, err))
+				}
+			} else {
+				byCluster[strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000")]++
+			}
+			mu.Unlock()
+			total.Add(1)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
+		return total.Load() > 5, fmt.Sprintf("%d requests", total.Load()), nil
+	})
+
+	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`)
+	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	must(t, "patching rayClusterConfig", err)
+	steps := map[int32]bool{}
+	var newName string
+	rs = e.waitService(t, name, "the new cluster active with all traffic", 5*time.Minute, func(rs *rayv1.RayService) bool {
+		if p := rs.Status.PendingServiceStatus; p.RayClusterName != "" {
+			newName = p.RayClusterName
+			if w := ptr.Deref(p.TrafficRoutedPercent, -1); w > 0 && w < 100 {
+				steps[w] = true
+			}
+		}
+		a := rs.Status.ActiveServiceStatus
+		return newName != "" && a.RayClusterName == newName && rs.Status.PendingServiceStatus.RayClusterName == "" &&
+			ptr.Deref(a.TrafficRoutedPercent, 0) == 100 && serviceReady(rs)
+	})
+	t.Logf("traffic on the new cluster %s passed through %v%%", newName, slices.Sorted(maps.Keys(steps)))
+	if len(steps) < 2 {
+		t.Errorf("trafficRoutedPercent of the new cluster passed through %v; want steps of 25 between 0 and 100", slices.Sorted(maps.Keys(steps)))
+	}
+	// Once the old cluster is gone, every request is the new cluster's.
+	e.waitFor(t, 2*time.Minute, "the old cluster "+old+" deleted", func(ctx context.Context) (bool, string, error) {
+		_, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, old, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there", client404(err)
+	})
+	mu.Lock()
+	before := byCluster[newName]
+	mu.Unlock()
+	e.waitFor(t, 30*time.Second, "more requests answered by the new cluster", func(context.Context) (bool, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return byCluster[newName] > before+10, fmt.Sprint(byCluster), nil
+	})
+	close(stop)
+	wg.Wait()
+	t.Logf("requests through the Gateway: %d, answered by cluster %v", total.Load(), byCluster)
+	if byCluster[old] == 0 || byCluster[newName] == 0 {
+		t.Errorf("answers by cluster %v; want both %s and %s", byCluster, old, newName)
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d requests through the Gateway failed during the upgrade:\n%s", len(failures), strings.Join(failures, "\n"))
 	}
 }
