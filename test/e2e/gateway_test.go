@@ -263,47 +263,23 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 
 	_, local := portForward(t, e.ctx, in, e.ns, nil, "svc/"+name+"-gateway-"+class, 80)
 	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
-	var mu sync.Mutex
-	var failures []string
-	byCluster := map[string]int{}
-	var total atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			req, _ := http.NewRequestWithContext(e.ctx, http.MethodGet, url, nil)
-			resp, err := hostHTTP.Do(req)
-			var body []byte
-			if err == nil {
-				body, _ = io.ReadAll(resp.Body)
-				resp.Body.Close()
-			}
-			mu.Lock()
-			if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
-				if e.ctx.Err() == nil {
-					code := 0
-					if resp != nil {
-						code = resp.StatusCode
-					}
-					failures = append(failures, fmt.Sprintf("%s: %d %q %v", time.Now().Format("15:04:05.000"), code, body, err))
-				}
-			} else {
-				byCluster[strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000")]++
-			}
-			mu.Unlock()
-			total.Add(1)
-			time.Sleep(20 * time.Millisecond)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
+	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err.Error()
 		}
-	}()
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
+			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
+		}
+		// The proxy names the backend: <namespace>/<cluster>-serve-svc:8000.
+		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
+	})
 	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
-		return total.Load() > 5, fmt.Sprintf("%d requests", total.Load()), nil
+		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
 	})
 
 	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`)
@@ -331,21 +307,72 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 		_, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, old, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "still there", client404(err)
 	})
-	mu.Lock()
-	before := byCluster[newName]
-	mu.Unlock()
+	before := load.counts()[newName]
 	e.waitFor(t, 30*time.Second, "more requests answered by the new cluster", func(context.Context) (bool, string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return byCluster[newName] > before+10, fmt.Sprint(byCluster), nil
+		return load.counts()[newName] > before+10, fmt.Sprint(load.counts()), nil
 	})
-	close(stop)
-	wg.Wait()
-	t.Logf("requests through the Gateway: %d, answered by cluster %v", total.Load(), byCluster)
+	failures := load.stop()
+	byCluster := load.counts()
+	t.Logf("requests through the Gateway: %d answered, by cluster %v; %d failed", load.ok.Load(), byCluster, load.failed.Load())
 	if byCluster[old] == 0 || byCluster[newName] == 0 {
 		t.Errorf("answers by cluster %v; want both %s and %s", byCluster, old, newName)
 	}
 	if len(failures) > 0 {
 		t.Errorf("%d requests through the Gateway failed during the upgrade:\n%s", len(failures), strings.Join(failures, "\n"))
 	}
+}
+
+// steadyLoad sends one request after another (20 ms apart) until stopped, counting answers by the label
+// each gets and keeping every failure with its time.
+type steadyLoad struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	byLabel    map[string]int
+	failures   []string
+	done       chan struct{}
+	cancel     context.CancelFunc
+}
+
+// startSteadyLoad runs get in a loop: it returns the answer's label, or "" and why the request failed.
+// A failure after ctx ended is not counted.
+func startSteadyLoad(ctx context.Context, get func(ctx context.Context) (label, failure string)) *steadyLoad {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &steadyLoad{byLabel: map[string]int{}, done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(l.done)
+		for ctx.Err() == nil {
+			label, failure := get(ctx)
+			l.mu.Lock()
+			switch {
+			case failure == "":
+				l.ok.Add(1)
+				l.byLabel[label]++
+			case ctx.Err() == nil:
+				l.failed.Add(1)
+				l.failures = append(l.failures, time.Now().Format("15:04:05.000")+": "+failure)
+			}
+			l.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return l
+}
+
+// counts is a copy of the answers by label.
+func (l *steadyLoad) counts() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.byLabel)
+}
+
+// stop ends the load and returns its failures.
+func (l *steadyLoad) stop() []string {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failures
 }
