@@ -32,6 +32,7 @@ func newRootCommand() *cobra.Command {
 		newDemoCommand(g),
 		newUICommand(g),
 		newGetCommand(g),
+		newGatewayProxyCommand(),
 		&cobra.Command{Use: "kubectl [args...]", Short: "Run kubectl against rayctl's API server", DisableFlagParsing: true},
 		&cobra.Command{Use: "ray [args...]", Short: "Run raysim, the offline Ray stand-in", DisableFlagParsing: true},
 	)

@@ -19,6 +19,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
 	"github.com/rayctl/rayctl/pkg/controllers/fieldwarnings"
+	"github.com/rayctl/rayctl/pkg/controllers/gateway"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
 	"github.com/rayctl/rayctl/pkg/controllers/localpath"
@@ -61,6 +62,7 @@ func init() {
 		{groupRay, rayservice.Name, rayservice.Setup},
 		{groupRay, raycronjob.Name, raycronjob.Setup},
 		{groupRay, fieldwarnings.Name, fieldwarnings.Setup},
+		{groupRay, gateway.Name, gateway.Options{ProxyImage: SimImageRef}.Setup},
 		{groupKube, job.Name, job.Setup},
 		{groupKube, gc.Name, gc.Setup},
 		{groupKube, namespace.Name, namespace.Setup},

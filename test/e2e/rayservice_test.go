@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -288,32 +286,14 @@ func testServiceUpgrade(t *testing.T, e *rayEnv) {
 	old := rs.Status.ActiveServiceStatus.RayClusterName
 
 	// Clients of the serve Service, one request after another, until the upgrade is over.
-	var ok, failed atomic.Int64
-	var mu sync.Mutex
-	var failures []string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			code, body, err := e.serviceProxyGet(e.ctx, name+"-serve-svc", 8000, "/fruit/mango")
-			if err == nil && code == 200 && strings.HasPrefix(body, "raysim serve: app=fruit_app") {
-				ok.Add(1)
-			} else if e.ctx.Err() == nil {
-				failed.Add(1)
-				mu.Lock()
-				failures = append(failures, fmt.Sprintf("%s: %d %q %v", time.Now().Format("15:04:05.000"), code, body, err))
-				mu.Unlock()
-			}
-			time.Sleep(20 * time.Millisecond)
+	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
+		code, body, err := e.serviceProxyGet(ctx, name+"-serve-svc", 8000, "/fruit/mango")
+		if err == nil && code == 200 && strings.HasPrefix(body, "raysim serve: app=fruit_app") {
+			return "ok", ""
 		}
-	}()
+		return "", fmt.Sprintf("%d %q %v", code, body, err)
+	})
+	ok, failed := &load.ok, &load.failed
 	e.waitFor(t, 30*time.Second, "requests answering through the serve Service", func(context.Context) (bool, string, error) {
 		return ok.Load() > 0, fmt.Sprintf("%d ok, %d failed", ok.Load(), failed.Load()), nil
 	})
@@ -350,8 +330,7 @@ func testServiceUpgrade(t *testing.T, e *rayEnv) {
 	e.waitFor(t, 30*time.Second, "requests answering after the old cluster went", func(context.Context) (bool, string, error) {
 		return ok.Load() > n+5, "", nil
 	})
-	close(stop)
-	wg.Wait()
+	failures := load.stop()
 	t.Logf("requests through the serve Service during the upgrade: %d answered, %d failed", ok.Load(), failed.Load())
 	if failed.Load() > 0 {
 		t.Errorf("%d requests failed during the upgrade:\n%s", failed.Load(), strings.Join(failures, "\n"))

@@ -10,6 +10,7 @@ package fieldwarnings
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -71,8 +72,8 @@ var ClusterSpecFields = []Field{
 
 // RayServiceFields are the fields of a RayService spec that rayctl accepts and does not act on.
 var RayServiceFields = []Field{
-	{Path: "upgradeStrategy.type", Value: "NewClusterWithIncrementalUpgrade", Undone: "incremental upgrades need the Gateway API, which rayctl does not serve; a change of spec.rayClusterConfig is not rolled out (as KubeRay without its incremental-upgrade feature gate)"},
-	{Path: "upgradeStrategy.clusterUpgradeOptions", Undone: "no incremental upgrade is done"},
+	{Path: "upgradeStrategy.type", Value: "NewClusterWithIncrementalUpgrade", Undone: "incremental upgrades need the Gateway API, which this rayctl does not serve (rayctl up --gateway-api); a change of spec.rayClusterConfig is not rolled out (as KubeRay without its incremental-upgrade feature gate)"},
+	{Path: "upgradeStrategy.clusterUpgradeOptions", Undone: "no incremental upgrade is done without the Gateway API (rayctl up --gateway-api)"},
 	{Path: "suspend", Undone: "the RayService is not suspended"},
 }
 
@@ -143,9 +144,16 @@ type Reconciler struct {
 }
 
 // Setup registers one controller per watched kind (RayCluster, RayJob, RayService) with mgr.
+// Where the Gateway API is served, a RayService's incremental upgrade is acted on and gets no Warning.
 func Setup(mgr ctrl.Manager, env manager.Env) error {
+	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}, "v1")
+	gatewayAPI := err == nil
 	for _, k := range kinds {
-		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: k.own}
+		own := k.own
+		if k.kind == "RayService" && gatewayAPI {
+			own = slices.DeleteFunc(slices.Clone(own), func(f Field) bool { return strings.HasPrefix(f.Path, "upgradeStrategy.") })
+		}
+		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: own}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named(Name + "-" + strings.ToLower(k.kind)).
 			For(r.empty()).

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
@@ -138,11 +139,12 @@ func DefaultOptions() Options {
 	}
 }
 
-// Scheme returns a scheme with the client-go kinds and ray.io/v1.
+// Scheme returns a scheme with the client-go kinds, ray.io/v1 and gateway.networking.k8s.io/v1.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(rayv1.AddToScheme(s))
+	utilruntime.Must(gwv1.Install(s))
 	return s
 }
 

@@ -1,10 +1,13 @@
 // Package nodataplane says out loud what rayctl stores but does not act on: an Ingress routes no traffic
 // (no ingress controller runs), a NetworkPolicy restricts none where the pod network does not enforce
-// policies (pods on the host's network, the fake runtime), and the Gateway API's GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes are claimed by no
-// Gateway controller. Each such object gets a Warning event when it is created or its spec changes, so
-// that `kubectl describe` shows why traffic does not follow it.
+// policies (pods on the host's network, the fake runtime), and the Gateway API's GatewayClasses, Gateways,
+// HTTPRoutes and GRPCRoutes that rayctl's own Gateway controller (pkg/controllers/gateway) does not claim
+// (a GatewayClass naming another controllerName, the Gateways of such a class, routes none of whose
+// parents is a Gateway of rayctl's, every GRPCRoute) are claimed by no Gateway controller. Each such
+// object gets a Warning event when it is created or its spec changes, so that `kubectl describe` shows
+// why traffic does not follow it.
 //
-// The Gateway API kinds are left as a cluster without a Gateway controller leaves them: their status is
+// The unclaimed Gateway API kinds are left as a cluster without their Gateway controller leaves them: their status is
 // what the CRDs default it to (a Gateway's Accepted and Programmed conditions Unknown, reason Pending,
 // "Waiting for controller"; a GatewayClass's Accepted likewise; a route lists no parents). Writing
 // Accepted=False would claim a GatewayClass whose controllerName names someone else's controller, which
@@ -28,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/controllers/gateway"
 	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
@@ -44,9 +48,10 @@ const (
 		"(reach services with `kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
 	messageNetworkPolicy = "rayctl's pods share the host's network here, where NetworkPolicies cannot be enforced: this one " +
 		"is stored, but traffic to and from the pods it selects is not restricted"
-	messageGateway = "rayctl runs no Gateway API controller: this %s is stored and validated, but no controller " +
-		"accepts it or routes traffic by it, and its status stays as the API defaults it (reach services with " +
-		"`kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
+	messageGateway = "rayctl runs no Gateway API controller for this %s: it is stored and validated, but no controller " +
+		"accepts it or routes traffic by it, and its status stays as the API defaults it (rayctl's own Gateway " +
+		"controller claims GatewayClasses whose controllerName is " + string(gateway.ControllerName) + " and their " +
+		"Gateways' HTTPRoutes; else reach services with `kubectl port-forward` or the API server's services/NAME:PORT/proxy)"
 )
 
 // GatewayGroupVersion is the Gateway API version whose kinds get the NoGatewayController warning.
@@ -89,6 +94,9 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		obj := kind.obj
 		w := &warner{client: mgr.GetClient(), recorder: env.Recorder, reason: kind.reason, message: kind.message,
 			new: func() client.Object { return obj.DeepCopyObject().(client.Object) }}
+		if kind.reason == ReasonGateway {
+			w.claimed = claimedByRayctl
+		}
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named(env.Name+"-"+kind.name).
 			For(kind.obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -105,6 +113,8 @@ type warner struct {
 	recorder        record.EventRecorder
 	new             func() client.Object
 	reason, message string
+	// claimed, when set, says whether another controller of rayctl's acts on the object (no Warning then).
+	claimed func(ctx context.Context, c client.Client, obj client.Object) bool
 }
 
 // Reconcile records the Warning on the object, unless it is gone or going.
@@ -113,6 +123,59 @@ func (w *warner) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err := w.client.Get(ctx, req.NamespacedName, obj); err != nil || obj.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if w.claimed != nil && w.claimed(ctx, w.client, obj) {
+		return reconcile.Result{}, nil
+	}
 	w.recorder.Event(obj, corev1.EventTypeWarning, w.reason, w.message)
 	return reconcile.Result{}, nil
+}
+
+// claimedByRayctl reports whether rayctl's Gateway controller acts on a Gateway API object: a
+// GatewayClass naming its controllerName, a Gateway of such a class, an HTTPRoute with such a Gateway
+// among its parents.
+func claimedByRayctl(ctx context.Context, c client.Client, obj client.Object) bool {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	classIsOurs := func(name string) bool {
+		gc := gatewayObject("GatewayClass")
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, gc); err != nil {
+			return false
+		}
+		cn, _, _ := unstructured.NestedString(gc.(*unstructured.Unstructured).Object, "spec", "controllerName")
+		return cn == string(gateway.ControllerName)
+	}
+	gatewayIsOurs := func(ns, name string) bool {
+		gw := gatewayObject("Gateway")
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gw); err != nil {
+			return false
+		}
+		class, _, _ := unstructured.NestedString(gw.(*unstructured.Unstructured).Object, "spec", "gatewayClassName")
+		return classIsOurs(class)
+	}
+	switch u.GetKind() {
+	case "GatewayClass":
+		cn, _, _ := unstructured.NestedString(u.Object, "spec", "controllerName")
+		return cn == string(gateway.ControllerName)
+	case "Gateway":
+		class, _, _ := unstructured.NestedString(u.Object, "spec", "gatewayClassName")
+		return classIsOurs(class)
+	case "HTTPRoute":
+		refs, _, _ := unstructured.NestedSlice(u.Object, "spec", "parentRefs")
+		for _, r := range refs {
+			ref, _ := r.(map[string]any)
+			if kind, ok := ref["kind"].(string); ok && kind != "Gateway" {
+				continue
+			}
+			ns, _ := ref["namespace"].(string)
+			if ns == "" {
+				ns = u.GetNamespace()
+			}
+			if name, _ := ref["name"].(string); gatewayIsOurs(ns, name) {
+				return true
+			}
+		}
+	}
+	return false
 }

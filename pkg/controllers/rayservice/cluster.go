@@ -91,14 +91,15 @@ func compareSpec(rs *rayv1.RayService, cluster *rayv1.RayCluster) specMatch {
 }
 
 // zeroDowntimeUpgrade reports whether a cluster-spec change is rolled out on a new cluster:
-// upgradeStrategy.type NewCluster or unset, as KubeRay v1.6 does without its incremental-upgrade
-// feature gate (None, and NewClusterWithIncrementalUpgrade, leave the running cluster as it is).
-func zeroDowntimeUpgrade(rs *rayv1.RayService) bool {
+// upgradeStrategy.type NewCluster or unset, and NewClusterWithIncrementalUpgrade where incremental
+// upgrades run (the Gateway API is served); None, and NewClusterWithIncrementalUpgrade without the
+// Gateway API, leave the running cluster as it is.
+func zeroDowntimeUpgrade(rs *rayv1.RayService, incremental bool) bool {
 	s := rs.Spec.UpgradeStrategy
 	if s == nil || s.Type == nil {
 		return true
 	}
-	return *s.Type == rayv1.RayServiceNewCluster
+	return *s.Type == rayv1.RayServiceNewCluster || incremental && *s.Type == rayv1.RayServiceNewClusterWithIncrementalUpgrade
 }
 
 // shouldUpdateInPlace reports whether cluster is to be updated from the RayService's spec in place:
@@ -119,9 +120,10 @@ func shouldUpdateInPlace(rs *rayv1.RayService, cluster *rayv1.RayCluster, active
 
 // shouldPrepareNewCluster reports whether the RayService needs a new (pending) cluster: it has
 // none yet, or its cluster spec changed in a way only a new cluster carries and upgrades are on.
-// pendingServing says the Services already point at the pending cluster (it is being promoted).
-func shouldPrepareNewCluster(rs *rayv1.RayService, active, pending *rayv1.RayCluster, pendingServing bool) bool {
-	if pendingServing {
+// pendingServing says the Services already point at the pending cluster (it is being promoted);
+// incremental that incremental upgrades run. No new cluster is prepared while a rollback runs.
+func shouldPrepareNewCluster(rs *rayv1.RayService, active, pending *rayv1.RayCluster, pendingServing, incremental bool) bool {
+	if pendingServing || rollingBack(rs) {
 		return false
 	}
 	if active == nil && pending == nil {
@@ -134,5 +136,5 @@ func shouldPrepareNewCluster(rs *rayv1.RayService, active, pending *rayv1.RayClu
 	if compareSpec(rs, c) != otherSpec {
 		return false
 	}
-	return zeroDowntimeUpgrade(rs)
+	return zeroDowntimeUpgrade(rs, incremental)
 }

@@ -13,7 +13,9 @@
 // cluster is made and the config deployed to it; when its applications all run, the Services switch
 // to it, it becomes the active one, and the old cluster is deleted after
 // rayClusterDeletionDelaySeconds (60 s by default). With type None (and
-// NewClusterWithIncrementalUpgrade, which needs the Gateway API), the running cluster stays as it is.
+// NewClusterWithIncrementalUpgrade where the Gateway API is not served), the running cluster stays as
+// it is. Where it is served, NewClusterWithIncrementalUpgrade moves traffic through a Gateway in steps
+// (incremental.go).
 //
 // The RayCluster gets rayClusterConfig as stored (read unstructured), so KubeRay v1.7's fields, which
 // rayctl's Go types (v1.6.2's) lack, reach it; the spec hash covers the v1.6.2 fields only.
@@ -27,12 +29,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
@@ -58,6 +63,10 @@ type Options struct {
 	Resolver raydashboard.Resolver
 	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
 	NewClient func(baseURL string) ServeAPI
+	// GatewayAPI says the API server serves the Gateway API (Setup asks it): upgradeStrategy.type
+	// NewClusterWithIncrementalUpgrade then runs as KubeRay v1.7 runs it; without, it leaves the running
+	// cluster as it is (as KubeRay without its incremental-upgrade feature gate).
+	GatewayAPI bool
 	// Secrets reads the token Secrets of clusters whose Ray requires one; nil means the reconciler's
 	// client. Setup uses the manager's API reader (no informer on every Secret).
 	Secrets client.Reader
@@ -119,6 +128,11 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 	}
 	if o.Secrets == nil {
 		o.Secrets = mgr.GetAPIReader()
+	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: gwv1.GroupName, Kind: "HTTPRoute"}, gwv1.GroupVersion.Version); err == nil {
+		o.GatewayAPI = true
+	} else if !meta.IsNoMatchError(err) {
+		return err
 	}
 	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
 }

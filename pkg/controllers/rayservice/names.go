@@ -65,6 +65,10 @@ const (
 	EventFailedUpdateServeApps       = "FailedToUpdateServeApplications"
 	EventUpdatedHeadPodServeLabel    = "UpdatedHeadPodServeLabel"
 	EventFailedUpdateHeadPodServeLbl = "FailedToUpdateHeadPodServeLabel"
+	EventUpdatedServeTargetCapacity  = "UpdatedServeTargetCapacity"
+	EventFailedUpdateTargetCapacity  = "FailedToUpdateTargetCapacity"
+	EventFailedToCreateGateway       = "FailedToCreateGateway"
+	EventFailedToCreateHTTPRoute     = "FailedToCreateHTTPRoute"
 )
 
 // newClusterName is KubeRay's RayCluster name for a RayService: <name>-<5 random lowercase alnum>.

@@ -125,29 +125,29 @@ func TestUpgradeDecision(t *testing.T) {
 	same := service()
 	same.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](5) // replicas do not count
 	same.Spec.ServeConfigV2 = "applications: [{name: x, import_path: a.b}]"  // nor does the Serve config
-	if compareSpec(same, cluster) != sameSpec || shouldPrepareNewCluster(same, cluster, nil, false) || shouldUpdateInPlace(same, cluster, true) {
+	if compareSpec(same, cluster) != sameSpec || shouldPrepareNewCluster(same, cluster, nil, false, false) || shouldUpdateInPlace(same, cluster, true) {
 		t.Error("a replica or serveConfigV2 change asks for more than a redeploy")
 	}
 
 	added := service()
 	added.Spec.RayClusterSpec.WorkerGroupSpecs = append(added.Spec.RayClusterSpec.WorkerGroupSpecs, rayv1.WorkerGroupSpec{GroupName: "g2"})
-	if compareSpec(added, cluster) != groupsAdded || !shouldUpdateInPlace(added, cluster, true) || shouldPrepareNewCluster(added, cluster, nil, false) {
+	if compareSpec(added, cluster) != groupsAdded || !shouldUpdateInPlace(added, cluster, true) || shouldPrepareNewCluster(added, cluster, nil, false, false) {
 		t.Error("a worker group added at the end is not an in-place update")
 	}
 
 	changed := service()
 	changed.Spec.RayClusterSpec.RayVersion = "2.61.0"
-	if compareSpec(changed, cluster) != otherSpec || !shouldPrepareNewCluster(changed, cluster, nil, false) || shouldUpdateInPlace(changed, cluster, true) {
+	if compareSpec(changed, cluster) != otherSpec || !shouldPrepareNewCluster(changed, cluster, nil, false, false) || shouldUpdateInPlace(changed, cluster, true) {
 		t.Error("a cluster spec change does not ask for a new cluster")
 	}
-	if shouldPrepareNewCluster(changed, cluster, nil, true) {
+	if shouldPrepareNewCluster(changed, cluster, nil, true, false) {
 		t.Error("a new cluster while the pending one is being promoted")
 	}
 	pending, _ := buildCluster(changed, "svc-bbbbb")
-	if shouldPrepareNewCluster(changed, cluster, pending, false) {
+	if shouldPrepareNewCluster(changed, cluster, pending, false, false) {
 		t.Error("a second new cluster while the pending one already has the spec")
 	}
-	if !shouldPrepareNewCluster(service(), nil, nil, false) {
+	if !shouldPrepareNewCluster(service(), nil, nil, false, false) {
 		t.Error("no first cluster for a new RayService")
 	}
 	for typ, want := range map[rayv1.RayServiceUpgradeType]bool{
@@ -155,7 +155,7 @@ func TestUpgradeDecision(t *testing.T) {
 	} {
 		c := changed.DeepCopy()
 		c.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(typ)}
-		if got := shouldPrepareNewCluster(c, cluster, nil, false); got != want {
+		if got := shouldPrepareNewCluster(c, cluster, nil, false, false); got != want {
 			t.Errorf("upgradeStrategy.type %s: new cluster %v, want %v", typ, got, want)
 		}
 	}

@@ -24,6 +24,8 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
@@ -59,6 +61,10 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	incremental := p.incremental()
+	if incremental {
+		p.reconcileRollback(active, pending)
+	}
 	for _, c := range []*rayv1.RayCluster{active, pending} {
 		if err := p.updateHeadServeLabel(ctx, c); err != nil {
 			return reconcile.Result{}, err
@@ -72,19 +78,31 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 	if pending != nil {
 		pendingReady, pendingApps = p.reconcileServe(ctx, pending)
 	}
-	if active != nil && pending == nil && !shouldPrepareNewCluster(rs, active, nil, false) {
+	if active != nil && pending == nil && !shouldPrepareNewCluster(rs, active, nil, false, incremental) ||
+		active != nil && pending != nil && incremental {
+		// An incremental upgrade serves from both clusters: the active one's capacity is moved too.
 		activeReady, activeApps = p.reconcileServe(ctx, active)
+	}
+	var route *gwv1.HTTPRoute
+	if incremental {
+		if route, err = p.reconcileGatewayObjects(ctx, active, pending, pendingReady); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 
 	var serveSvc *corev1.Service
 	if activeReady || pendingReady {
 		target := active
-		if pendingReady {
+		// During an incremental upgrade the Gateway moves the traffic: the Services stay on the active cluster.
+		if pendingReady && (!incremental || !upgradeInProgress(rs)) {
 			target = pending
 		}
 		if serveSvc, err = p.reconcileServices(ctx, target); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	if incremental {
+		p.recordTraffic(route, pending)
 	}
 	if err := p.calculateStatus(ctx, serveSvc, active, pending, activeApps, pendingApps); err != nil {
 		return reconcile.Result{}, err
@@ -99,6 +117,11 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 func validate(rs *rayv1.RayService) error {
 	if _, err := serveConfigJSON(rs.Spec.ServeConfigV2); err != nil {
 		return err
+	}
+	if isIncremental(rs) {
+		if err := validateIncremental(rs); err != nil {
+			return err
+		}
 	}
 	if len(rs.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers) == 0 {
 		return fmt.Errorf("spec.rayClusterConfig.headGroupSpec.template.spec.containers: the head needs a container")
@@ -360,8 +383,21 @@ func (p *pass) reconcileServe(ctx context.Context, c *rayv1.RayCluster) (ready b
 	}
 	ready, apps = appStatuses(details)
 	deploy, why := needsDeploy(p.r.configs.get(rs.UID, c.Name), rs.Spec.ServeConfigV2, apps)
+	if deploy && p.skipServeDeploy(c) {
+		deploy = false
+		p.log.Info("leaving the Serve config of a cluster being upgraded away from (or rolled back from) as it is", "rayCluster", c.Name)
+	}
+	if !deploy {
+		if err := p.reconcileTargetCapacity(ctx, c, dash.DeployServeConfig); err != nil {
+			p.notReady = err.Error()
+		}
+	}
 	if deploy {
-		body, err := serveConfigJSON(rs.Spec.ServeConfigV2)
+		var capacity *int32
+		if p.incremental() {
+			capacity = p.targetCapacityOf(c)
+		}
+		body, err := serveConfigWithCapacity(rs.Spec.ServeConfigV2, capacity)
 		if err == nil {
 			err = dash.DeployServeConfig(ctx, body)
 		}
@@ -445,9 +481,18 @@ func (p *pass) calculateStatus(ctx context.Context, serveSvc *corev1.Service, ac
 	st.PendingServiceStatus.Applications = pendingApps
 
 	pendingServing := false
-	if serveSvc != nil {
-		selected := serveSvc.Spec.Selector[raycluster.LabelCluster]
+	incremental := p.incremental()
+	if serveSvc != nil || incremental {
+		selected := ""
+		if serveSvc != nil {
+			selected = serveSvc.Spec.Selector[raycluster.LabelCluster]
+		}
 		pendingServing = selected != "" && selected == st.PendingServiceStatus.RayClusterName
+		if incremental && st.ActiveServiceStatus.RayClusterName != "" {
+			// The Gateway's traffic, not the Services, decides an incremental upgrade's promotion.
+			pendingServing = p.incrementalPromotion(pending)
+			selected = st.PendingServiceStatus.RayClusterName
+		}
 		if pendingServing {
 			p.log.Info("promoting the pending RayCluster", "from", st.ActiveServiceStatus.RayClusterName, "to", selected)
 			p.promoted = [2]string{st.ActiveServiceStatus.RayClusterName, selected}
@@ -455,8 +500,11 @@ func (p *pass) calculateStatus(ctx context.Context, serveSvc *corev1.Service, ac
 			st.PendingServiceStatus = rayv1.RayServiceStatus{}
 		}
 	}
-	if shouldPrepareNewCluster(rs, active, pending, pendingServing) {
+	if shouldPrepareNewCluster(rs, active, pending, pendingServing, incremental) {
 		st.PendingServiceStatus = rayv1.RayServiceStatus{RayClusterName: newClusterName(rs)}
+		if incremental {
+			st.PendingServiceStatus.TargetCapacity = capacityOfNewPending(&st.ActiveServiceStatus)
+		}
 		p.log.Info("preparing a new RayCluster", "rayCluster", st.PendingServiceStatus.RayClusterName)
 	}
 

@@ -211,12 +211,20 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	// `ray` in shell commands is raysim: a link in the bin dir put first in PATH.
-	link := filepath.Join(r.binDir, "ray")
-	if cur, err := os.Readlink(link); err != nil || cur != r.rayBinary {
-		_ = os.Remove(link)
-		if err := os.Symlink(r.rayBinary, link); err != nil {
-			return nil, err
+	// `ray` in shell commands is raysim, and `rayctl` this binary (the Gateway's proxy pods run
+	// `rayctl gateway-proxy`, as they do from the raysim image on containerd): links in the bin dir put
+	// first in PATH.
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	for name, target := range map[string]string{"ray": r.rayBinary, "rayctl": self} {
+		link := filepath.Join(r.binDir, name)
+		if cur, err := os.Readlink(link); err != nil || cur != target {
+			_ = os.Remove(link)
+			if err := os.Symlink(target, link); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.readopt(); err != nil {

@@ -1,0 +1,378 @@
+package e2e
+
+// rayctl's own Gateway (pkg/controllers/gateway, `rayctl up --gateway-api`): a GatewayClass naming
+// rayctl.dev/gateway-controller is accepted, a Gateway of it is programmed (its proxy pod running
+// `rayctl gateway-proxy`), HTTPRoutes attach with the status a conformant implementation writes, and
+// requests through `kubectl port-forward` to the Gateway's Service follow the routes' matches and weights.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/test/e2e/framework"
+)
+
+// gatewayRoutes is a GatewayClass of rayctl's controller, a Gateway with one HTTP listener, and two
+// HTTPRoutes: one that sends requests with X-Canary: yes to web-b, and one that splits the rest 3:1
+// between web-a and web-b; plus a route to a Service that does not exist.
+const gatewayRoutes = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: CLASS
+spec:
+  controllerName: rayctl.dev/gateway-controller
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: web
+spec:
+  gatewayClassName: CLASS
+  listeners:
+  - name: http
+    protocol: HTTP
+    port: 80
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: split
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /
+    backendRefs:
+    - name: web-a
+      port: 8000
+      weight: 3
+    - name: web-b
+      port: 8000
+      weight: 1
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: canary
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /
+      headers:
+      - name: X-Canary
+        value: "yes"
+    backendRefs:
+    - name: web-b
+      port: 8000
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: missing
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: Exact
+        value: /missing
+    backendRefs:
+    - name: no-such-service
+      port: 8000
+`
+
+// gatewayInstance starts an instance serving the Gateway API, with a pod network of its own.
+func gatewayInstance(t *testing.T) *framework.Instance {
+	if os.Geteuid() != 0 {
+		t.Skip("the Gateway's proxy and its backends need a pod network of rayctl's own: run as root")
+	}
+	return framework.StartTest(t, "--gateway-api")
+}
+
+// webBackend runs busybox httpd answering name on port 8000, behind a Service of that name.
+func webBackend(t *testing.T, ctx context.Context, in *framework.Instance, ns, name string) {
+	t.Helper()
+	script := fmt.Sprintf("mkdir -p /tmp/www && echo %s > /tmp/www/index.html && exec httpd -f -p 8000 -h /tmp/www", name)
+	pod := nodePod(name, corev1.RestartPolicyAlways, 1, nodeSh("web", script))
+	pod.Labels = map[string]string{"app": name}
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8000)}}, PeriodSeconds: 1}
+	nodeCreatePod(t, ctx, in, ns, pod)
+	_, err := in.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.ServiceSpec{Selector: pod.Labels, Ports: []corev1.ServicePort{{Name: "http", Port: 8000, TargetPort: intstr.FromInt32(8000)}}},
+	}, metav1.CreateOptions{})
+	must(t, "creating Service "+name, err)
+	waitPod(t, ctx, in, ns, name, "ready", runningReady)
+}
+
+// jsonpath runs kubectl get with a jsonpath output.
+func jsonpath(t *testing.T, ctx context.Context, in *framework.Instance, ns, what, path string) string {
+	t.Helper()
+	out, stderr, err := in.Kubectl(ctx, "", "get", "-n", ns, what, "-o", "jsonpath="+path)
+	must(t, "kubectl get "+what+": "+stderr, err)
+	return out
+}
+
+// TestGatewayRoutes: `kubectl get gateway` shows PROGRAMMED True with the Service's address; the
+// GatewayClass is Accepted; each HTTPRoute's parent entry says Accepted and ResolvedRefs (False,
+// BackendNotFound, for the route to a missing Service); through the port-forward, the header match wins
+// over the split, the split is exactly 3:1 over 40 requests, the missing backend answers 500 and an
+// unrouted path 404.
+func TestGatewayRoutes(t *testing.T) {
+	in := gatewayInstance(t)
+	ctx := testContext(t)
+	ns := newNamespace(t, ctx, in)
+	class := "rayctl-" + ns
+	t.Cleanup(func() {
+		_, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found")
+	})
+	webBackend(t, ctx, in, ns, "web-a")
+	webBackend(t, ctx, in, ns, "web-b")
+	out, stderr, err := in.Kubectl(ctx, strings.ReplaceAll(gatewayRoutes, "CLASS", class), "apply", "-n", ns, "-f", "-")
+	must(t, "applying the Gateway and its routes: "+out+stderr, err)
+
+	eventually(t, ctx, nodeTimeout, "the GatewayClass Accepted", func(ctx context.Context) (bool, error) {
+		return jsonpath(t, ctx, in, "", "gatewayclass/"+class, `{.status.conditions[?(@.type=="Accepted")].status}`) == "True", nil
+	})
+	eventually(t, ctx, nodeTimeout, "kubectl get gateway showing PROGRAMMED True", func(ctx context.Context) (bool, error) {
+		out, _, err := in.Kubectl(ctx, "", "get", "-n", ns, "gateway", "web")
+		return err == nil && len(strings.Fields(out)) >= 9 && strings.Fields(out)[8] == "True", err
+	})
+	out, _, err = in.Kubectl(ctx, "", "get", "-n", ns, "gateway", "web")
+	must(t, "kubectl get gateway", err)
+	t.Logf("kubectl get gateway:\n%s", out)
+	svc, err := in.Client.CoreV1().Services(ns).Get(ctx, "web-"+class, metav1.GetOptions{})
+	must(t, "reading the Gateway's Service", err)
+	if got := jsonpath(t, ctx, in, ns, "gateway/web", "{.status.addresses[0].value}"); got != svc.Spec.ClusterIP || !strings.Contains(out, got) {
+		t.Errorf("the Gateway's address is %q; want its Service's ClusterIP %s shown by kubectl get", got, svc.Spec.ClusterIP)
+	}
+	listener := jsonpath(t, ctx, in, ns, "gateway/web", `{.status.listeners[0].attachedRoutes} {range .status.listeners[0].conditions[*]}{.type}={.status};{end}`)
+	for _, want := range []string{"3 ", "Accepted=True", "Programmed=True", "ResolvedRefs=True", "Conflicted=False"} {
+		if !strings.Contains(listener, want) {
+			t.Errorf("the listener's status %q lacks %q", listener, want)
+		}
+	}
+	parents := func(route string) string {
+		return jsonpath(t, ctx, in, ns, "httproute/"+route, `{range .status.parents[*]}{.controllerName} {.parentRef.name}:{range .conditions[*]}{.type}={.status}/{.reason};{end}{end}`)
+	}
+	for route, want := range map[string]string{
+		"split":   "rayctl.dev/gateway-controller web:Accepted=True/Accepted;ResolvedRefs=True/ResolvedRefs;",
+		"canary":  "rayctl.dev/gateway-controller web:Accepted=True/Accepted;ResolvedRefs=True/ResolvedRefs;",
+		"missing": "rayctl.dev/gateway-controller web:Accepted=True/Accepted;ResolvedRefs=False/BackendNotFound;",
+	} {
+		eventually(t, ctx, nodeTimeout, "HTTPRoute "+route+"'s parent status", func(ctx context.Context) (bool, error) { return parents(route) == want, nil })
+	}
+	// Objects rayctl's controller claims get no NoGatewayController Warning.
+	events, err := in.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	must(t, "listing events", err)
+	for _, e := range events.Items {
+		if e.Reason == "NoGatewayController" {
+			t.Errorf("%s %s got the NoGatewayController Warning: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+		}
+	}
+
+	_, local := portForward(t, ctx, in, ns, nil, "svc/web-"+class, 80)
+	base := fmt.Sprintf("http://127.0.0.1:%d", local)
+	counts := map[string]int{}
+	for range 40 {
+		code, body, err := httpGet(ctx, base+"/")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("GET / through the Gateway: %d %q: %v", code, body, err)
+		}
+		counts[strings.TrimSpace(body)]++
+	}
+	if counts["web-a"] != 30 || counts["web-b"] != 10 {
+		t.Errorf("weights 3:1 over 40 requests through the Gateway gave %v", counts)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+	req.Header.Set("X-Canary", "yes")
+	for range 4 {
+		resp, err := hostHTTP.Do(req)
+		must(t, "GET with X-Canary", err)
+		var b strings.Builder
+		_, _ = fmt.Fprint(&b, resp.Header.Get("X-Rayctl-Gateway-Backend"))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || b.String() != ns+"/web-b:8000" {
+			t.Fatalf("GET with X-Canary: yes went to %q (%d); want web-b", b.String(), resp.StatusCode)
+		}
+	}
+	if code, _, err := httpGet(ctx, base+"/missing"); err != nil || code != http.StatusInternalServerError {
+		t.Errorf("GET /missing (a backend that does not resolve): %d %v; want 500", code, err)
+	}
+}
+
+// TestRayServiceIncrementalUpgrade: a RayService with upgradeStrategy NewClusterWithIncrementalUpgrade
+// (raysim Serve, rayctl's GatewayClass) gets its Gateway and HTTPRoute; under a steady load of requests
+// through `kubectl port-forward` to the Gateway, a change of rayClusterConfig moves traffic to the new
+// cluster in stepSizePercent steps (the status's trafficRoutedPercent passes through values between 0
+// and 100), no request fails, and the upgrade ends with the new cluster active and answering every
+// request.
+func TestRayServiceIncrementalUpgrade(t *testing.T) {
+	in := gatewayInstance(t)
+	e := newRayEnv(t, in)
+	class := "rayctl-" + e.ns
+	t.Cleanup(func() {
+		_, _, _ = in.Kubectl(context.Background(), "", "delete", "gatewayclass", class, "--ignore-not-found")
+	})
+	out, stderr, err := in.Kubectl(e.ctx, "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: "+class+"\nspec:\n  controllerName: rayctl.dev/gateway-controller\n", "apply", "-f", "-")
+	must(t, "creating the GatewayClass: "+out+stderr, err)
+
+	const name = "inc"
+	rs := sampleService(t, name)
+	rs.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](10)
+	rs.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true)
+	rs.Spec.UpgradeStrategy = &rayv1.RayServiceUpgradeStrategy{Type: ptr.To(rayv1.RayServiceNewClusterWithIncrementalUpgrade),
+		ClusterUpgradeOptions: &rayv1.ClusterUpgradeOptions{GatewayClassName: class, StepSizePercent: ptr.To[int32](25), IntervalSeconds: ptr.To[int32](2), MaxSurgePercent: ptr.To[int32](50)}}
+	_, err = e.ray.RayV1().RayServices(e.ns).Create(e.ctx, rs, metav1.CreateOptions{})
+	must(t, "creating the RayService", err)
+	rs = e.waitService(t, name, "Ready with all traffic on its cluster", 3*time.Minute, func(rs *rayv1.RayService) bool {
+		return serviceReady(rs) && ptr.Deref(rs.Status.ActiveServiceStatus.TrafficRoutedPercent, 0) == 100
+	})
+	old := rs.Status.ActiveServiceStatus.RayClusterName
+	eventually(t, e.ctx, nodeTimeout, "Gateway "+name+"-gateway PROGRAMMED True", func(ctx context.Context) (bool, error) {
+		return jsonpath(t, ctx, in, e.ns, "gateway/"+name+"-gateway", `{.status.conditions[?(@.type=="Programmed")].status}`) == "True", nil
+	})
+
+	_, local := portForward(t, e.ctx, in, e.ns, nil, "svc/"+name+"-gateway-"+class, 80)
+	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
+	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err.Error()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
+			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
+		}
+		// The proxy names the backend: <namespace>/<cluster>-serve-svc:8000.
+		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
+	})
+	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
+		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
+	})
+
+	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`)
+	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	must(t, "patching rayClusterConfig", err)
+	steps := map[int32]bool{}
+	var newName string
+	rs = e.waitService(t, name, "the new cluster active with all traffic", 5*time.Minute, func(rs *rayv1.RayService) bool {
+		if p := rs.Status.PendingServiceStatus; p.RayClusterName != "" {
+			newName = p.RayClusterName
+			if w := ptr.Deref(p.TrafficRoutedPercent, -1); w > 0 && w < 100 {
+				steps[w] = true
+			}
+		}
+		a := rs.Status.ActiveServiceStatus
+		return newName != "" && a.RayClusterName == newName && rs.Status.PendingServiceStatus.RayClusterName == "" &&
+			ptr.Deref(a.TrafficRoutedPercent, 0) == 100 && serviceReady(rs)
+	})
+	t.Logf("traffic on the new cluster %s passed through %v%%", newName, slices.Sorted(maps.Keys(steps)))
+	if len(steps) < 2 {
+		t.Errorf("trafficRoutedPercent of the new cluster passed through %v; want steps of 25 between 0 and 100", slices.Sorted(maps.Keys(steps)))
+	}
+	// Once the old cluster is gone, every request is the new cluster's.
+	e.waitFor(t, 2*time.Minute, "the old cluster "+old+" deleted", func(ctx context.Context) (bool, string, error) {
+		_, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, old, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there", client404(err)
+	})
+	before := load.counts()[newName]
+	e.waitFor(t, 30*time.Second, "more requests answered by the new cluster", func(context.Context) (bool, string, error) {
+		return load.counts()[newName] > before+10, fmt.Sprint(load.counts()), nil
+	})
+	failures := load.stop()
+	byCluster := load.counts()
+	t.Logf("requests through the Gateway: %d answered, by cluster %v; %d failed", load.ok.Load(), byCluster, load.failed.Load())
+	if byCluster[old] == 0 || byCluster[newName] == 0 {
+		t.Errorf("answers by cluster %v; want both %s and %s", byCluster, old, newName)
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d requests through the Gateway failed during the upgrade:\n%s", len(failures), strings.Join(failures, "\n"))
+	}
+}
+
+// steadyLoad sends one request after another (20 ms apart) until stopped, counting answers by the label
+// each gets and keeping every failure with its time.
+type steadyLoad struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	byLabel    map[string]int
+	failures   []string
+	done       chan struct{}
+	cancel     context.CancelFunc
+}
+
+// startSteadyLoad runs get in a loop: it returns the answer's label, or "" and why the request failed.
+// A failure after ctx ended is not counted.
+func startSteadyLoad(ctx context.Context, get func(ctx context.Context) (label, failure string)) *steadyLoad {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &steadyLoad{byLabel: map[string]int{}, done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(l.done)
+		for ctx.Err() == nil {
+			label, failure := get(ctx)
+			l.mu.Lock()
+			switch {
+			case failure == "":
+				l.ok.Add(1)
+				l.byLabel[label]++
+			case ctx.Err() == nil:
+				l.failed.Add(1)
+				l.failures = append(l.failures, time.Now().Format("15:04:05.000")+": "+failure)
+			}
+			l.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return l
+}
+
+// counts is a copy of the answers by label.
+func (l *steadyLoad) counts() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.byLabel)
+}
+
+// stop ends the load and returns its failures.
+func (l *steadyLoad) stop() []string {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failures
+}
