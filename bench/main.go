@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -142,6 +143,7 @@ type sample struct {
 }
 
 func run(rayctl, out, samples string, runs int) error {
+	loadBefore := loadAverage()
 	var cold, warm []sample
 	for i := 0; i < runs; i++ {
 		dir, err := os.MkdirTemp("", "rayctl-bench-")
@@ -173,7 +175,9 @@ func run(rayctl, out, samples string, runs int) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# rayctl start-up (`make bench`)\n\n")
-	fmt.Fprintf(&b, "Measured %s on %d runs each; median shown, min–max in brackets. Machine: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine())
+	fmt.Fprintf(&b, "Measured %s on %d runs each; median shown, min–max in brackets. Machine: %s; load average %s when the suite started, %s when it ended "+
+		"(on a machine busy with other work the wall times stretch; the CPU times of the profiled runs below do not).\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runs, machine(), loadBefore, loadAverage())
 	fmt.Fprintf(&b, "| measurement | wall (exec → ready) | reported by rayctl | RSS 3 s after ready | goal |\n|---|---|---|---|---|\n")
 	row := func(name string, s []sample, goal string) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", name, durStats(s, func(x sample) time.Duration { return x.wall }),
@@ -199,6 +203,10 @@ func run(rayctl, out, samples string, runs int) error {
 	fmt.Fprintf(&b, "\nWhere the CPU went: one more cold start and warm restart, each with `rayctl up --startup-cpuprofile` "+
 		"(a CPU profile from exec to ready; bench/cpuprofile.go sums it up: a sample counts for every part its stack passes through, so parts overlap). "+
 		"With 2 cores, a start-up cannot end before half its CPU time.\n\n- cold: %s\n- warm: %s\n", profCold, profWarm)
+	cores := float64(runtime.NumCPU())
+	coldLeast, warmLeast := profCold.cpu.Seconds()/cores, profWarm.cpu.Seconds()/cores
+	fmt.Fprintf(&b, "\nThe least wall time that CPU allows on %.0f cores (all of them busy all along, nothing else running): cold %.2f s (goal ≤ 1.0 s %s), warm %.2f s (goal ≤ 0.5 s %s).\n",
+		cores, coldLeast, mark(coldLeast <= 1.0), warmLeast, mark(warmLeast <= 0.5))
 	fmt.Fprintf(&b, "\nWhere the time went (ms per component, as rayctl printed it), median and slowest run:\n\n")
 	for _, set := range []struct {
 		name string
@@ -215,6 +223,8 @@ func run(rayctl, out, samples string, runs int) error {
 		goalFigure("warm restart → ready, median", fmt.Sprintf("%.2f s", warmWall), "≤ 0.5 s", warmWall <= 0.5),
 		{Name: "cold start, profiled: CPU in the CRDs' machinery / all CPU / wall", Value: fmt.Sprintf("%.2f s / %.2f s / %.2f s", profCold.parts[0].Seconds(), profCold.cpu.Seconds(), profCold.wall.Seconds())},
 		{Name: "warm restart, profiled: CPU in the CRDs' machinery / all CPU / wall", Value: fmt.Sprintf("%.2f s / %.2f s / %.2f s", profWarm.parts[0].Seconds(), profWarm.cpu.Seconds(), profWarm.wall.Seconds())},
+		goalFigure("cold start, profiled: least wall its CPU allows (CPU ÷ cores)", fmt.Sprintf("%.2f s", coldLeast), "≤ 1.0 s", coldLeast <= 1.0),
+		goalFigure("warm restart, profiled: least wall its CPU allows (CPU ÷ cores)", fmt.Sprintf("%.2f s", warmLeast), "≤ 0.5 s", warmLeast <= 0.5),
 		goalFigure("RSS 3 s after ready, idle, median", fmt.Sprintf("%.0f MB", rss[len(rss)/2]), "≤ 150 MB", rss[len(rss)/2] <= 150),
 		goalFigure(fmt.Sprintf("RSS %.0f s after a RayJob ran and its cluster was deleted (containerd, raysim)", rayjobSettle.Seconds()),
 			fmt.Sprintf("%.0f MB (idle %.0f MB)", mem.afterMB, mem.idleMB), fmt.Sprintf("≤ %d MB", rayjobRSSGoalMB), memMet),

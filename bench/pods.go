@@ -1,8 +1,11 @@
 package main
 
-// The pods suite: how long a pod takes from create to Running and Ready on this machine's kubelet, with
-// the containerd runtime (the local raysim image, a netns and an IP per pod) and, for comparison, with
-// the fake runtime (no processes: what the API server, binder, kubelet and status writes cost alone).
+// The pods suite: how long a pod takes from create to Running and Ready on this machine's kubelet, and
+// how long its `rayctl up` took to be ready (cold), in each way rayctl runs pods: the containerd runtime
+// as root (the local raysim image, a netns and an IP per pod), the process runtime as root, the process
+// runtime as an ordinary user (uid 4242, rayctl-laptop: a user namespace of rayctl's own, its node
+// network namespace in it, a netns per pod) and, for comparison, the fake runtime (no processes: what the
+// API server, binder, kubelet and status writes cost alone).
 //
 // Each runtime gets its own fresh `rayctl up` (free API port, own data dir, pod CIDR and bridge). One
 // warm-up pod runs first (it waits for the raysim image to be loaded) and is not counted. Then the pods
@@ -16,15 +19,19 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/kubectl/pkg/util/podutils"
+
+	"github.com/rayctl/rayctl/pkg/instance"
 )
 
 const (
@@ -36,10 +43,26 @@ const (
 	podsImage = "rayctl.local/raysim:latest"
 )
 
+// podsMode is one way `rayctl up` runs pods.
+type podsMode struct {
+	name string              // in the table
+	args []string            // `rayctl up` flags
+	user *syscall.Credential // nil: root
+}
+
+// podsModes are the modes suite pods measures, the fake runtime (which also runs the pod cycles) last.
+var podsModes = []podsMode{
+	{name: "containerd", args: []string{"--runtime", "containerd"}},
+	{name: "process", args: []string{"--runtime", "process", "--ray", "sim"}},
+	{name: "process, rootless (uid 4242)", args: []string{"--runtime", "process", "--ray", "sim"}, user: &syscall.Credential{Uid: 4242, Gid: 4242}},
+	{name: "fake", args: []string{"--runtime", "fake"}},
+}
+
 // podsResult is one runtime's figures.
 type podsResult struct {
 	runtime string
-	chosen  string // what `rayctl up` said it runs
+	chosen  string        // what `rayctl up` said it runs
+	startup time.Duration // its cold `rayctl up`, exec → ready
 	warmup  time.Duration
 	samples []time.Duration
 	// cycles is the memory after the pod create/delete cycles (fake runtime only).
@@ -50,14 +73,14 @@ type podsResult struct {
 func runPods(rayctl, out string, cycles int) error {
 	load := loadAverage()
 	var results []podsResult
-	for _, rt := range []string{"containerd", "fake"} {
+	for _, m := range podsModes {
 		n := 0
-		if rt == "fake" {
+		if m.name == "fake" {
 			n = cycles
 		}
-		r, err := podsRuntime(rayctl, rt, n)
+		r, err := podsRuntime(rayctl, m, n)
 		if err != nil {
-			return fmt.Errorf("pods on %s: %w", rt, err)
+			return fmt.Errorf("pods on %s: %w", m.name, err)
 		}
 		results = append(results, r)
 	}
@@ -65,10 +88,10 @@ func runPods(rayctl, out string, cycles int) error {
 	fmt.Fprintf(&b, "# Pod create → Running and Ready (`make bench`, suite pods)\n\n")
 	fmt.Fprintf(&b, "Measured %s, %d pods per runtime after one warm-up pod. Machine: %s; load average %s when the suite started.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), podsCount, machine(), load)
-	fmt.Fprintf(&b, "Each runtime has its own fresh `rayctl up` (default controllers). The pods (one container, `%s`, `sleep`) are created one after another: ", podsImage)
+	fmt.Fprintf(&b, "Each mode has its own fresh `rayctl up` (default controllers; as root, or as the ordinary user rayctl-laptop, uid 4242, for the rootless mode), whose cold start (exec → ready) the table shows too. The pods (one container, `%s`, `sleep`) are created one after another: ", podsImage)
 	fmt.Fprintf(&b, "each once the one before is Ready, the earlier ones left running. A pod's time runs from just before the create call to the watch event that first shows it Ready ")
 	fmt.Fprintf(&b, "(API write, binder, kubelet: sandbox with netns and IP, container create and start, status write, watch fan-out).\n\n")
-	fmt.Fprintf(&b, "| runtime | pods | p50 | p90 | p99 | min | max | warm-up pod | goal |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| mode | cold `rayctl up` → ready | pods | p50 | p90 | p99 | min | max | warm-up pod | goal |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	res := suiteResult{Suite: "pods", Title: "Pod create → Running and Ready", Machine: machine() + "; load average " + load}
 	dist := plotSpec{File: "pods-start.png", Title: "Pod create → Running and Ready, one pod at a time", Kind: "cdf", XLabel: "ms"}
 	for _, r := range results {
@@ -83,7 +106,8 @@ func runPods(rayctl, out string, cycles int) error {
 			res.Figures = append(res.Figures, figure{Name: name, Value: podsMS(p50)})
 		}
 		dist.Series = append(dist.Series, series{Name: r.runtime, Values: msValues(r.samples)})
-		fmt.Fprintf(&b, "| %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, r.chosen, len(r.samples),
+		res.Figures = append(res.Figures, figure{Name: "cold `rayctl up` → ready, " + r.runtime, Value: podsMS(r.startup)})
+		fmt.Fprintf(&b, "| %s (%s) | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.runtime, r.chosen, podsMS(r.startup), len(r.samples),
 			podsMS(percentile(r.samples, 0.50)), podsMS(percentile(r.samples, 0.90)), podsMS(percentile(r.samples, 0.99)),
 			podsMS(percentile(r.samples, 0)), podsMS(percentile(r.samples, 1)), podsMS(r.warmup), goal)
 	}
@@ -110,18 +134,27 @@ func runPods(rayctl, out string, cycles int) error {
 
 // podsRuntime measures one runtime on a fresh `rayctl up`, then runs cycles pod create/delete cycles
 // and reads the memory after them (see memory.go).
-func podsRuntime(rayctl, rt string, cycles int) (podsResult, error) {
+func podsRuntime(rayctl string, mode podsMode, cycles int) (podsResult, error) {
+	rt := mode.name
 	res := podsResult{runtime: rt}
 	dir, err := os.MkdirTemp("", "rayctl-bench-pods-")
 	if err != nil {
 		return res, err
 	}
-	defer removeInstance(rayctl, dir)
-	up, err := startUp(rayctl, dir, "--runtime", rt)
+	var up *instance.Process
+	if mode.user != nil {
+		var cleanup func()
+		up, cleanup, err = startUpAs(rayctl, dir, mode.user, mode.args...)
+		defer cleanup()
+	} else {
+		defer removeInstance(rayctl, dir)
+		up, err = startUp(rayctl, dir, mode.args...)
+	}
 	if err != nil {
 		return res, err
 	}
 	defer up.Stop(time.Minute)
+	res.startup = up.Wall
 	res.chosen = podsRuntimeName(strings.TrimPrefix(runtimeLine(up), "runtime"))
 	client, _, err := clients(up, 200, 400)
 	if err != nil {
@@ -268,3 +301,47 @@ func loadAverage() string {
 
 // podsMS formats d in milliseconds.
 func podsMS(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// startUpAs runs `rayctl up --data-dir dir --port 0 args...` as the user cred names, as an ordinary user
+// runs it (HOME is dir), from a copy of rayctl and raysim that user may read (the bench's may sit where it
+// cannot), with a pod network of its own; dir becomes that user's. The cleanup returned, called once the
+// instance has stopped, removes what it left (see removeUserInstance) and the copy.
+func startUpAs(rayctl, dir string, cred *syscall.Credential, args ...string) (*instance.Process, func(), error) {
+	bin, err := os.MkdirTemp("", "rayctl-bench-bin-")
+	if err != nil {
+		return nil, func() { os.RemoveAll(dir) }, err
+	}
+	cleanup := func() {
+		removeUserInstance(filepath.Join(bin, "rayctl"), dir, cred)
+		os.RemoveAll(bin)
+	}
+	for _, name := range []string{"rayctl", "raysim"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(rayctl), name))
+		if err != nil {
+			return nil, cleanup, err
+		}
+		if err := os.WriteFile(filepath.Join(bin, name), b, 0o755); err != nil {
+			return nil, cleanup, err
+		}
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		return nil, cleanup, err
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return nil, cleanup, err
+	}
+	up, err := instance.Start(context.Background(), instance.Options{Binary: filepath.Join(bin, "rayctl"), DataDir: dir,
+		Args: instance.OwnNetwork(append([]string{"--port", "0"}, args...)), Env: []string{"HOME=" + dir}, Credential: cred})
+	return up, cleanup, err
+}
+
+// removeUserInstance is removeInstance for an instance an ordinary user ran: `rayctl down --purge` as that user.
+func removeUserInstance(rayctl, dir string, cred *syscall.Credential) {
+	cmd := exec.Command(rayctl, "down", "--purge", "--data-dir", dir)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "rayctl down --purge (uid %d): %v\n%s", cred.Uid, err, out)
+	}
+	os.RemoveAll(dir)
+}

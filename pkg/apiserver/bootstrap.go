@@ -30,6 +30,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
+	"github.com/rayctl/rayctl/pkg/apiserver/podtemplates"
 )
 
 // SystemNamespaces exist from the first start, as on a real cluster.
@@ -66,7 +67,7 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer
 	}
 	wg.Go(func() {
 		view := informerCRDs{crdInformer}
-		names, err := installCRDs(ctx, extensions, crds, view)
+		names, err := installCRDs(ctx, extensions, crds, view, true)
 		if err == nil {
 			err = warmWatchCaches(ctx, client.CoreV1().RESTClient(), view, names)
 		}
@@ -124,7 +125,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 	if err != nil {
 		return err
 	}
-	_, err = installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()})
+	_, err = installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()}, false)
 	return err
 }
 
@@ -137,8 +138,9 @@ type crdView interface {
 }
 
 // installCRDs creates or updates each CRD manifest through client and waits until all are Established,
-// reading their state from state. It returns the CRDs' names.
-func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView) ([]string, error) {
+// reading their state from state; with slim, the CRDs' pod templates are served slim (see podtemplates.Slim:
+// only for this process's server, whose admission checks them). It returns the CRDs' names.
+func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView, slim bool) ([]string, error) {
 	names := make([]string, len(manifests))
 	errs := make([]error, len(manifests))
 	ready := make([]bool, len(manifests))
@@ -147,7 +149,7 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, mani
 		// Reading a large CRD manifest, and the server validating it, cost CPU: they are done side by
 		// side, and a manifest is read only when its CRD is to be written.
 		wg.Go(func() {
-			names[i], ready[i], errs[i] = installCRD(ctx, client.ApiextensionsV1().RESTClient(), state, m)
+			names[i], ready[i], errs[i] = installCRD(ctx, client.ApiextensionsV1().RESTClient(), state, m, slim)
 		})
 	}
 	wg.Wait()
@@ -323,16 +325,20 @@ func sortedKeys(m map[string]bool) []string {
 // the same manifests writes nothing.
 const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 
-// installCRD creates the CRD manifest describes, or updates it when the stored one (as state has it)
-// came from another manifest. It returns the CRD's name and whether it is already Established (so
-// there is nothing to wait for).
-func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte) (string, bool, error) {
+// installCRD creates the CRD manifest describes (its pod templates slim with slim), or updates it when
+// the stored one (as state has it) came from another manifest or another choice of slim. It returns the
+// CRD's name and whether it is already Established (so there is nothing to wait for).
+func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte, slim bool) (string, bool, error) {
 	name, err := crdName(manifest)
 	if err != nil {
 		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
 	}
-	sum := sha256.Sum256(manifest)
-	hash := hex.EncodeToString(sum[:])
+	h := sha256.New()
+	if slim {
+		h.Write([]byte(slimHashPrefix))
+	}
+	h.Write(manifest)
+	hash := hex.EncodeToString(h.Sum(nil))
 	var crd *apiextensionsv1.CustomResourceDefinition
 	var ready bool
 	err = retry(ctx, func() error {
@@ -351,6 +357,9 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 		if crd == nil {
 			if crd, err = readCRD(manifest, name, hash); err != nil {
 				return err
+			}
+			if slim {
+				podtemplates.Slim(crd)
 			}
 		}
 		if existing == nil {
@@ -371,6 +380,10 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 	}
 	return name, ready, nil
 }
+
+// slimHashPrefix goes before a manifest in the hash of a CRD installed with slim pod templates, so that
+// a CRD installed whole (by an earlier rayctl) is replaced.
+const slimHashPrefix = "podtemplates.Slim/v1\n"
 
 // crdName returns the name of the CRD manifest describes, reading as little of it as it can: the
 // top-level keys before spec (a Ray CRD's metadata is in its first few hundred bytes, its spec half a

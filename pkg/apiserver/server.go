@@ -51,6 +51,7 @@ import (
 	satoken "github.com/rayctl/rayctl/pkg/apiserver/auth/serviceaccount"
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
+	"github.com/rayctl/rayctl/pkg/apiserver/podtemplates"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
 	"github.com/rayctl/rayctl/pkg/apiserver/storageerrors"
 	"github.com/rayctl/rayctl/pkg/apiserver/yamlsize"
@@ -140,7 +141,8 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	admit, startAdmission, err := admission.New(generic.LoopbackClientConfig, access.nodePods)
+	// The CRDs' pod templates are served slim (see bootstrap) and checked by podtemplates' plugin.
+	admit, startAdmission, err := admission.New(generic.LoopbackClientConfig, access.nodePods, podtemplates.NewAdmission(c.CRDs))
 	if err != nil {
 		return nil, err
 	}

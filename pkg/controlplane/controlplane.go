@@ -386,6 +386,9 @@ func (cp *ControlPlane) markReady() error {
 		case <-time.After(time.Second):
 		}
 		debug.FreeOSMemory()
+		if dropBinaryPagesWhenQuiet {
+			_, _ = dropBinaryPages()
+		}
 		returnMemoryWhenQuiet(ctx)
 	})
 	close(cp.ready)

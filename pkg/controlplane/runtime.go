@@ -65,7 +65,19 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 	if choice.Name == selector.Fake {
 		cp.images = preload.Start(ctx, choice.Runtime)
 	} else {
-		cp.images = preload.Start(ctx, choice.Runtime, simImage(dir, cfg.Version, choice.Name))
+		// Building the image (a gzipped layer of raysim) took a tenth of a cold start's CPU when it ran
+		// beside the start-up: it waits until ready. No pod can be created before that anyway.
+		img := simImage(dir, cfg.Version, choice.Name)
+		write := img.Write
+		img.Write = func(w io.Writer) error {
+			select {
+			case <-cp.ready:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return write(w)
+		}
+		cp.images = preload.Start(ctx, choice.Runtime, img)
 	}
 	// The runtime chosen, not "auto": `down --purge` must find it whatever auto would take then.
 	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: choice.Name, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {

@@ -165,6 +165,10 @@ func TestRayClusterSchema(t *testing.T) {
 	t.Run("round trip", func(t *testing.T) {
 		u := parseYAML(t, rayClusterYAML)
 		u.Object["spec"].(map[string]any)["e2eUnknownField"] = "pruned"
+		// In a pod template too: rayctl serves the templates slim and prunes them in admission.
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "headGroupSpec", "template", "spec", "containers")
+		containers[0].(map[string]any)["e2eUnknownField"] = "pruned"
+		must(t, "set", unstructured.SetNestedSlice(u.Object, containers, "spec", "headGroupSpec", "template", "spec", "containers"))
 		created, err := api.Create(ctx, u, metav1.CreateOptions{})
 		must(t, "create", err)
 		got, err := api.Get(ctx, "raycluster-kuberay", metav1.GetOptions{})
@@ -201,6 +205,13 @@ func TestRayClusterSchema(t *testing.T) {
 		}
 		if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "e2eUnknownField"); found {
 			t.Errorf("an unknown spec field was stored, want it pruned")
+		}
+		if _, found := image[0].(map[string]any)["e2eUnknownField"]; found {
+			t.Errorf("an unknown field of the head template's container was stored, want it pruned")
+		}
+		// The PodTemplateSpec schema's defaults apply, as they did when apiextensions had the whole schema.
+		if ports, _, _ := unstructured.NestedSlice(image[0].(map[string]any), "ports"); len(ports) != 3 || ports[0].(map[string]any)["protocol"] != "TCP" {
+			t.Errorf("head container ports = %v, want protocol TCP defaulted", ports)
 		}
 		// A status written through /status sticks; spec changes through /status do not. The shared
 		// instance's RayCluster controller writes this cluster's status too, so the write is retried on a

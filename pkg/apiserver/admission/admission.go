@@ -24,10 +24,10 @@ import (
 // not exist or are being deleted, as every real cluster does, then ServiceAccount, which gives pods their
 // account and its token volume (see serviceAccountAdmission), then NodeRestriction, which keeps each
 // kubelet's writes to its own node (see nodeRestriction), looking the pods of kubelets' token requests up
-// in nodePods (the node authorizer's cache) before reading them through the API. The namespace and
+// in nodePods (the node authorizer's cache) before reading them through the API, then the plugins in more. The namespace and
 // ServiceAccount informers start with the server, through the loopback client: the server runs the
 // returned hook after it starts serving.
-func New(loopback *rest.Config, nodePods *nodeauth.CachedPods) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
+func New(loopback *rest.Config, nodePods *nodeauth.CachedPods, more ...admission.Interface) (admission.Interface, genericapiserver.PostStartHookFunc, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return nil, nil, err
@@ -53,5 +53,5 @@ func New(loopback *rest.Config, nodePods *nodeauth.CachedPods) (admission.Interf
 	}
 	restriction := newNodeRestriction(pod)
 	restriction.cached = nodePods.Pod
-	return admission.NewChainHandler(nsLifecycle, newServiceAccountAdmission(accounts), restriction), start, nil
+	return admission.NewChainHandler(append([]admission.Interface{nsLifecycle, newServiceAccountAdmission(accounts), restriction}, more...)...), start, nil
 }
