@@ -54,12 +54,8 @@ func TestCRUD(t *testing.T) {
 		if pat.Data["a"] != "1" || pat.Data["b"] != "2" || pat.Data["c"] != "3" {
 			t.Errorf("merge patch lost data: %v", pat.Data)
 		}
-		// Every namespace also holds kube-root-ca.crt, as on a cluster; a controller publishes it a moment
-		// after the namespace is made, so wait for it before listing.
-		eventually(t, ctx, time.Minute, "kube-root-ca.crt published", func(ctx context.Context) (bool, error) {
-			_, err := api.Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			return err == nil, nil
-		})
+		// Every namespace also holds kube-root-ca.crt, as on a cluster; wait for it before listing.
+		namespacePublished(t, ctx, in, ns)
 		list, err := api.List(ctx, metav1.ListOptions{})
 		must(t, "list", err)
 		var names []string
@@ -256,12 +252,9 @@ func TestResourceVersionConflict(t *testing.T) {
 func TestWatch(t *testing.T) {
 	in, ctx, ns := setup(t)
 	api := in.Client.CoreV1().ConfigMaps(ns)
-	// The namespace's kube-root-ca.crt comes from a controller, a moment after the namespace: wait for it,
-	// so that its creation is not among the events watched.
-	eventually(t, ctx, time.Minute, "kube-root-ca.crt published", func(ctx context.Context) (bool, error) {
-		_, err := api.Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	// The namespace's kube-root-ca.crt comes from a controller: wait for it, so that its creation is
+	// not among the events watched.
+	namespacePublished(t, ctx, in, ns)
 	before, err := api.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{})
 	must(t, "create before", err)
 	from := before.ResourceVersion

@@ -195,6 +195,9 @@ func TestBadInput(t *testing.T) {
 		logStart = fi.Size()
 	}
 
+	// Each rejected manifest must leave the namespace's lists as they were: let the controllers publish
+	// what every namespace gets first, so that it does not appear between two readings.
+	namespacePublished(t, ctx, in, ns)
 	// The object cm-already-exists collides with.
 	_, err := in.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "badinput-existing"}, Data: map[string]string{"k": "v"},

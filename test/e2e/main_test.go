@@ -113,6 +113,21 @@ func newNamespace(t *testing.T, ctx context.Context, in *framework.Instance) str
 	return ns.Name
 }
 
+// namespacePublished waits until the controllers have published what every new namespace gets a
+// moment after it is made, as on a cluster: the kube-root-ca.crt ConfigMap and the default
+// ServiceAccount. A test that compares a namespace's lists, or watches them, waits first so that
+// neither shows up in the middle.
+func namespacePublished(t *testing.T, ctx context.Context, in *framework.Instance, ns string) {
+	t.Helper()
+	eventually(t, ctx, time.Minute, "kube-root-ca.crt and the default ServiceAccount published in "+ns, func(ctx context.Context) (bool, error) {
+		if _, err := in.Client.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		_, err := in.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+}
+
 // expectStatus fails the test unless err is an API error with the given HTTP code whose message or causes
 // mention every one of wants (field paths, for instance).
 func expectStatus(t *testing.T, what string, err error, code int32, wants ...string) {
