@@ -69,6 +69,7 @@ hop's own latency.
 When no rayctl controller acts on the kind (rayctl up --controllers=none, with KubeRay's operator),
 the chain is drawn from the API server's side: the kubelet's writes, every identity's writes of the
 object and of the objects named after it (its RayCluster, Pods, Services, submitter Job and Pod), the
+watch event that carried each write to the next actor (delivered to its watch, by identity), the
 calls the API server proxied to its dashboard; the operator's own hops (its cache, queue and
 reconciles) are out of sight and marked ┆.`,
 		Example: `  rayctl trace rayjob/rayjob-sample
@@ -128,7 +129,7 @@ reconciles) are out of sight and marked ┆.`,
 			span := time.Duration(steps[len(steps)-1].At - first)
 			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, ns, name, len(steps), float64(span)/1e6)
 			if fromAPI {
-				fmt.Fprintln(out, "No rayctl controller acts on it: the chain is drawn from what crossed the API server (writes by each identity, proxied dashboard calls); the operator's own hops (┆) are out of its sight.")
+				fmt.Fprintln(out, "No rayctl controller acts on it: the chain is drawn from what crossed the API server (writes by each identity, the watch events delivered to each, proxied dashboard calls); the operator's own hops (┆) are out of its sight.")
 			}
 			render.Render(out, steps, ropts)
 			return nil

@@ -62,3 +62,54 @@ func TestAPITraceDrawsTheChainFromTheAPIServersSide(t *testing.T) {
 		t.Errorf("unseen notes where the actor did not change: %q, %q", steps[3].Unseen, steps[5].Unseen)
 	}
 }
+
+func TestAPITraceShowsWatchDeliveries(t *testing.T) {
+	const op = "kuberay-operator"
+	var events []Event
+	add := func(e Event) {
+		e.Seq = uint64(len(events) + 1)
+		e.Mono = int64(e.Seq) * int64(time.Millisecond)
+		e.Time = time.Unix(0, e.Mono)
+		events = append(events, e)
+	}
+	head := Ref{Kind: "Pod", Namespace: "ns", Name: "c-head-x", ResourceVersion: "5"}
+	deliver := func(r Ref, user string) {
+		add(Event{Component: "apiserver", Hop: WatchDelivery, Outcome: Update, Object: r, Call: &Call{Verb: "watch", User: user, UserAgent: user + "/v1"}})
+	}
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: head, Call: &Call{Verb: "create", User: op, Code: 200}})
+	deliver(head, "system:node:vm")
+	deliver(head, "someone-else")
+	ready := head
+	ready.ResourceVersion = "9"
+	add(Event{Component: "kubelet", Hop: KubeletWrite, Object: ready, Pod: &PodStatus{Phase: "Running", Ready: "True"}})
+	deliver(ready, "someone-else")
+	deliver(ready, op)
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "10"},
+		Call: &Call{Verb: "update", Subresource: "status", User: op, Code: 200}, Status: []Field{F("state", "ready")}})
+
+	steps := APITrace(events, "RayCluster", "ns", "c")
+	var got []string
+	for _, s := range steps {
+		who := ""
+		if s.Call != nil {
+			who = s.Call.User
+		}
+		got = append(got, string(s.Hop)+" "+s.Object.Name+" "+who)
+	}
+	want := []string{"api-write c-head-x " + op, "api-deliver c-head-x system:node:vm", "kubelet-write c-head-x ",
+		"api-deliver c-head-x " + op, "api-write c " + op}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := 1; i < len(steps); i++ {
+		if steps[i].Cause != steps[i-1].Seq {
+			t.Errorf("step %d follows from %d, want the step before it (%d)", i, steps[i].Cause, steps[i-1].Seq)
+		}
+	}
+	if u := steps[4].Unseen; !strings.HasPrefix(u, op+": its cache, queue and reconcile") {
+		t.Errorf("the operator's write after the delivery to it: unseen %q", u)
+	}
+	if steps[2].Unseen != "" {
+		t.Errorf("the kubelet's write: unseen %q", steps[2].Unseen)
+	}
+}

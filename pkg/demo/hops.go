@@ -11,6 +11,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/render"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // demoMS prints a latency for the demo's columns.
@@ -81,9 +82,15 @@ func (s *demoStream) flush(now time.Time, final bool) {
 	bySeq := make(map[uint64]*chain.Step, len(steps))
 	passes := map[uint64][]*chain.Step{}
 	mapped := map[mapKey]bool{}
+	// actors are the identities whose writes the API server accepted: a watch event delivered to one
+	// that is not rayctl's controllers (whose own informer hops show it) is an operator's input.
+	actors := map[string]bool{}
 	for i := range steps {
 		st := &steps[i]
 		bySeq[st.Seq] = st
+		if st.Hop == chain.APIWrite && st.Call != nil && st.Call.User != manager.Identity {
+			actors[st.Call.User] = true
+		}
 		if st.Reconcile != 0 {
 			passes[st.Reconcile] = append(passes[st.Reconcile], st)
 		}
@@ -99,6 +106,8 @@ func (s *demoStream) flush(now time.Time, final bool) {
 		switch st.Hop {
 		case chain.PredicateHop, chain.MapMiss:
 			return false, true
+		case chain.WatchDelivery:
+			return st.Call != nil && actors[st.Call.User], settled(st, demoHold)
 		case chain.EnqueueHop:
 			// The mapping says where an event goes; an enqueue is worth a line when it is more than that.
 			switch st.Outcome {

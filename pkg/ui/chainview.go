@@ -168,7 +168,7 @@ func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
 	}
 	for i := range steps {
 		h := hopView(&steps[i])
-		if c := steps[i].Call; v.FromAPI && c != nil && c.User != "" && !strings.HasPrefix(c.User, "system:node:") {
+		if c := steps[i].Call; v.FromAPI && c != nil && c.User != "" && !strings.HasPrefix(c.User, "system:node:") && steps[i].Hop != chain.WatchDelivery {
 			// The actor's lane, arrowing into the API server (or, proxied, to the dashboard).
 			h.Lane = c.User
 			if h.To == h.Lane || steps[i].Hop == chain.APIWrite {
@@ -238,6 +238,13 @@ func hopView(s *chain.Step) HopView {
 	case chain.InformerEvent:
 		h.Lane, h.To = LaneAPIServer, e.Component
 		h.Label = "watch " + outcome + " " + obj
+	case chain.WatchDelivery:
+		// From the API server to the watcher's lane (a node's watch is the kubelet's).
+		h.Lane, h.To = LaneAPIServer, "kubelet"
+		if e.Call != nil && !strings.HasPrefix(e.Call.User, "system:node:") {
+			h.To = e.Call.User
+		}
+		h.Label = "watch " + outcome + " " + obj + " → " + h.To
 	case chain.PredicateHop:
 		h.Label = "predicate " + outcome + " " + obj
 		h.Dropped = e.Outcome == chain.Dropped

@@ -24,7 +24,9 @@ type watchOnly struct {
 	w watch.Interface
 }
 
-func (s watchOnly) Watch(context.Context, string, storage.ListOptions) (watch.Interface, error) { return s.w, nil }
+func (s watchOnly) Watch(context.Context, string, storage.ListOptions) (watch.Interface, error) {
+	return s.w, nil
+}
 
 func pod(name, rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("u-" + name), ResourceVersion: rv}}
