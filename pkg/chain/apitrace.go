@@ -104,12 +104,23 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 			}
 		}
 	}
+	// When the API server received each kubelet write: the kubelet records its write once the answer
+	// is back, after the watch events it caused may have gone out.
+	received := map[objKey]int64{}
+	for i := range events {
+		if e := &events[i]; e.Hop == APIWrite && kubeletRV[keyOf(e.Object)] {
+			received[keyOf(e.Object)] = e.Mono - int64(e.Duration)
+		}
+	}
 	steps := make([]Step, 0, len(kept))
 	for _, i := range kept {
 		e := events[i]
 		at := e.Mono
 		if e.Hop == APIWrite || e.Hop == ProxyCall {
 			at -= int64(e.Duration)
+		}
+		if r, ok := received[keyOf(e.Object)]; ok && e.Hop == KubeletWrite && r < at {
+			at = r
 		}
 		steps = append(steps, Step{Event: e, At: at})
 	}

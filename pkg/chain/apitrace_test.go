@@ -81,9 +81,11 @@ func TestAPITraceShowsWatchDeliveries(t *testing.T) {
 	deliver(head, "someone-else")
 	ready := head
 	ready.ResourceVersion = "9"
-	add(Event{Component: "kubelet", Hop: KubeletWrite, Object: ready, Pod: &PodStatus{Phase: "Running", Ready: "True"}})
+	// The kubelet records its write when the answer is back: the watch events may have gone out first.
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: ready, Duration: time.Millisecond / 2, Call: &Call{Verb: "patch", Subresource: "status", User: "system:node:vm", Code: 200}})
 	deliver(ready, "someone-else")
 	deliver(ready, op)
+	add(Event{Component: "kubelet", Hop: KubeletWrite, Object: ready, Pod: &PodStatus{Phase: "Running", Ready: "True"}})
 	add(Event{Component: "apiserver", Hop: APIWrite, Object: Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "10"},
 		Call: &Call{Verb: "update", Subresource: "status", User: op, Code: 200}, Status: []Field{F("state", "ready")}})
 
