@@ -84,19 +84,25 @@ func (s deliveryStorage) Watch(ctx context.Context, key string, opts storage.Lis
 	if err != nil {
 		return w, err
 	}
+	return Deliveries(ctx, s.sink, s.kind, w, opts), nil
+}
+
+// Deliveries returns w with each event of kind the watch's handler takes from it recorded in sink
+// as a WatchDelivery to the watcher of ctx (its user, and the User-Agent WithUserAgent kept), opts
+// being the watch's options. A watch in a context without a user (no client's request) is w itself.
+func Deliveries(ctx context.Context, sink chain.Sink, kind string, w watch.Interface, opts storage.ListOptions) watch.Interface {
 	u, ok := request.UserFrom(ctx)
 	if !ok {
-		// Not a client's request (no identity): nothing to attribute deliveries to.
-		return w, nil
+		return w
 	}
 	agent, _ := ctx.Value(userAgentKey{}).(string)
 	d := &deliveryWatch{
-		inner: w, out: make(chan watch.Event), stop: make(chan struct{}), sink: s.sink, kind: s.kind,
+		inner: w, out: make(chan watch.Event), stop: make(chan struct{}), sink: sink, kind: kind,
 		watcher:   &chain.Call{Verb: "watch", User: u.GetName(), UserAgent: agent},
 		initially: opts.SendInitialEvents != nil && *opts.SendInitialEvents,
 	}
 	go d.loop()
-	return d, nil
+	return d
 }
 
 // deliveryWatch passes inner's events through, recording each one the watch's handler takes.
