@@ -96,7 +96,7 @@ reconciles) are out of sight and marked ┆.`,
 			out := cmd.OutOrStdout()
 			ropts := render.Options{Color: isTerminal(out)}
 			if o.follow {
-				fromAPI, err := externalKind(cmd.Context(), c, kind)
+				fromAPI, err := chain.External(cmd.Context(), c, kind)
 				if err != nil {
 					return err
 				}
@@ -145,7 +145,7 @@ reconciles) are out of sight and marked ┆.`,
 // kind, else (an operator outside rayctl, e.g. under rayctl up --controllers=none) the one drawn from
 // the API server's side (fromAPI).
 func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (steps []chain.Step, fromAPI bool, err error) {
-	if fromAPI, err = externalKind(ctx, c, kind); err != nil || !fromAPI {
+	if fromAPI, err = chain.External(ctx, c, kind); err != nil || !fromAPI {
 		if err == nil {
 			steps, err = c.Trace(ctx, kind, ns, name)
 		}
@@ -157,24 +157,6 @@ func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (ste
 		return nil, false, err
 	}
 	return chain.APITrace(list.Events, kind, ns, name), true, nil
-}
-
-// externalKind reports whether no rayctl controller acts on kind (a RayJob, RayCluster or RayService
-// left to an operator outside rayctl).
-func externalKind(ctx context.Context, c chain.Source, kind string) (bool, error) {
-	if kind == chain.KindPod || kind == chain.KindService || kind == chain.KindJob {
-		return false, nil
-	}
-	ctrls, err := c.Controllers(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, ctl := range ctrls {
-		if ctl.Kind == kind {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each

@@ -121,14 +121,18 @@ func (f *chainFeed) namespaceEvents(ns string) ([]chain.Event, error) {
 // failed Reconcile).
 //
 // also names objects of the same namespace whose traces join the view: a RayJob's RayCluster, whose
-// chain (its Pods created, started, made ready) runs while the RayJob waits for it.
-func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
+// chain (its Pods created, started, made ready) runs while the RayJob waits for it. external (no
+// rayctl controller acts on kind: chain.External) draws the chain from the API server's side.
+func (f *chainFeed) view(kind, ns, name string, external bool, also ...objectRef) *ChainView {
 	events, err := f.namespaceEvents(ns)
 	v := &ChainView{Kind: kind, Namespace: ns, Name: name}
 	if err != nil {
 		v.Error = err.Error()
 	}
-	steps := chain.Trace(events, kind, ns, name)
+	var steps []chain.Step
+	if !external {
+		steps = chain.Trace(events, kind, ns, name)
+	}
 	if len(steps) == 0 {
 		// No rayctl controller left hops for it (an operator outside rayctl): the chain as the API
 		// server saw it.
