@@ -145,10 +145,18 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 			out = append(out, s)
 			continue
 		}
-		// The watch event that carried the hop before to whoever acts next, when the API server
-		// delivered one to it before it acted.
-		if d := delivery(events, deliveries[keyOf(prev.Object)], who, prev.At, s.At); d != nil {
-			out = append(out, Step{Event: *d, At: d.Mono, Cause: prev.Seq, Causes: []uint64{prev.Seq}})
+		// The watch event that carried a hop (the one before, else one of the few before it) to
+		// whoever acts next, when the API server delivered one to it before it acted.
+		var d *Event
+		from := prev
+		for k := len(out) - 1; k >= max(0, len(out)-deliveryLookback) && d == nil; k-- {
+			if out[k].Hop != WatchDelivery {
+				from = &out[k]
+				d = delivery(events, deliveries[keyOf(from.Object)], who, from.At, s.At)
+			}
+		}
+		if d != nil {
+			out = append(out, Step{Event: *d, At: d.Mono, Cause: from.Seq, Causes: []uint64{from.Seq}})
 			s.Cause, s.Causes = d.Seq, []uint64{d.Seq}
 			if who != "kubelet" {
 				s.Unseen = fmt.Sprintf("%s: its cache, queue and reconcile happen inside its process, out of the API server's sight", who)
@@ -161,8 +169,14 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 		}
 		out = append(out, s)
 	}
+	// A delivery of an earlier hop goes where it happened.
+	sort.SliceStable(out, func(a, b int) bool { return out[a].At < out[b].At })
 	return out
 }
+
+// deliveryLookback is how many hops back APITrace looks for the one whose watch event reached the
+// next actor.
+const deliveryLookback = 6
 
 // delivery is the first of the deliveries (indices into events) made to who's watch (a node's for
 // the kubelet) from the time from to the time to, nil if none.

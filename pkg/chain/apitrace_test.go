@@ -115,3 +115,26 @@ func TestAPITraceShowsWatchDeliveries(t *testing.T) {
 		t.Errorf("the kubelet's write: unseen %q", steps[2].Unseen)
 	}
 }
+
+// TestAPITraceDeliveryOfAnEarlierHop: the next actor may act on a hop before the one just before it
+// (a Job the operator created, not its RayJob status write after it).
+func TestAPITraceDeliveryOfAnEarlierHop(t *testing.T) {
+	const op, kcm = "kuberay-operator", "system:kube-controller-manager"
+	var events []Event
+	add := func(e Event) {
+		e.Seq = uint64(len(events) + 1)
+		e.Mono = int64(e.Seq) * int64(time.Millisecond)
+		events = append(events, e)
+	}
+	job := Ref{Kind: "Job", Namespace: "ns", Name: "j", ResourceVersion: "1"}
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: job, Call: &Call{Verb: "create", User: op, Code: 200}})
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: Ref{Kind: "RayJob", Namespace: "ns", Name: "j", ResourceVersion: "2"},
+		Call: &Call{Verb: "update", Subresource: "status", User: op, Code: 200}, Status: []Field{F("jobDeploymentStatus", "Running")}})
+	add(Event{Component: "apiserver", Hop: WatchDelivery, Outcome: Create, Object: job, Call: &Call{Verb: "watch", User: kcm}})
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: Ref{Kind: "Pod", Namespace: "ns", Name: "j-abcde", ResourceVersion: "4"},
+		Call: &Call{Verb: "create", User: kcm, Code: 200}})
+	steps := APITrace(events, "RayJob", "ns", "j")
+	if len(steps) != 4 || steps[2].Hop != WatchDelivery || steps[2].Cause != 1 || steps[3].Cause != steps[2].Seq {
+		t.Fatalf("steps %+v, want the Job's delivery to %s (caused by its creation) before its Pod's creation", steps, kcm)
+	}
+}

@@ -170,8 +170,8 @@ func TestDiagnoseKubeRayOperator(t *testing.T) {
 		{"the kubelet's write of the head Pod Ready", func(s *chain.Step) bool {
 			return s.Hop == chain.KubeletWrite && strings.Contains(s.Object.Name, "-head-") && s.Pod.IsReady()
 		}},
-		{"the head Pod's Ready update delivered to the operator's watch", func(s *chain.Step) bool {
-			return s.Hop == chain.WatchDelivery && s.Object.Kind == "Pod" && strings.Contains(s.Object.Name, "-head-") &&
+		{"the update of the cluster's last Pod to get ready delivered to the operator's watch", func(s *chain.Step) bool {
+			return s.Hop == chain.WatchDelivery && s.Object.Kind == "Pod" && strings.HasPrefix(s.Object.Name, "rayjob-k8sjob-") &&
 				s.Call.User == kuberayUser && strings.HasPrefix(s.Call.UserAgent, "kuberay-operator/")
 		}},
 		{"the operator's RayCluster status write state=ready", func(s *chain.Step) bool {
@@ -179,6 +179,9 @@ func TestDiagnoseKubeRayOperator(t *testing.T) {
 		}},
 		{"the operator's creation of the submitter Job", func(s *chain.Step) bool {
 			return s.Hop == chain.APIWrite && s.Object.Kind == "Job" && s.Call.Verb == "create" && s.Call.User == kuberayUser
+		}},
+		{"the submitter Job delivered to the Job controller's watch", func(s *chain.Step) bool {
+			return s.Hop == chain.WatchDelivery && s.Object.Kind == "Job" && s.Call.User != kuberayUser
 		}},
 		{"the kubelet's write of the submitter Pod", func(s *chain.Step) bool {
 			return s.Hop == chain.KubeletWrite && strings.HasPrefix(s.Object.Name, "rayjob-k8sjob-") && !strings.Contains(s.Object.Name, "-head-") && !strings.Contains(s.Object.Name, "-worker-")
