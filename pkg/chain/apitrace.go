@@ -145,12 +145,13 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 			out = append(out, s)
 			continue
 		}
-		// The watch event that carried a hop (the one before, else one of the few before it) to
-		// whoever acts next, when the API server delivered one to it before it acted.
+		// The watch event that carried a hop (the one before, else one of the few before it, not its
+		// own) to whoever acts next, when the API server delivered one to it before it acted.
 		var d *Event
 		from := prev
 		for k := len(out) - 1; k >= max(0, len(out)-deliveryLookback) && d == nil; k-- {
-			if out[k].Hop != WatchDelivery {
+			// Not a delivery, nor a hop of the next actor's own (its write's echo).
+			if out[k].Hop != WatchDelivery && actor(&out[k].Event) != who {
 				from = &out[k]
 				d = delivery(events, deliveries[keyOf(from.Object)], who, from.At, s.At)
 			}

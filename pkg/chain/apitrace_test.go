@@ -128,3 +128,24 @@ func appendAt(events []Event, e Event) []Event {
 	e.Time = time.Unix(0, e.Mono)
 	return append(events, e)
 }
+
+// TestAPITraceNoEchoOfAnActorsOwnWrite: the kubelet's watch gets its own status write back; that is
+// not what made it write again.
+func TestAPITraceNoEchoOfAnActorsOwnWrite(t *testing.T) {
+	const op = "kuberay-operator"
+	var events []Event
+	add := func(e Event) { events = appendAt(events, e) }
+	pod := Ref{Kind: "Pod", Namespace: "ns", Name: "j-abcde", ResourceVersion: "1"}
+	add(Event{Component: "kubelet", Hop: KubeletWrite, Object: pod, Pod: &PodStatus{Phase: "Running", Ready: "True"}})
+	add(Event{Component: "apiserver", Hop: WatchDelivery, Outcome: Update, Object: pod, Call: &Call{Verb: "watch", User: "system:node:vm"}})
+	add(Event{Component: "apiserver", Hop: APIWrite, Object: Ref{Kind: "RayJob", Namespace: "ns", Name: "j", ResourceVersion: "2"},
+		Call: &Call{Verb: "update", Subresource: "status", User: op, Code: 200}, Status: []Field{F("jobStatus", "RUNNING")}})
+	done := pod
+	done.ResourceVersion = "3"
+	add(Event{Component: "kubelet", Hop: KubeletWrite, Object: done, Pod: &PodStatus{Phase: "Succeeded", Ready: "False"}})
+	for _, s := range APITrace(events, "RayJob", "ns", "j") {
+		if s.Hop == WatchDelivery {
+			t.Errorf("the trace shows the kubelet's own write delivered back to it: %+v", s)
+		}
+	}
+}
