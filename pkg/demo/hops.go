@@ -82,15 +82,21 @@ func (s *demoStream) flush(now time.Time, final bool) {
 	bySeq := make(map[uint64]*chain.Step, len(steps))
 	passes := map[uint64][]*chain.Step{}
 	mapped := map[mapKey]bool{}
-	// actors are the identities whose writes the API server accepted: a watch event delivered to one
-	// that is not rayctl's controllers (whose own informer hops show it) is an operator's input.
-	actors := map[string]bool{}
+	// nextWriter is, for each watch event delivered, who made the next write after it ("" while none
+	// has come): a delivery to the identity that wrote next is what it acted on.
+	nextWriter := map[uint64]string{}
+	writer := ""
+	for i := len(steps) - 1; i >= 0; i-- {
+		switch st := &steps[i]; {
+		case st.Hop == chain.APIWrite && st.Call != nil:
+			writer = st.Call.User
+		case st.Hop == chain.WatchDelivery:
+			nextWriter[st.Seq] = writer
+		}
+	}
 	for i := range steps {
 		st := &steps[i]
 		bySeq[st.Seq] = st
-		if st.Hop == chain.APIWrite && st.Call != nil && st.Call.User != manager.Identity {
-			actors[st.Call.User] = true
-		}
 		if st.Reconcile != 0 {
 			passes[st.Reconcile] = append(passes[st.Reconcile], st)
 		}
@@ -107,7 +113,16 @@ func (s *demoStream) flush(now time.Time, final bool) {
 		case chain.PredicateHop, chain.MapMiss:
 			return false, true
 		case chain.WatchDelivery:
-			return st.Call != nil && actors[st.Call.User], settled(st, demoHold)
+			// Shown when it carried a write to an operator outside rayctl that acted on it next; one to
+			// rayctl's controllers shows as their informer hop, one to the kubelet as its status write.
+			u := st.Call.User
+			if u == manager.Identity || strings.HasPrefix(u, "system:node:") {
+				return false, true
+			}
+			if w := nextWriter[st.Seq]; w != "" {
+				return w == u, true
+			}
+			return false, settled(st, demoHold)
 		case chain.EnqueueHop:
 			// The mapping says where an event goes; an enqueue is worth a line when it is more than that.
 			switch st.Outcome {

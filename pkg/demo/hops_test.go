@@ -79,9 +79,9 @@ func TestStreamShowsTheChain(t *testing.T) {
 	}
 }
 
-// TestStreamShowsDeliveriesToAnOperatorOnly: a watch event delivered to an operator outside rayctl (an
-// identity that writes in the chain) is a line; one to rayctl's controllers (their informer hops show
-// it) or to a mere watcher is not.
+// TestStreamShowsDeliveriesToAnOperatorOnly: a watch event delivered to an operator outside rayctl
+// that wrote next is a line; one to rayctl's controllers (their informer hops show it), to a node or
+// to a mere watcher is not.
 func TestStreamShowsDeliveriesToAnOperatorOnly(t *testing.T) {
 	var b strings.Builder
 	s := newDemoStream(&b, render.Options{Width: 200}, "j")
@@ -91,7 +91,7 @@ func TestStreamShowsDeliveriesToAnOperatorOnly(t *testing.T) {
 			Call: &chain.Call{Verb: "watch", User: user}}
 	}
 	for _, e := range []chain.Event{
-		deliver(1, "kuberay-operator"), deliver(2, "rayctl:controllers"), deliver(3, "kubectl-watcher"),
+		deliver(1, "kuberay-operator"), deliver(2, "rayctl:controllers"), deliver(3, "kubectl-watcher"), deliver(6, "system:node:vm"),
 		{Seq: 4, Mono: 4, Component: "apiserver", Hop: chain.APIWrite, Outcome: "update status", Object: chain.Ref{Kind: "RayCluster", Namespace: "demo", Name: "j-abcde", ResourceVersion: "11"},
 			Call: &chain.Call{Verb: "update", Subresource: "status", User: "kuberay-operator", Code: 200}},
 		{Seq: 5, Mono: 5, Component: "apiserver", Hop: chain.APIWrite, Outcome: "update status", Object: chain.Ref{Kind: "RayJob", Namespace: "demo", Name: "j", ResourceVersion: "12"},
@@ -104,7 +104,7 @@ func TestStreamShowsDeliveriesToAnOperatorOnly(t *testing.T) {
 	if !strings.Contains(out, "to the watch of kuberay-operator") {
 		t.Errorf("the delivery to the operator is not shown:\n%s", out)
 	}
-	for _, hidden := range []string{"to the watch of rayctl:controllers", "to the watch of kubectl-watcher"} {
+	for _, hidden := range []string{"to the watch of rayctl:controllers", "to the watch of kubectl-watcher", "to the watch of system:node:vm"} {
 		if strings.Contains(out, hidden) {
 			t.Errorf("the stream shows %q:\n%s", hidden, out)
 		}
