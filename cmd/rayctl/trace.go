@@ -69,6 +69,7 @@ hop's own latency.
 When no rayctl controller acts on the kind (rayctl up --controllers=none, with KubeRay's operator),
 the chain is drawn from the API server's side: the kubelet's writes, every identity's writes of the
 object and of the objects named after it (its RayCluster, Pods, Services, submitter Job and Pod), the
+watch event that carried each write to the next actor (delivered to its watch, by identity), the
 calls the API server proxied to its dashboard; the operator's own hops (its cache, queue and
 reconciles) are out of sight and marked ┆.`,
 		Example: `  rayctl trace rayjob/rayjob-sample
@@ -95,7 +96,7 @@ reconciles) are out of sight and marked ┆.`,
 			out := cmd.OutOrStdout()
 			ropts := render.Options{Color: isTerminal(out)}
 			if o.follow {
-				fromAPI, err := externalKind(cmd.Context(), c, kind)
+				fromAPI, err := chain.External(cmd.Context(), c, kind)
 				if err != nil {
 					return err
 				}
@@ -128,7 +129,7 @@ reconciles) are out of sight and marked ┆.`,
 			span := time.Duration(steps[len(steps)-1].At - first)
 			fmt.Fprintf(out, "%s %s/%s: %d hops over %.1f ms\n", kind, ns, name, len(steps), float64(span)/1e6)
 			if fromAPI {
-				fmt.Fprintln(out, "No rayctl controller acts on it: the chain is drawn from what crossed the API server (writes by each identity, proxied dashboard calls); the operator's own hops (┆) are out of its sight.")
+				fmt.Fprintln(out, "No rayctl controller acts on it: the chain is drawn from what crossed the API server (writes by each identity, the watch events delivered to each, proxied dashboard calls); the operator's own hops (┆) are out of its sight.")
 			}
 			render.Render(out, steps, ropts)
 			return nil
@@ -144,7 +145,7 @@ reconciles) are out of sight and marked ┆.`,
 // kind, else (an operator outside rayctl, e.g. under rayctl up --controllers=none) the one drawn from
 // the API server's side (fromAPI).
 func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (steps []chain.Step, fromAPI bool, err error) {
-	if fromAPI, err = externalKind(ctx, c, kind); err != nil || !fromAPI {
+	if fromAPI, err = chain.External(ctx, c, kind); err != nil || !fromAPI {
 		if err == nil {
 			steps, err = c.Trace(ctx, kind, ns, name)
 		}
@@ -156,24 +157,6 @@ func traceSteps(ctx context.Context, c chain.Source, kind, ns, name string) (ste
 		return nil, false, err
 	}
 	return chain.APITrace(list.Events, kind, ns, name), true, nil
-}
-
-// externalKind reports whether no rayctl controller acts on kind (a RayJob, RayCluster or RayService
-// left to an operator outside rayctl).
-func externalKind(ctx context.Context, c chain.Source, kind string) (bool, error) {
-	if kind == chain.KindPod || kind == chain.KindService || kind == chain.KindJob {
-		return false, nil
-	}
-	ctrls, err := c.Controllers(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, ctl := range ctrls {
-		if ctl.Kind == kind {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // followTrace prints the trace as it grows: it keeps every event, recomputes the trace after each

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
@@ -98,6 +99,12 @@ type Config struct {
 	// here for accepted writes).
 	Audit       audit.Backend
 	AuditPolicy audit.PolicyRuleEvaluator
+	// WrapStorage, when set, decorates the storage options of every registry, built-in kinds and custom
+	// resources alike (rayctl's chain recorder sees the watch events delivered to each watcher there:
+	// chainaudit.Watches); WrapHandler wraps the API's handler behind authentication
+	// (chainaudit.WithUserAgent).
+	WrapStorage func(genericregistry.RESTOptionsGetter) genericregistry.RESTOptionsGetter
+	WrapHandler func(http.Handler) http.Handler
 	// Debug are extra non-resource handlers by path prefix (e.g. "/debug/chain/"), behind the same
 	// authentication and authorization as every other request.
 	Debug map[string]http.Handler
@@ -153,7 +160,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	server, crdInformer, err := newExtensionsServer(generic, etcdOptions)
+	server, crdInformer, err := newExtensionsServer(generic, etcdOptions, c)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +212,11 @@ func newGenericConfig(c Config, addr string) *genericapiserver.RecommendedConfig
 	// A JSON patch's copy operations may add as much as a body may hold (k8s.io/apiserver's default is
 	// 3 MiB, as its default body limit).
 	generic.JSONPatchMaxCopyBytes = generic.MaxRequestBodyBytes
+	wrap := c.WrapHandler
 	generic.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		if wrap != nil {
+			h = wrap(h)
+		}
 		h = storageerrors.MarkPatch(rejectCustomResourceProtobuf(h, c.Serializer))
 		// A YAML body's aliases may make it as large as twice the body limit (what a body without
 		// aliases can count, see yamlsize.Size), not more; checked after authentication, before decoding.
@@ -356,17 +367,27 @@ func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*g
 
 	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
 	// and custom resources alike (see storageerrors).
-	generic.RESTOptionsGetter = storageerrors.Getter{RESTOptionsGetter: generic.RESTOptionsGetter}
+	generic.RESTOptionsGetter = c.storage(generic.RESTOptionsGetter)
 	return etcdOptions, nil
+}
+
+// storage decorates a registries' storage options getter: storage failures that are the client's doing
+// answer 4xx, and etcd out of space 507 (see storageerrors), then c.WrapStorage.
+func (c Config) storage(g genericregistry.RESTOptionsGetter) genericregistry.RESTOptionsGetter {
+	g = storageerrors.Getter{RESTOptionsGetter: g}
+	if c.WrapStorage != nil {
+		g = c.WrapStorage(g)
+	}
+	return g
 }
 
 // newExtensionsServer builds the apiextensions server from generic, as the only server (not a delegate),
 // custom resources stored with etcdOptions. It returns the server and its informer on CRDs.
-func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
+func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions, c Config) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: storageerrors.Getter{RESTOptionsGetter: extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)},
+			CRDRESTOptionsGetter: c.storage(extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)),
 			MasterCount:          1,
 		},
 	}

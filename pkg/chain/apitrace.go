@@ -14,9 +14,12 @@ import (
 // API server proxied to them (the operator's calls to Ray's dashboard), in time order. A write is kept
 // when it creates or deletes, when the status it wrote differs from the object's previous one, or
 // when the API server refused it (but for conflicts); a proxied GET the first and last time its path
-// was asked. Each step follows from the one before it; where the actor changes to one whose work
-// happened out of sight, Unseen says so, with its watch of the kind of the hop before when the API
-// server saw that watch open.
+// was asked. Each step follows from the one before it. Where the actor changes, the watch event that
+// carried the hop before to the next actor (WatchDelivery: the object at that resourceVersion,
+// delivered to a watch of its user, or of a node for the kubelet) is the step between them when the
+// API server delivered one; for an actor whose work happens out of sight, Unseen says so — naming,
+// when no delivery was recorded, its watch of the kind of the hop before when the API server saw that
+// watch open.
 func APITrace(events []Event, kind, namespace, name string) []Step {
 	related := func(r *Ref) bool {
 		return r.Namespace == namespace && (r.Name == name || strings.HasPrefix(r.Name, name+"-"))
@@ -101,6 +104,14 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 			}
 		}
 	}
+	// When the API server received each kubelet write: the kubelet records its write once the answer
+	// is back, after the watch events it caused may have gone out.
+	received := map[objKey]int64{}
+	for i := range events {
+		if e := &events[i]; e.Hop == APIWrite && kubeletRV[keyOf(e.Object)] {
+			received[keyOf(e.Object)] = e.Mono - int64(e.Duration)
+		}
+	}
 	steps := make([]Step, 0, len(kept))
 	for _, i := range kept {
 		e := events[i]
@@ -108,22 +119,79 @@ func APITrace(events []Event, kind, namespace, name string) []Step {
 		if e.Hop == APIWrite || e.Hop == ProxyCall {
 			at -= int64(e.Duration)
 		}
+		if r, ok := received[keyOf(e.Object)]; ok && e.Hop == KubeletWrite && r < at {
+			at = r
+		}
 		steps = append(steps, Step{Event: e, At: at})
 	}
 	sort.SliceStable(steps, func(a, b int) bool { return steps[a].At < steps[b].At })
-	for i := 1; i < len(steps); i++ {
-		s, prev := &steps[i], &steps[i-1]
-		s.Cause, s.Causes = prev.Seq, []uint64{prev.Seq}
-		who, before := actor(&s.Event), actor(&prev.Event)
-		if who == before || who == "kubelet" {
-			continue
-		}
-		s.Unseen = fmt.Sprintf("%s: the watch event's delivery, its cache, queue and reconcile happen inside its process, out of the API server's sight", who)
-		if w := openWatch(events, who, prev.Object.Kind, prev.Object.Namespace, prev.Seq); w != nil {
-			s.Unseen += fmt.Sprintf(" (it watches %ss %s since %s)", w.Object.Kind, scope(w.Object.Namespace), w.Time.Format(time.TimeOnly))
+	deliveries := map[objKey][]int{}
+	for i := range events {
+		if e := &events[i]; e.Hop == WatchDelivery && e.Call != nil {
+			deliveries[keyOf(e.Object)] = append(deliveries[keyOf(e.Object)], i)
 		}
 	}
-	return steps
+	out := make([]Step, 0, len(steps))
+	for i := range steps {
+		s := steps[i]
+		if i == 0 {
+			out = append(out, s)
+			continue
+		}
+		prev := &out[len(out)-1]
+		s.Cause, s.Causes = prev.Seq, []uint64{prev.Seq}
+		who, before := actor(&s.Event), actor(&prev.Event)
+		if who == before {
+			out = append(out, s)
+			continue
+		}
+		// The watch event that carried a hop (the one before, else one of the few before it, not its
+		// own) to whoever acts next, when the API server delivered one to it before it acted.
+		var d *Event
+		from := prev
+		for k := len(out) - 1; k >= max(0, len(out)-deliveryLookback) && d == nil; k-- {
+			// Not a delivery, nor a hop of the next actor's own (its write's echo).
+			if out[k].Hop != WatchDelivery && actor(&out[k].Event) != who {
+				from = &out[k]
+				d = delivery(events, deliveries[keyOf(from.Object)], who, from.At, s.At)
+			}
+		}
+		if d != nil {
+			out = append(out, Step{Event: *d, At: d.Mono, Cause: from.Seq, Causes: []uint64{from.Seq}})
+			s.Cause, s.Causes = d.Seq, []uint64{d.Seq}
+			if who != "kubelet" {
+				s.Unseen = fmt.Sprintf("%s: its cache, queue and reconcile happen inside its process, out of the API server's sight", who)
+			}
+		} else if who != "kubelet" {
+			s.Unseen = fmt.Sprintf("%s: the watch event's delivery, its cache, queue and reconcile happen inside its process, out of the API server's sight", who)
+			if w := openWatch(events, who, prev.Object.Kind, prev.Object.Namespace, prev.Seq); w != nil {
+				s.Unseen += fmt.Sprintf(" (it watches %ss %s since %s)", w.Object.Kind, scope(w.Object.Namespace), w.Time.Format(time.TimeOnly))
+			}
+		}
+		out = append(out, s)
+	}
+	// A delivery of an earlier hop goes where it happened.
+	sort.SliceStable(out, func(a, b int) bool { return out[a].At < out[b].At })
+	return out
+}
+
+// deliveryLookback is how many hops back APITrace looks for the one whose watch event reached the
+// next actor.
+const deliveryLookback = 6
+
+// delivery is the first of the deliveries (indices into events) made to who's watch (a node's for
+// the kubelet) from the time from to the time to, nil if none.
+func delivery(events []Event, deliveries []int, who string, from, to int64) *Event {
+	for _, i := range deliveries {
+		e := &events[i]
+		if e.Mono < from || e.Mono > to {
+			continue
+		}
+		if e.Call.User == who || (who == "kubelet" && strings.HasPrefix(e.Call.User, "system:node:")) {
+			return e
+		}
+	}
+	return nil
 }
 
 // actor is who made a hop: the kubelet, or the user of a write or proxied call.

@@ -64,6 +64,10 @@ const (
 	// Call.User; Call has the method, path and code, Object the Service or Pod. An operator run with
 	// --use-kubernetes-proxy reaches Ray's dashboard this way.
 	ProxyCall Hop = "api-proxy"
+	// WatchDelivery: the API server delivered a watch event of Object (at its resourceVersion; Outcome
+	// create/update/delete) to one client's watch: Call has the watcher's User and UserAgent. It is the
+	// last hop of a write the API server sees before an operator outside rayctl acts on it.
+	WatchDelivery Hop = "api-deliver"
 )
 
 // Outcome is an Event's result in one word or two. The hops with a fixed set of results use the
@@ -73,7 +77,8 @@ const (
 type Outcome string
 
 // The Outcomes of an InformerEvent (the watch event's type, as controller-runtime's event package
-// names them), of an ObjectWrite (create, delete) and of an APIRead (list, watch).
+// names them, and of a WatchDelivery), of an ObjectWrite (create, delete) and of an APIRead (list,
+// watch).
 const (
 	Create  Outcome = "create"
 	Update  Outcome = "update"
@@ -147,7 +152,8 @@ type Event struct {
 	// Outcome is the hop's result in one word (see the Hop constants and Outcome).
 	Outcome Outcome `json:"outcome,omitempty"`
 
-	// Call is the request of an APIWrite or a DashboardCall.
+	// Call is the request of an APIWrite, APIRead, ProxyCall or DashboardCall, or the watch of a
+	// WatchDelivery.
 	Call *Call `json:"call,omitempty"`
 	// Pod is what a KubeletWrite wrote.
 	Pod *PodStatus `json:"pod,omitempty"`
@@ -191,7 +197,8 @@ type Call struct {
 	Verb        string `json:"verb,omitempty"`
 	Subresource string `json:"subresource,omitempty"`
 	User        string `json:"user,omitempty"`
-	// UserAgent is the client's User-Agent header, for an API write, read or proxy call ("kuberay-operator/v1.6.2").
+	// UserAgent is the client's User-Agent header, for an API write, read, proxy call or watch delivery
+	// ("kuberay-operator/v1.6.2").
 	UserAgent string `json:"userAgent,omitempty"`
 }
 

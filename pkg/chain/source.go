@@ -84,3 +84,23 @@ func (r *Recorder) List(f Filter) *EventList {
 	next := r.Next()
 	return &EventList{Size: r.Size(), Next: next, Events: r.Events(f)}
 }
+
+// External reports whether no rayctl controller acts on kind (a RayJob, RayCluster or RayService left
+// to an operator outside rayctl, as under rayctl up --controllers=none): its chain is then drawn from
+// the API server's side (APITrace). Pods, Services and Jobs are never external: the kubelet writes the
+// Pods, and rayctl's own controllers act on the others.
+func External(ctx context.Context, src Source, kind string) (bool, error) {
+	if kind == KindPod || kind == KindService || kind == KindJob {
+		return false, nil
+	}
+	ctrls, err := src.Controllers(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, ctl := range ctrls {
+		if ctl.Kind == kind {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/server/healthz"
 
 	"github.com/rayctl/rayctl/pkg/apiserver"
@@ -50,7 +51,7 @@ type builtServer struct {
 }
 
 // buildAPIServer builds the API server on store, with crds installed and the chain recorder (when on)
-// as its audit backend; nothing runs until startAPIServer.
+// as its audit backend and watching its watches' deliveries; nothing runs until startAPIServer.
 func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds [][]byte) (*apiserver.Server, error) {
 	c := cp.certs
 	cfg := apiserver.Config{
@@ -64,6 +65,8 @@ func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds [][]byte) (*apis
 	if cp.cfg.ChainBuffer > 0 {
 		cp.recorder = chain.New(cp.cfg.ChainBuffer)
 		cfg.Audit, cfg.AuditPolicy = chainaudit.Backend(cp.recorder), chainaudit.Policy()
+		cfg.WrapStorage = func(g generic.RESTOptionsGetter) generic.RESTOptionsGetter { return chainaudit.Watches(cp.recorder, g) }
+		cfg.WrapHandler = chainaudit.WithUserAgent
 		cfg.Debug = map[string]http.Handler{chainhttp.PathPrefix: chainhttp.Handler(cp.recorder)}
 		cfg.LongRunning = chainhttp.IsLongRunning
 	}

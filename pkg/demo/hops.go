@@ -11,6 +11,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/render"
+	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // demoMS prints a latency for the demo's columns.
@@ -81,6 +82,18 @@ func (s *demoStream) flush(now time.Time, final bool) {
 	bySeq := make(map[uint64]*chain.Step, len(steps))
 	passes := map[uint64][]*chain.Step{}
 	mapped := map[mapKey]bool{}
+	// nextWriter is, for each watch event delivered, who made the next write after it ("" while none
+	// has come): a delivery to the identity that wrote next is what it acted on.
+	nextWriter := map[uint64]string{}
+	writer := ""
+	for i := len(steps) - 1; i >= 0; i-- {
+		switch st := &steps[i]; {
+		case st.Hop == chain.APIWrite && st.Call != nil:
+			writer = st.Call.User
+		case st.Hop == chain.WatchDelivery:
+			nextWriter[st.Seq] = writer
+		}
+	}
 	for i := range steps {
 		st := &steps[i]
 		bySeq[st.Seq] = st
@@ -99,6 +112,17 @@ func (s *demoStream) flush(now time.Time, final bool) {
 		switch st.Hop {
 		case chain.PredicateHop, chain.MapMiss:
 			return false, true
+		case chain.WatchDelivery:
+			// Shown when it carried a write to an operator outside rayctl that acted on it next; one to
+			// rayctl's controllers shows as their informer hop, one to the kubelet as its status write.
+			u := st.Call.User
+			if u == manager.Identity || strings.HasPrefix(u, "system:node:") {
+				return false, true
+			}
+			if w := nextWriter[st.Seq]; w != "" {
+				return w == u, true
+			}
+			return false, settled(st, demoHold)
 		case chain.EnqueueHop:
 			// The mapping says where an event goes; an enqueue is worth a line when it is more than that.
 			switch st.Outcome {

@@ -78,3 +78,35 @@ func TestStreamShowsTheChain(t *testing.T) {
 		t.Errorf("the stream shows a plain enqueue:\n%s", out)
 	}
 }
+
+// TestStreamShowsDeliveriesToAnOperatorOnly: a watch event delivered to an operator outside rayctl
+// that wrote next is a line; one to rayctl's controllers (their informer hops show it), to a node or
+// to a mere watcher is not.
+func TestStreamShowsDeliveriesToAnOperatorOnly(t *testing.T) {
+	var b strings.Builder
+	s := newDemoStream(&b, render.Options{Width: 200}, "j")
+	pod := chain.Ref{Kind: "Pod", Namespace: "demo", Name: "j-abcde-head-x", ResourceVersion: "10"}
+	deliver := func(seq uint64, user string) chain.Event {
+		return chain.Event{Seq: seq, Mono: int64(seq), Component: "apiserver", Hop: chain.WatchDelivery, Outcome: chain.Update, Object: pod,
+			Call: &chain.Call{Verb: "watch", User: user}}
+	}
+	for _, e := range []chain.Event{
+		deliver(1, "kuberay-operator"), deliver(2, "rayctl:controllers"), deliver(3, "kubectl-watcher"), deliver(6, "system:node:vm"),
+		{Seq: 4, Mono: 4, Component: "apiserver", Hop: chain.APIWrite, Outcome: "update status", Object: chain.Ref{Kind: "RayCluster", Namespace: "demo", Name: "j-abcde", ResourceVersion: "11"},
+			Call: &chain.Call{Verb: "update", Subresource: "status", User: "kuberay-operator", Code: 200}},
+		{Seq: 5, Mono: 5, Component: "apiserver", Hop: chain.APIWrite, Outcome: "update status", Object: chain.Ref{Kind: "RayJob", Namespace: "demo", Name: "j", ResourceVersion: "12"},
+			Call: &chain.Call{Verb: "update", Subresource: "status", User: "rayctl:controllers", Code: 200}},
+	} {
+		s.add(e, time.Now())
+	}
+	s.flush(time.Now(), true)
+	out := b.String()
+	if !strings.Contains(out, "to the watch of kuberay-operator") {
+		t.Errorf("the delivery to the operator is not shown:\n%s", out)
+	}
+	for _, hidden := range []string{"to the watch of rayctl:controllers", "to the watch of kubectl-watcher", "to the watch of system:node:vm"} {
+		if strings.Contains(out, hidden) {
+			t.Errorf("the stream shows %q:\n%s", hidden, out)
+		}
+	}
+}

@@ -340,12 +340,21 @@ func (d *diag) externalReconciled(s *subj, op *Operator) Check {
 	if s.obj == nil {
 		return Check{Subject: s.Subject, Status: NotApplicable, Summary: fmt.Sprintf("%s does not exist", the(s.Kind))}
 	}
-	var writes []*chain.Event
+	var writes, delivered []*chain.Event
 	for i := range d.in.Events {
 		e := &d.in.Events[i]
-		if e.Hop == chain.APIWrite && e.Call != nil && op.User != "" && e.Call.User == op.User && refIs(&e.Object, s.Kind, s.Namespace, s.Name) {
-			writes = append(writes, e)
+		if e.Call == nil || op.User == "" || e.Call.User != op.User || !refIs(&e.Object, s.Kind, s.Namespace, s.Name) {
+			continue
 		}
+		switch e.Hop {
+		case chain.APIWrite:
+			writes = append(writes, e)
+		case chain.WatchDelivery:
+			delivered = append(delivered, e)
+		}
+	}
+	if n := len(delivered); n > 0 {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("API server delivered %d watch events of it to the operator's watches; the last: %s", n, timed(delivered[n-1])))
 	}
 	if n := len(writes); n > 0 {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("API server saw %d writes of it by the operator; the last: %s", n, timed(writes[n-1])))
@@ -372,6 +381,12 @@ func (d *diag) externalReconciled(s *subj, op *Operator) Check {
 		c.Status, c.Cause = Fail, CauseNotReconciled
 		c.Summary = fmt.Sprintf("the operator never wrote the %s's status (created %s ago)", s.Kind, age.Round(time.Second))
 		c.Fix = "see o–c: the operator does not run, does not watch the namespace, or may not read or write it"
+		if n := len(delivered); n > 0 {
+			// It got the object: what stopped it happened inside its process.
+			c.Summary = fmt.Sprintf("the operator never wrote the %s's status (created %s ago), though the API server delivered it to the operator's watch (%s)",
+				s.Kind, age.Round(time.Second), delivered[n-1].Time.Format("15:04:05.000"))
+			c.Fix = "its queue or Reconcile holds it: see i (its queues) and the operator's log"
+		}
 	case untouched:
 		c.Summary = fmt.Sprintf("the %s was created %s ago: not reconciled yet, on its way", s.Kind, age.Round(time.Second))
 	default:

@@ -118,6 +118,16 @@ func TestExternalNeverReconciled(t *testing.T) {
 	in.ClusterName, in.Cluster, in.Pod, in.ClusterPods = "", nil, nil, nil
 	in.Now = t0.Add(time.Minute)
 	expect(t, run(t, in, nil), "f", CauseNotReconciled, "never wrote the RayJob's status")
+
+	// The API server delivered the RayJob to the operator's watch: it got it, and stopped inside.
+	in.Events = []chain.Event{{Seq: 1, Time: t0.Add(time.Second), Component: "apiserver", Hop: chain.WatchDelivery, Outcome: chain.Create,
+		Object: chain.Ref{Kind: KindRayJob, Namespace: in.Job.Namespace, Name: in.Job.Name, ResourceVersion: "5"},
+		Call:   &chain.Call{Verb: "watch", User: operatorUser, UserAgent: "kuberay-operator/v1.6.2"}}}
+	rep := run(t, in, nil)
+	expect(t, rep, "f", CauseNotReconciled, "never wrote the RayJob's status", "delivered it to the operator's watch")
+	if f := check(t, rep, "f", KindRayJob); !hasEvidence(f, "API server delivered 1 watch events of it to the operator's watches") {
+		t.Errorf("f's evidence: %v", f.Evidence)
+	}
 }
 
 func TestParseMetrics(t *testing.T) {

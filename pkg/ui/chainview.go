@@ -121,14 +121,18 @@ func (f *chainFeed) namespaceEvents(ns string) ([]chain.Event, error) {
 // failed Reconcile).
 //
 // also names objects of the same namespace whose traces join the view: a RayJob's RayCluster, whose
-// chain (its Pods created, started, made ready) runs while the RayJob waits for it.
-func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
+// chain (its Pods created, started, made ready) runs while the RayJob waits for it. external (no
+// rayctl controller acts on kind: chain.External) draws the chain from the API server's side.
+func (f *chainFeed) view(kind, ns, name string, external bool, also ...objectRef) *ChainView {
 	events, err := f.namespaceEvents(ns)
 	v := &ChainView{Kind: kind, Namespace: ns, Name: name}
 	if err != nil {
 		v.Error = err.Error()
 	}
-	steps := chain.Trace(events, kind, ns, name)
+	var steps []chain.Step
+	if !external {
+		steps = chain.Trace(events, kind, ns, name)
+	}
 	if len(steps) == 0 {
 		// No rayctl controller left hops for it (an operator outside rayctl): the chain as the API
 		// server saw it.
@@ -168,7 +172,7 @@ func (f *chainFeed) view(kind, ns, name string, also ...objectRef) *ChainView {
 	}
 	for i := range steps {
 		h := hopView(&steps[i])
-		if c := steps[i].Call; v.FromAPI && c != nil && c.User != "" && !strings.HasPrefix(c.User, "system:node:") {
+		if c := steps[i].Call; v.FromAPI && c != nil && c.User != "" && !strings.HasPrefix(c.User, "system:node:") && steps[i].Hop != chain.WatchDelivery {
 			// The actor's lane, arrowing into the API server (or, proxied, to the dashboard).
 			h.Lane = c.User
 			if h.To == h.Lane || steps[i].Hop == chain.APIWrite {
@@ -238,6 +242,13 @@ func hopView(s *chain.Step) HopView {
 	case chain.InformerEvent:
 		h.Lane, h.To = LaneAPIServer, e.Component
 		h.Label = "watch " + outcome + " " + obj
+	case chain.WatchDelivery:
+		// From the API server to the watcher's lane (a node's watch is the kubelet's).
+		h.Lane, h.To = LaneAPIServer, "kubelet"
+		if e.Call != nil && !strings.HasPrefix(e.Call.User, "system:node:") {
+			h.To = e.Call.User
+		}
+		h.Label = "watch " + outcome + " " + obj + " → " + h.To
 	case chain.PredicateHop:
 		h.Label = "predicate " + outcome + " " + obj
 		h.Dropped = e.Outcome == chain.Dropped

@@ -24,6 +24,8 @@ import (
 	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
 //go:embed assets
@@ -178,8 +180,15 @@ func objectParams(w http.ResponseWriter, r *http.Request) (kind, ns, name string
 // serveChain streams the chain of one object (a RayJob's with its RayCluster's): a view now, and a new
 // one whenever the chain grows.
 func (s *Server) serveChain(w http.ResponseWriter, r *http.Request) {
+	// Whether a rayctl controller acts on a kind is asked once a request: it is fixed by rayctl up's flags.
+	external := map[string]bool{}
 	s.stream(w, r, "chain", 100*time.Millisecond, func(kind, ns, name string) any {
-		return s.chain.view(kind, ns, name, s.objects.related(kind, ns, name)...)
+		ext, ok := external[kind]
+		if !ok {
+			ext, _ = chain.External(r.Context(), s.chain.client, kind)
+			external[kind] = ext
+		}
+		return s.chain.view(kind, ns, name, ext, s.objects.related(kind, ns, name)...)
 	})
 }
 

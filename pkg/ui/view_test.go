@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/chain"
 )
 
 // hop is a HopView at t ms.
@@ -73,4 +75,39 @@ func fmtSeqs(s []uint64) string {
 		b.WriteString(" " + itoa(int(n)))
 	}
 	return b.String()
+}
+
+// TestViewFromAPIDrawsDeliveries: for an object only an operator outside rayctl acts on, the watch
+// event that carried the kubelet's write to the operator goes from the API server to the operator's
+// lane, and the operator's write after it from its lane, with what it did out of sight.
+func TestViewFromAPIDrawsDeliveries(t *testing.T) {
+	const op = "kuberay-operator"
+	head := chain.Ref{Kind: "Pod", Namespace: "ns", Name: "c-head-x", ResourceVersion: "9"}
+	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
+	f := &chainFeed{changed: make(chan struct{})}
+	f.events.Add(100,
+		chain.Event{Seq: 1, Mono: ms(1), Component: "apiserver", Hop: chain.APIWrite, Object: head, Duration: time.Millisecond / 2,
+			Call: &chain.Call{Verb: "patch", Subresource: "status", User: "system:node:vm", Code: 200}},
+		chain.Event{Seq: 2, Mono: ms(2), Component: "apiserver", Hop: chain.WatchDelivery, Outcome: chain.Update, Object: head,
+			Call: &chain.Call{Verb: "watch", User: op}},
+		chain.Event{Seq: 3, Mono: ms(3), Component: "kubelet", Hop: chain.KubeletWrite, Object: head, Pod: &chain.PodStatus{Phase: "Running", Ready: "True"}},
+		chain.Event{Seq: 4, Mono: ms(9), Component: "apiserver", Hop: chain.APIWrite, Outcome: "update status",
+			Object: chain.Ref{Kind: "RayCluster", Namespace: "ns", Name: "c", ResourceVersion: "10"},
+			Call:   &chain.Call{Verb: "update", Subresource: "status", User: op, Code: 200}, Status: []chain.Field{chain.F("state", "ready")}},
+	)
+	v := f.view("RayCluster", "ns", "c", true)
+	if !v.FromAPI {
+		t.Fatal("the view is not drawn from the API server's side")
+	}
+	var got []string
+	for _, h := range v.Hops {
+		got = append(got, h.Hop+" "+h.Lane+"→"+h.To)
+	}
+	want := "kubelet-write kubelet→apiserver|api-deliver apiserver→" + op + "|api-write " + op + "→apiserver"
+	if strings.Join(got, "|") != want {
+		t.Errorf("hops\n %s\nwant\n %s", strings.Join(got, "|"), want)
+	}
+	if last := v.Hops[len(v.Hops)-1]; !strings.Contains(last.Unseen, "its cache, queue and reconcile") {
+		t.Errorf("the operator's write: unseen %q", last.Unseen)
+	}
 }

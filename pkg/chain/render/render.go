@@ -109,6 +109,12 @@ func Describe(e *chain.Event) string {
 			return fmt.Sprintf("refused %s %ss %s: %d %s (%s)", e.Outcome, e.Object.Kind, where, call.Code, e.Error, call.User)
 		}
 		return fmt.Sprintf("%s %ss %s (%s)", what, e.Object.Kind, where, call.User)
+	case chain.WatchDelivery:
+		agent := ""
+		if call.UserAgent != "" {
+			agent = ", " + call.UserAgent
+		}
+		return fmt.Sprintf("delivered %s of %s%s to the watch of %s%s", e.Outcome, obj, rv, call.User, agent)
 	case chain.ProxyCall:
 		return fmt.Sprintf("proxied %s %s to %s → %d in %s (%s)", call.Method, call.Path, obj, call.Code, ms(e.Duration), call.User)
 	}

@@ -41,6 +41,8 @@ func TestDescribeEachHop(t *testing.T) {
 		{chain.Event{Hop: chain.DashboardCall, Object: job, Duration: time.Millisecond,
 			Call: &chain.Call{Method: "POST", URL: "http://10.0.0.1:8265/api/jobs/", Path: "/api/jobs/", Code: 200}},
 			"dashboard POST http://10.0.0.1:8265/api/jobs/ → 200 in 1.0 ms"},
+		{chain.Event{Hop: chain.WatchDelivery, Object: pod, Outcome: chain.Update, Call: &chain.Call{Verb: "watch", User: "kuberay-operator", UserAgent: "kuberay-operator/v1.6.2"}},
+			"delivered update of Pod c-head-x rv 7 to the watch of kuberay-operator, kuberay-operator/v1.6.2"},
 	}
 	for _, c := range cases {
 		if got := Describe(&c.e); got != c.want {
