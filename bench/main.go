@@ -43,6 +43,7 @@ func main() {
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	rvpRuns := flag.Int("rayvsplain-runs", 3, "measured runs of each side, interleaved (suite rayvsplain; needs `make ray`)")
+	rvpLightweight := flag.Bool("rayvsplain-lightweight", true, "suite rayvsplain also runs the RayJob with KubeRay's light-weight submitter (quay.io/kuberay/submitter)")
 	rayBin := flag.String("ray-bin", "", "the bin dir of the Ray venv (suite rayvsplain); empty: ray/bin beside the rayctl binary's dir (_output/ray/bin)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suites rayjob and startup)")
 	podCycles := flag.Int("pod-cycles", podCyclesDefault, "pod create/delete cycles on the fake runtime before its memory is read (suite pods; 0: none)")
@@ -71,7 +72,7 @@ func main() {
 	case "rayjob":
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns)
 	case "rayvsplain":
-		err = runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns)
+		err = runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLightweight)
 	case "load":
 		err = runLoad(*rayctl, *out)
 	case "chain":
