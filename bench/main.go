@@ -86,7 +86,8 @@ func main() {
 	case "services":
 		err = runServices(*out)
 	case "all":
-		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
+		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns),
+			runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLightweight), runLoad(*rayctl, *out),
 			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out), runServices(*out))
 	default:
 		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, rayvsplain, load, chain, peers, scale, egress, services or all", *suite)
