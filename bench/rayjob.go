@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 // rayjobGoal is the goal for apply → Complete on containerd, printed in the table.
@@ -350,7 +352,7 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 	if err != nil {
 		return s, err
 	}
-	start, end, err := jobTimes(ctx, "http://"+net.JoinHostPort(cluster.Status.Head.PodIP, "8265"), last.Status.JobId)
+	start, end, err := jobTimes(ctx, podHTTPClient(up), "http://"+net.JoinHostPort(cluster.Status.Head.PodIP, "8265"), last.Status.JobId)
 	if err != nil {
 		return s, err
 	}
@@ -378,10 +380,20 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 	return s, nil
 }
 
+// podHTTPClient reaches up's pod IPs from inside its node network namespace (the host has no route to
+// them), or from the host's when up has none mounted there (pods on the host's network, rootless).
+func podHTTPClient(up *instance.Process) *http.Client {
+	ns := filepath.Join(filepath.Dir(up.Kubeconfig()), "network", "node.netns")
+	if ok, err := mountinfo.Mounted(ns); err != nil || !ok {
+		ns = ""
+	}
+	dial := func(ctx context.Context, nw, addr string) (net.Conn, error) { return network.DialIn(ctx, ns, nw, addr) }
+	return &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dial}, Timeout: 10 * time.Second}
+}
+
 // jobTimes reads a job's start_time and end_time (zero when it lists none) from the dashboard at
-// base ("http://host:port").
-func jobTimes(ctx context.Context, base, submissionID string) (start, end time.Time, err error) {
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+// base ("http://host:port") through hc.
+func jobTimes(ctx context.Context, hc *http.Client, base, submissionID string) (start, end time.Time, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/jobs/"+submissionID, nil)
 	if err != nil {
 		return start, end, err

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -371,7 +372,7 @@ func (p *plainRay) run(ctx context.Context, i int) (rvpRun, error) {
 		return rvpRun{}, fmt.Errorf("plain Ray: the driver did not print the runtime env's greeting:\n%s", out)
 	}
 	done := time.Now()
-	start, end, err := jobTimes(ctx, address, id)
+	start, end, err := jobTimes(ctx, &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}, address, id)
 	if err != nil {
 		return rvpRun{}, err
 	}
