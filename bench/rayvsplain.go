@@ -376,9 +376,15 @@ func (p *plainRay) run(ctx context.Context, i int) (rvpRun, error) {
 	if err != nil {
 		return rvpRun{}, err
 	}
+	// The node's processes, without `ray start --block` itself: a user's `ray start` returns once the node
+	// runs (a KubeRay Pod's `ray start --block` stays, and counts on rayctl's side).
 	var pids []string
 	for _, n := range []*rayNode{head, worker} {
-		pids = append(pids, descendants(n.cmd.Process.Pid)...)
+		for _, pid := range descendants(n.cmd.Process.Pid) {
+			if pid != strconv.Itoa(n.cmd.Process.Pid) {
+				pids = append(pids, pid)
+			}
+		}
 	}
 	rss, byKind := procsRSS(pids)
 	return rvpRun{total: done.Sub(t0), phases: between([]time.Time{t0, headUp, workerUp, start, end, done}), rss: rss, byKind: byKind}, nil
@@ -627,7 +633,8 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 	writePhaseTable(&b, pr)
 
 	fmt.Fprintf(&b, "\n## Ray's memory\n\nThe RSS of every Ray process once the job has ended (rayctl: the processes in the RayCluster's Pods' containers, "+
-		"as suite rayjob reads them, the submitter not counted; plain Ray: every process below the two `ray start`), from /proc/PID/status VmRSS "+
+		"as suite rayjob reads them, the submitter not counted; plain Ray: every process below the two `ray start --block`, not counting them: "+
+		"a user's `ray start` returns once its node runs, where a KubeRay Pod's `ray start --block` stays), from /proc/PID/status VmRSS "+
 		"(shared pages count once per process), by kind of process; medians:\n\n")
 	fmt.Fprintf(&b, "| process | rayctl | plain Ray | rayctl − plain |\n|---|---|---|---|\n")
 	kinds := map[string]bool{}
