@@ -43,7 +43,7 @@ func main() {
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	rvpRuns := flag.Int("rayvsplain-runs", 3, "measured runs of each side, interleaved (suite rayvsplain; needs `make ray`)")
-	rvpLightweight := flag.Bool("rayvsplain-lightweight", true, "suite rayvsplain also runs the RayJob with KubeRay's light-weight submitter (quay.io/kuberay/submitter)")
+	rvpLevers := flag.Bool("rayvsplain-levers", true, "suite rayvsplain also runs the RayJob with KubeRay's light-weight submitter (quay.io/kuberay/submitter), and without the pods' CPU limits")
 	rayBin := flag.String("ray-bin", "", "the bin dir of the Ray venv (suite rayvsplain); empty: ray/bin beside the rayctl binary's dir (_output/ray/bin)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suites rayjob and startup)")
 	podCycles := flag.Int("pod-cycles", podCyclesDefault, "pod create/delete cycles on the fake runtime before its memory is read (suite pods; 0: none)")
@@ -72,7 +72,7 @@ func main() {
 	case "rayjob":
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns)
 	case "rayvsplain":
-		err = runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLightweight)
+		err = runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLevers)
 	case "load":
 		err = runLoad(*rayctl, *out)
 	case "chain":
@@ -87,7 +87,7 @@ func main() {
 		err = runServices(*out)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns),
-			runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLightweight), runLoad(*rayctl, *out),
+			runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLevers), runLoad(*rayctl, *out),
 			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out), runServices(*out))
 	default:
 		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, rayvsplain, load, chain, peers, scale, egress, services or all", *suite)

@@ -16,11 +16,11 @@ package main
 // the dashboard split the time hop by hop; for plain Ray, the moments each command printed its result.
 // The Ray processes' RSS is read on both once the job has ended, summed and split by kind of process.
 //
-// A third side (-rayvsplain-lightweight, on by default) runs the same RayJob with KubeRay v1.7's
+// Two more sides (-rayvsplain-levers, on by default) measure levers. One runs the same RayJob with KubeRay v1.7's
 // light-weight submitter selected as KubeRay's sample selects it (spec.submitterPodTemplate: image
 // quay.io/kuberay/submitter, command /submitter, the runtime env and entrypoint as its arguments), which
 // rayctl's process runtime runs as its own Go submitter (pkg/raysubmitter): what a submitter without
-// Python's start-up saves.
+// Python's start-up saves. The other runs it without the pods' CPU limits: what their CFS quotas cost.
 
 import (
 	"bufio"
@@ -28,8 +28,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -62,6 +62,8 @@ type rvpSide struct {
 	spans  [][2]int // each of rvpGroups as a range of phases
 	run    func(ctx context.Context, i int) (rvpRun, error)
 	runs   []rvpRun
+	lever  bool  // a lever's side: its failure drops it, not the suite
+	err    error // why a lever's side was dropped
 }
 
 // The phases of each side, along its critical path; each is the time from the previous one's end.
@@ -94,7 +96,7 @@ var (
 	rvpPlainName = "plain Ray"
 )
 
-func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, lightweight bool) error {
+func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) error {
 	if rayBin == "" {
 		rayBin = filepath.Join(filepath.Dir(filepath.Dir(rayctl)), "ray", "bin")
 	}
@@ -171,20 +173,51 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, lightweight bo
 		{name: "rayctl", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(tmpl)},
 		{name: rvpPlainName, phases: plainPhases, spans: plainSpans, run: plain.run},
 	}
-	if lightweight {
+	if levers {
 		// KubeRay's way to select its light-weight submitter: the runtime env and entrypoint as /submitter's arguments.
 		lw := tmpl.DeepCopy()
 		lw.Name = "bench-lw"
 		lw.Spec.SubmitterPodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "ray-job-submitter", Image: lwSubmitter, Command: []string{"/submitter"},
 				Args: append([]string{"--runtime-env-json", plain.runtimeEnv, "--"}, strings.Fields(tmpl.Spec.Entrypoint)...)}}}}
-		sides = append(sides, &rvpSide{name: "rayctl, light-weight submitter", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(lw)})
+		sides = append(sides, &rvpSide{name: "rayctl, light-weight submitter", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(lw), lever: true})
+		// The pods' CPU limits are CFS quotas (the process runtime applies them as a node would): a head
+		// of 1 CPU runs its GCS, raylet, dashboard, agents and the driver in one CPU's time, where plain
+		// Ray's processes share the machine's cores. The same RayJob without them (Ray still told 1 CPU
+		// per node by rayStartParams) shows what the quota costs.
+		nq := tmpl.DeepCopy()
+		nq.Name = "bench-nq"
+		spec := nq.Spec.RayClusterSpec
+		unlimit := func(params map[string]string, pod *corev1.PodSpec) map[string]string {
+			c := &pod.Containers[0]
+			if params == nil {
+				params = map[string]string{}
+			}
+			params["num-cpus"] = strconv.FormatInt(c.Resources.Limits.Cpu().Value(), 10)
+			delete(c.Resources.Limits, corev1.ResourceCPU)
+			return params
+		}
+		spec.HeadGroupSpec.RayStartParams = unlimit(spec.HeadGroupSpec.RayStartParams, &spec.HeadGroupSpec.Template.Spec)
+		for i := range spec.WorkerGroupSpecs {
+			g := &spec.WorkerGroupSpecs[i]
+			g.RayStartParams = unlimit(g.RayStartParams, &g.Template.Spec)
+		}
+		sides = append(sides, &rvpSide{name: "rayctl, no CPU limits", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(nq), lever: true})
 	}
 	for i := 0; i <= runs; i++ {
 		// The side that goes first rotates; run 0 of each side is a warm-up (the file cache, Python's bytecode).
 		for k := range sides {
 			side := sides[(i+k)%len(sides)]
+			if side.err != nil {
+				continue
+			}
 			r, err := side.run(ctx, i)
+			if err != nil && side.lever {
+				// A lever that fails is reported, not fatal: the comparison stands without it.
+				fmt.Fprintf(os.Stderr, "rayvsplain: %s failed, dropped: %v\n", side.name, err)
+				side.err = err
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", side.name, err)
 			}
@@ -568,6 +601,16 @@ func (s *rvpSide) kindMedian(k string) time.Duration {
 }
 
 func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAfter, runtime string) error {
+	var dropped []*rvpSide
+	var kept []*rvpSide
+	for _, s := range sides {
+		if s.err != nil || len(s.runs) == 0 {
+			dropped = append(dropped, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	sides = kept
 	rc, pr := sides[0], sides[1]
 	prMed := medianDur(pr.totals())
 	var b strings.Builder
@@ -581,8 +624,13 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 		"Its submitter is KubeRay's default: a Job running `ray job status`, `ray job submit --no-wait` and `ray job logs --follow`, three Python start-ups. "+
 		"**rayctl, light-weight submitter**: the same RayJob with KubeRay v1.7's light-weight submitter, selected as KubeRay's sample ray-job.light-weight-submitter.yaml selects it "+
 		"(`spec.submitterPodTemplate` running `%s`'s `/submitter` with the runtime env and the entrypoint as its arguments); rayctl's process runtime runs it as its own Go submitter (pkg/raysubmitter). "+
+		"**rayctl, no CPU limits**: the same RayJob with the pods' `limits.cpu` taken out (and `rayStartParams.num-cpus: \"1\"`, so Ray counts the same CPUs): "+
+		"the process runtime applies a CPU limit as a CFS quota, as a node does, so a 1-CPU head runs its GCS, raylet, dashboard, agents and the driver in one CPU's time, where plain Ray's processes share the machine's cores. "+
 		"**plain Ray**: `ray start --head`, then `ray start --address` (each with the pods' `--num-cpus` and `--memory`, as the RayCluster controller passes them), then "+
 		"`ray job submit` of the same driver with the same `--runtime-env-json`, one after the other as a user types them, timed from the first exec to the submit command's exit.\n\n", runtime, lwSubmitter)
+	for _, s := range dropped {
+		fmt.Fprintf(&b, "Side **%s** failed and was dropped: %v\n\n", s.name, s.err)
+	}
 	fmt.Fprintf(&b, "| side | nothing → job ended and seen, median | each run | ÷ plain Ray | goal |\n|---|---|---|---|---|\n")
 	var figs []figure
 	for _, s := range sides {
