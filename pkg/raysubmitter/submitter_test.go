@@ -13,16 +13,17 @@ import (
 	"github.com/rayctl/rayctl/pkg/raysubmitter"
 )
 
-// startHead runs raysim's head (its dashboard serves the Jobs API and the logs' WebSocket as Ray's does).
-func startHead(t *testing.T) *node.Head {
+// dashboard runs raysim's head and returns its dashboard's URL: it serves the Jobs API and the logs'
+// WebSocket as Ray's does, and runs an entrypoint that asks for half a CPU.
+func dashboard(t *testing.T) string {
 	t.Helper()
-	h, err := node.StartHead(node.HeadConfig{BindHost: "127.0.0.1", NodeIP: "127.0.0.1", TempDir: t.TempDir(),
-		Resources: resource.Set{"CPU": 1}, Version: "test"})
+	cfg := node.HeadConfig{BindHost: "127.0.0.1", NodeIP: "127.0.0.1", TempDir: t.TempDir(), Resources: resource.Set{"CPU": 1}}
+	h, err := node.StartHead(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return h
+	return h.DashboardURL()
 }
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -40,8 +41,8 @@ func submit(t *testing.T, vars map[string]string, args ...string) (int, string, 
 // arguments, follows the logs to the job's end and exits 0; run again (a retried submitter Pod), it
 // does not submit a second time but follows the same job's logs.
 func TestSubmitsOnceAndFollowsTheLogs(t *testing.T) {
-	h := startHead(t)
-	vars := map[string]string{raysubmitter.EnvDashboardAddress: strings.TrimPrefix(h.DashboardURL(), "http://"), raysubmitter.EnvSubmissionID: "rayjob-abc"}
+	url := dashboard(t)
+	vars := map[string]string{raysubmitter.EnvDashboardAddress: strings.TrimPrefix(url, "http://"), raysubmitter.EnvSubmissionID: "rayjob-abc"}
 	args := []string{"--runtime-env-json", `{"env_vars":{"GREETING":"hello from the runtime env"}}`, "--metadata-json", `{"owner":"bench"}`,
 		"--entrypoint-num-cpus", "0.5", "--", "echo", "greeting:", "$GREETING"}
 	code, out, errOut := submit(t, vars, args...)
@@ -51,7 +52,7 @@ func TestSubmitsOnceAndFollowsTheLogs(t *testing.T) {
 	if !strings.Contains(out, "greeting: hello from the runtime env") {
 		t.Errorf("the job's logs are not in the output:\n%s", out)
 	}
-	c := jobs.NewClient(h.DashboardURL())
+	c := jobs.NewClient(url)
 	d, err := c.Get(context.Background(), "rayjob-abc")
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +77,7 @@ func TestSubmitsOnceAndFollowsTheLogs(t *testing.T) {
 // Without the environment the RayJob controller gives it, or with a flag that is not JSON, it says
 // what is wrong and exits 1 without submitting.
 func TestRefusesWhatItCannotSubmit(t *testing.T) {
-	h := startHead(t)
-	addr := h.DashboardURL()
+	addr := dashboard(t)
 	for _, tc := range []struct {
 		name string
 		vars map[string]string
