@@ -45,6 +45,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
+	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
 // rvpRun is one measured run of either side.
@@ -748,6 +749,10 @@ func joinDur(v []time.Duration) string {
 	return strings.Join(s, ", ")
 }
 
+// rvpNote is a markdown file whose text ends the levers' section (-rayvsplain-note): what a run before a
+// change measured, beside this one.
+var rvpNote string
+
 // writeLevers says what each lever measured here saved, from the runs.
 func writeLevers(b *strings.Builder, sides []*rvpSide) {
 	byName := map[string]*rvpSide{}
@@ -780,11 +785,18 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 			"Plain Ray's processes are not held to one CPU each.\n",
 			ms(up(nq)), ms(up(rc)), ms(job(nq)), ms(job(rc)), ms(total(nq)), ms(total(rc)), total(nq).Seconds()/total(pr).Seconds())
 	}
-	fmt.Fprintf(b, "- **The readiness probe and wait-gcs-ready intervals** are rayctl's already (first readiness check after 1 s, then every 2 s; "+
+	fmt.Fprintf(b, "- **The readiness probe and wait-gcs-ready intervals** are rayctl's own (first readiness check after %d s, then every %d s; "+
 		"wait-gcs-ready every 1 s; KubeRay: 10 s then 5 s, and 5 s): head container started → Ready took %s beside plain Ray's `ray start --head` %s, "+
-		"so the probe's wait (at most one 2 s period) is a small part of that difference; the rest is the head's start-up under its CPU limit and beside the worker's.\n",
-		ms(rcHops[2]), ms(prSteps[0]))
+		"so the probe's wait (at most one period) is part of that difference; the rest is the head's start-up under its CPU limit and beside the worker's.\n",
+		raycluster.ReadinessInitialDelay, raycluster.ReadinessPeriod, ms(rcHops[2]), ms(prSteps[0]))
 	fmt.Fprintf(b, "- **Workers started beside the head** is what rayctl does already: the worker Pod is created with the head Pod and its wait-gcs-ready "+
 		"init container lets it start as soon as the GCS answers; the worker was Ready %s after the head (plain Ray: `ray start --address` took %s after the head's).\n",
 		ms(rcHops[3]), ms(prSteps[1]))
+	if rvpNote != "" {
+		if note, err := os.ReadFile(rvpNote); err == nil {
+			fmt.Fprintf(b, "%s\n", strings.TrimSpace(string(note)))
+		} else {
+			fmt.Fprintf(os.Stderr, "rayvsplain: -rayvsplain-note: %v\n", err)
+		}
+	}
 }
