@@ -5,7 +5,8 @@
 // Suite startup measures start-up and memory, idle and after a RayJob (startup.md, memory.go); suite pods
 // measures pod create -> Ready and the memory after pod churn on the fake runtime (pods.md, see pods.go); suite load drives the API server with 50 clients (load.md, see load.go);
 // suite rayjob measures a RayJob
-// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); suite chain
+// from apply to Complete on the containerd and the process runtimes (rayjob.md, see rayjob.go); suite rayvsplain
+// runs the real-Ray RayJob beside the same cluster and job started by hand, interleaved (rayvsplain.go); suite chain
 // measures kubelet status write → RayCluster Reconcile start and the chain recorder's overhead (chain.md,
 // see chain.go); suite peers runs an envtest-style etcd + kube-apiserver beside rayctl (peers.md, see
 // peers.go); suite scale creates 10, 30 and 100 RayClusters at once on the fake runtime, the largest again on 100
@@ -39,9 +40,13 @@ func main() {
 	rayctl := flag.String("rayctl", "_output/bin/rayctl", "the rayctl binary")
 	out := flag.String("out", "bench/results", "where to write results")
 	runs := flag.Int("runs", 5, "runs per measurement (suite startup)")
-	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, load, chain, peers, scale, egress, services or all")
+	suite := flag.String("suite", "all", "what to measure: startup, pods, rayjob, rayvsplain, load, chain, peers, scale, egress, services or all")
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
+	rvpRuns := flag.Int("rayvsplain-runs", 3, "measured runs of each side, interleaved (suite rayvsplain; needs `make ray`)")
+	rvpLevers := flag.Bool("rayvsplain-levers", true, "suite rayvsplain also runs the RayJob with KubeRay's light-weight submitter (quay.io/kuberay/submitter), and without the pods' CPU limits")
+	flag.StringVar(&rvpNote, "rayvsplain-note", "", "a markdown file added to suite rayvsplain's levers (what an earlier run, before a change, measured)")
+	rayBin := flag.String("ray-bin", "", "the bin dir of the Ray venv (suite rayvsplain); empty: ray/bin beside the rayctl binary's dir (_output/ray/bin)")
 	samples := flag.String("samples", "configs/samples", "the sample manifests (suites rayjob and startup)")
 	podCycles := flag.Int("pod-cycles", podCyclesDefault, "pod create/delete cycles on the fake runtime before its memory is read (suite pods; 0: none)")
 	chainRuns := flag.Int("chain-cycles", chainCycles, "measured cycles per instance (suite chain)")
@@ -75,6 +80,8 @@ func main() {
 		err = runPods(*rayctl, *out, *podCycles)
 	case "rayjob":
 		err = runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns)
+	case "rayvsplain":
+		err = runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLevers)
 	case "load":
 		err = runLoad(*rayctl, *out)
 	case "chain":
@@ -88,10 +95,11 @@ func main() {
 	case "services":
 		err = runServices(*out)
 	case "all":
-		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns), runLoad(*rayctl, *out),
+		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns),
+			runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLevers), runLoad(*rayctl, *out),
 			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out), runServices(*out))
 	default:
-		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, load, chain, peers, scale, egress, services or all", *suite)
+		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, rayvsplain, load, chain, peers, scale, egress, services or all", *suite)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

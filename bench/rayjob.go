@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/pkg/instance"
+	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 // rayjobGoal is the goal for apply → Complete on containerd, printed in the table.
@@ -42,11 +44,15 @@ const rayjobGoal = "≤ 3 s on containerd"
 
 // rayjobSample is one measured RayJob.
 type rayjobSample struct {
-	complete     time.Duration // create → jobDeploymentStatus Complete (watch)
-	clusterReady time.Duration // create → RayCluster state ready (watch)
-	submitted    time.Duration // RayCluster ready → the job's start_time on the dashboard
-	finish       time.Duration // the job's start_time → RayJob Complete
-	rss          int64         // the RayCluster's pods' resident memory once Complete (sum over their processes), bytes
+	complete     time.Duration    // create → jobDeploymentStatus Complete (watch)
+	clusterReady time.Duration    // create → RayCluster state ready (watch)
+	submitted    time.Duration    // RayCluster ready → the job's start_time on the dashboard
+	finish       time.Duration    // the job's start_time → RayJob Complete
+	rss          int64            // the RayCluster's pods' resident memory once Complete (sum over their processes), bytes
+	rssByKind    map[string]int64 // rss by kind of Ray process (procKind)
+	applied      time.Time        // when the create request was sent
+	jobStart     time.Time        // the job's start_time on the dashboard
+	jobEnd       time.Time        // the job's end_time on the dashboard (zero when it lists none)
 }
 
 // rayjobConfig is one configuration the suite measures.
@@ -346,13 +352,14 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 	if err != nil {
 		return s, err
 	}
-	start, err := jobStartTime(ctx, cluster.Status.Head.PodIP, last.Status.JobId)
+	start, end, err := jobTimes(ctx, podHTTPClient(up), "http://"+net.JoinHostPort(cluster.Status.Head.PodIP, "8265"), last.Status.JobId)
 	if err != nil {
 		return s, err
 	}
+	s.applied, s.jobStart, s.jobEnd = t0, start, end
 	s.submitted = start.Sub(readyAt)
 	s.finish = completed.Sub(start)
-	if s.rss, err = podsRSS(ctx, kube, ns, "ray.io/cluster="+cluster.Name); err != nil {
+	if s.rss, s.rssByKind, err = podsRSS(ctx, kube, ns, "ray.io/cluster="+cluster.Name); err != nil {
 		return s, err
 	}
 
@@ -373,29 +380,44 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 	return s, nil
 }
 
-// jobStartTime reads a job's start_time from the dashboard on a head pod's IP.
-func jobStartTime(ctx context.Context, podIP, submissionID string) (time.Time, error) {
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, "8265")+"/api/jobs/"+submissionID, nil)
+// podHTTPClient reaches up's pod IPs from inside its node network namespace (the host has no route to
+// them), or from the host's when up has none mounted there (pods on the host's network, rootless).
+func podHTTPClient(up *instance.Process) *http.Client {
+	ns := filepath.Join(filepath.Dir(up.Kubeconfig()), "network", "node.netns")
+	if ok, err := mountinfo.Mounted(ns); err != nil || !ok {
+		ns = ""
+	}
+	dial := func(ctx context.Context, nw, addr string) (net.Conn, error) { return network.DialIn(ctx, ns, nw, addr) }
+	return &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: dial}, Timeout: 10 * time.Second}
+}
+
+// jobTimes reads a job's start_time and end_time (zero when it lists none) from the dashboard at
+// base ("http://host:port") through hc.
+func jobTimes(ctx context.Context, hc *http.Client, base, submissionID string) (start, end time.Time, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/jobs/"+submissionID, nil)
 	if err != nil {
-		return time.Time{}, err
+		return start, end, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return time.Time{}, err
+		return start, end, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return time.Time{}, fmt.Errorf("GET /api/jobs/%s: HTTP %d: %s", submissionID, resp.StatusCode, body)
+		return start, end, fmt.Errorf("GET /api/jobs/%s: HTTP %d: %s", submissionID, resp.StatusCode, body)
 	}
 	var info struct {
 		StartTime *int64 `json:"start_time"`
+		EndTime   *int64 `json:"end_time"`
 	}
 	if err := json.Unmarshal(body, &info); err != nil || info.StartTime == nil {
-		return time.Time{}, fmt.Errorf("GET /api/jobs/%s: no start_time in %s", submissionID, body)
+		return start, end, fmt.Errorf("GET /api/jobs/%s: no start_time in %s", submissionID, body)
 	}
-	return time.UnixMilli(*info.StartTime), nil
+	if info.EndTime != nil && *info.EndTime != 0 {
+		end = time.UnixMilli(*info.EndTime)
+	}
+	return time.UnixMilli(*info.StartTime), end, nil
 }
 
 func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
@@ -449,13 +471,13 @@ func logTail(dir string) string {
 	return string(b)
 }
 
-// podsRSS sums the resident memory of every process in the containers of the pods selector picks: a
-// process belongs to a container when its cgroup path ends in the container's ID, as both runtimes name
-// a container's cgroup.
-func podsRSS(ctx context.Context, kube kubernetes.Interface, ns, selector string) (int64, error) {
+// podsRSS sums the resident memory of every process in the containers of the pods selector picks, in
+// all and by kind of process (procKind): a process belongs to a container when its cgroup path ends in
+// the container's ID, as both runtimes name a container's cgroup.
+func podsRSS(ctx context.Context, kube kubernetes.Interface, ns, selector string) (int64, map[string]int64, error) {
 	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	ids := map[string]bool{}
 	for _, p := range pods.Items {
@@ -465,22 +487,74 @@ func podsRSS(ctx context.Context, kube kubernetes.Interface, ns, selector string
 			}
 		}
 	}
+	pids, err := procsWhere(func(pid string) bool {
+		cg, err := os.ReadFile(filepath.Join("/proc", pid, "cgroup"))
+		return err == nil && inContainer(string(cg), ids)
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	total, byKind := procsRSS(pids)
+	return total, byKind, nil
+}
+
+// procsWhere lists the processes (their /proc names) for which keep holds.
+func procsWhere(keep func(pid string) bool) ([]string, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var total int64
+	var pids []string
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+		if _, err := strconv.Atoi(e.Name()); err == nil && keep(e.Name()) {
+			pids = append(pids, e.Name())
 		}
-		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil || !inContainer(string(cg), ids) {
-			continue
-		}
-		total += vmRSS(filepath.Join("/proc", e.Name(), "status"))
 	}
-	return total, nil
+	return pids, nil
+}
+
+// procsRSS sums the VmRSS of processes, in all and by procKind.
+func procsRSS(pids []string) (int64, map[string]int64) {
+	var total int64
+	byKind := map[string]int64{}
+	for _, pid := range pids {
+		rss := vmRSS(filepath.Join("/proc", pid, "status"))
+		cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		total += rss
+		byKind[procKind(string(cmd))] += rss
+	}
+	return total, byKind
+}
+
+// procKind names what a Ray process is, from its command line (NUL-separated): Ray's own process
+// titles ("ray::IDLE", "ray::Counter", "ray-dashboard-JobHead-0"), its binaries (gcs_server, raylet)
+// and the Python scripts of its daemons (dashboard.py, agent.py, log_monitor.py …).
+func procKind(cmdline string) string {
+	args := strings.FieldsFunc(cmdline, func(r rune) bool { return r == 0 })
+	if len(args) == 0 {
+		return "other"
+	}
+	first := strings.Fields(args[0])
+	switch {
+	case len(first) == 0:
+		return "other"
+	case strings.HasPrefix(first[0], "ray::"):
+		return "workers (ray::…)"
+	case strings.HasPrefix(first[0], "ray-dashboard-"):
+		return "dashboard modules (ray-dashboard-…)"
+	}
+	base := filepath.Base(first[0])
+	if strings.HasPrefix(base, "python") {
+		for _, a := range args[1:] {
+			if strings.HasSuffix(a, ".py") {
+				return filepath.Base(a)
+			}
+			if !strings.HasPrefix(a, "-") {
+				return "python " + filepath.Base(a)
+			}
+		}
+	}
+	return base
 }
 
 // inContainer reports whether a /proc/<pid>/cgroup text names a cgroup ending in one of ids.

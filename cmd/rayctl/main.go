@@ -2,7 +2,8 @@
 // the RayCluster and RayJob controllers, in one process started by `rayctl up`.
 //
 // rayctl is also a multi-call binary: invoked as `kubectl` (or `rayctl kubectl …`) it is kubectl, and
-// invoked as `ray` (or `rayctl ray …`) it is raysim, the offline Ray stand-in.
+// invoked as `ray` (or `rayctl ray …`) it is raysim, the offline Ray stand-in; invoked as `submitter` (or
+// `rayctl submitter …`) it is the RayJob light-weight submitter (pkg/raysubmitter).
 package main
 
 import (
@@ -21,6 +22,8 @@ func run(args []string) int {
 		return runKubectl(args[1:])
 	case "ray":
 		return runRay(args[1:])
+	case "submitter":
+		return runSubmitter(args[1:])
 	}
 	if len(args) > 1 {
 		switch args[1] {
@@ -28,6 +31,8 @@ func run(args []string) int {
 			return runKubectl(args[2:])
 		case "ray":
 			return runRay(args[2:])
+		case "submitter":
+			return runSubmitter(args[2:])
 		}
 	}
 	if err := newRootCommand().Execute(); err != nil {

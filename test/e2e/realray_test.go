@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,6 +64,7 @@ func TestRealRay(t *testing.T) {
 		{"JobK8sJobMode", testRealJob(rayv1.K8sJobMode)},
 		{"JobHTTPMode", testRealJob(rayv1.HTTPMode)},
 		{"JobSidecarMode", testRealJob(rayv1.SidecarMode)},
+		{"JobLightWeightSubmitter", testRealJobAs("light-weight", rayv1.K8sJobMode, lightWeightSubmitter)},
 		{"ClusterOfThree", testRealClusterOfThree},
 		{"HeadPodDeleted", testRealHeadPodDeleted},
 		{"JobSuspendedAndResumed", testRealJobSuspendResume},
@@ -173,12 +175,32 @@ func wantDriverOutput(t *testing.T, where, text string) {
 // (1) The sample RayJob in one submission mode: Complete and SUCCEEDED on real Ray, submitted once, and
 // the driver's output in `ray job logs` on the head and, where a submitter runs, in its `kubectl logs`.
 func testRealJob(mode rayv1.JobSubmissionMode) func(t *testing.T, e *rayEnv) {
+	return testRealJobAs(strings.ToLower(string(mode)), mode, nil)
+}
+
+// lightWeightSubmitter selects KubeRay v1.7's light-weight submitter as its sample
+// ray-job.light-weight-submitter.yaml does: a submitter Pod template running the image's /submitter with
+// the runtime env and the entrypoint as arguments (rayctl's process runtime runs its own Go submitter for it).
+func lightWeightSubmitter(t *testing.T, job *rayv1.RayJob) {
+	var env map[string]any
+	must(t, "reading the sample's runtime env", yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &env))
+	envJSON, err := json.Marshal(env)
+	must(t, "encoding the runtime env", err)
+	job.Spec.SubmitterPodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "my-custom-rayjob-submitter", Image: "quay.io/kuberay/submitter:v1.5.1", Command: []string{"/submitter"},
+			Args: append([]string{"--runtime-env-json", string(envJSON), "--"}, strings.Fields(job.Spec.Entrypoint)...)}}}}
+}
+
+// testRealJobAs is testRealJob for a RayJob named name, changed by tweak (when not nil) before it is created.
+func testRealJobAs(name string, mode rayv1.JobSubmissionMode, tweak func(*testing.T, *rayv1.RayJob)) func(t *testing.T, e *rayEnv) {
 	return func(t *testing.T, e *rayEnv) {
-		name := strings.ToLower(string(mode))
-		_, err := e.ray.RayV1().RayJobs(e.ns).Create(e.ctx, realJob(t, name, mode), metav1.CreateOptions{})
+		job := realJob(t, name, mode)
+		if tweak != nil {
+			tweak(t, job)
+		}
+		_, err := e.ray.RayV1().RayJobs(e.ns).Create(e.ctx, job, metav1.CreateOptions{})
 		must(t, "creating the RayJob", err)
-		job := e.waitRealJob(t, name)
-		s := job.Status
+		s := e.waitRealJob(t, name).Status
 		if s.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete || s.JobStatus != rayv1.JobStatusSucceeded {
 			t.Fatalf("RayJob ended %q/%q (reason %q, message %q); want Complete, SUCCEEDED", s.JobDeploymentStatus, s.JobStatus, s.Reason, s.Message)
 		}

@@ -128,7 +128,7 @@ func TestHeadPod(t *testing.T) {
 	// Probes: exec wget of the raylet and the GCS.
 	rp := ray.ReadinessProbe
 	if rp == nil || rp.Exec == nil || !strings.Contains(rp.Exec.Command[2], "localhost:52365/api/local_raylet_healthz") ||
-		!strings.Contains(rp.Exec.Command[2], "localhost:8265/api/gcs_healthz") || rp.PeriodSeconds != 2 || rp.InitialDelaySeconds != 1 || rp.TimeoutSeconds != 5 {
+		!strings.Contains(rp.Exec.Command[2], "localhost:8265/api/gcs_healthz") || rp.PeriodSeconds != 1 || rp.InitialDelaySeconds != 1 || rp.TimeoutSeconds != 5 {
 		t.Errorf("readiness probe: %+v", rp)
 	}
 	if lp := ray.LivenessProbe; lp == nil || lp.InitialDelaySeconds != 30 || lp.FailureThreshold != 120 {

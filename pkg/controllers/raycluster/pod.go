@@ -41,13 +41,15 @@ const (
 // KubeRay waits 10 s before the first readiness check and then checks every 5 s, so no cluster can be
 // ready sooner than ~10 s — made for Ray's own start-up on a cloud node. On a laptop (and with raysim,
 // which is serving within a second) that wait is most of the time to a ready cluster, so the first check
-// comes after 1 s and then every 2 s. The failure threshold grows to 25 so that a Pod still has to fail
-// for the same ~50 s as under KubeRay before it counts as not ready. Liveness keeps KubeRay's timing:
+// comes after 1 s and then every second: a real Ray head serves 3–4 s after it starts, and a check
+// every 2 s let it wait a second more, on average, before the RayJob's submitter could start (suite
+// rayvsplain measured it). The failure threshold grows to 50 so that a Pod still has to fail for the
+// same ~50 s as under KubeRay before it counts as not ready. Liveness keeps KubeRay's timing:
 // with 120 failures allowed, an earlier first check would change nothing.
 const (
-	readinessInitialDelay = 1
-	readinessPeriod       = 2
-	readinessFailures     = 25
+	readinessInitialDelay = ReadinessInitialDelay
+	readinessPeriod       = ReadinessPeriod
+	readinessFailures     = 50
 	readinessTimeout      = 2 // head: 5, as KubeRay (it queries two endpoints)
 	livenessInitialDelay  = 30
 	livenessPeriod        = 5
@@ -57,6 +59,13 @@ const (
 	// gcsWaitInterval is how often the workers' wait-gcs-ready init container retries (KubeRay: 5 s).
 	// One second gets a worker going almost as soon as the head answers.
 	gcsWaitInterval = 1
+)
+
+// ReadinessInitialDelay and ReadinessPeriod are the injected readiness probe's first check and period,
+// in seconds (KubeRay: 10 and 5; see the probe timings above).
+const (
+	ReadinessInitialDelay = 1
+	ReadinessPeriod       = 1
 )
 
 // BuildOptions are the cluster-wide knobs KubeRay reads from its own environment.

@@ -133,8 +133,8 @@ func (r *Runtime) simDir() string {
 
 // containerProgram returns the mounts an isolated container needs to run p
 // (host paths under the host's /tmp, which the private /tmp hides, and
-// raysim at simBinDir), and points p at raysim's container path when p is
-// raysim. Elsewhere p runs as it is, with no mounts.
+// this binary at simBinDir), and points p at that path when p is this binary
+// (raysim, or the RayJob submitter). Elsewhere p runs as it is, with no mounts.
 func (r *Runtime) containerProgram(p *program) []runtime.Mount {
 	if !r.isolated {
 		return nil
@@ -147,7 +147,8 @@ func (r *Runtime) containerProgram(p *program) []runtime.Mount {
 		paths = append(paths, rayEnvironment(p.RayBinDir))
 	}
 	ms := keepUnderTmp(paths...)
-	if p.SimOnPath {
+	if p.SimOnPath || p.Path == r.rayBinary {
+		// raysim for `ray` on PATH, or this binary run as the program itself (raysim, the submitter).
 		ms = append(ms, runtime.Mount{HostPath: r.rayBinary, ContainerPath: path.Join(simBinDir, "ray"), ReadOnly: true})
 	}
 	if p.Path == r.rayBinary {

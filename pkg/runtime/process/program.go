@@ -19,6 +19,19 @@ func isSimImage(ref string) bool { return strings.Contains(ref, "raysim") }
 // rayproject/ray-ml, …).
 func isRayImage(ref string) bool { return hostray.RunsImage(ref) }
 
+// submitterImage is the repository of KubeRay's light-weight RayJob submitter image, whose /submitter
+// this runtime runs as rayctl's own (pkg/raysubmitter: rayctl invoked as `submitter`).
+const submitterImage = "quay.io/kuberay/submitter"
+
+// isSubmitterImage reports whether ref is KubeRay's light-weight submitter image, at any tag or digest.
+func isSubmitterImage(ref string) bool {
+	repo, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
+	return repo == submitterImage
+}
+
 // noted is a copy of img with what this runtime tells about running it (see imageNotes).
 func (r *Runtime) noted(img *runtime.Image) *runtime.Image {
 	c := *img
@@ -30,6 +43,8 @@ func (r *Runtime) noted(img *runtime.Image) *runtime.Image {
 // another Ray version than the host's.
 func (r *Runtime) imageNotes(ref string) []runtime.Note {
 	switch {
+	case isSubmitterImage(ref):
+		return []runtime.Note{{Reason: "Submitter", Message: "rayctl's light-weight RayJob submitter runs image " + ref + "'s /submitter"}}
 	case isSimImage(ref):
 		return []runtime.Note{{Reason: "RaySim", Message: "raysim (rayctl's offline stand-in for Ray) runs image " + ref}}
 	case !isRayImage(ref):
@@ -87,6 +102,10 @@ func (r *Runtime) resolve(ref string, argv []string) (*program, error) {
 	}
 	useSim := isSimImage(ref) || r.hostRay == nil
 	p := &program{Args: append([]string{}, argv...), SimOnPath: useSim}
+	if isSubmitterImage(ref) && argv[0] == "/submitter" {
+		p.Path, p.Args[0] = r.rayBinary, "submitter"
+		return p, nil
+	}
 	if isRayImage(ref) && r.hostRay == nil {
 		p.Warning = "image " + ref + ": no host Ray is in use, so raysim (rayctl's offline stand-in for Ray) runs instead"
 	}
