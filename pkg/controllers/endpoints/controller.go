@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
-// Name is the controller's name, as registered with the controller manager.
+// Name is the controller's name, as registered in the controller set (ctrlset).
 const Name = "endpoints"
 
 // ManagedBy is the endpointslice.kubernetes.io/managed-by value on the slices this controller writes. It is
@@ -42,11 +42,11 @@ type Reconciler struct {
 	services toolscache.Indexer
 }
 
-// Setup is the manager.SetupFunc of this controller: For Services; Watches Pods (mapped to the Services
+// Setup is the ctrlset.SetupFunc of this controller: For Services; Watches Pods (mapped to the Services
 // that select them, now or before the change, when a field an endpoint is made of changed), Endpoints
 // (by name) and its own EndpointSlices (by their service-name label) when someone else changes or
 // deletes them.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	h := env.Hooks
 	if h == nil {
 		h = chainhooks.New(Name, nil)
@@ -72,7 +72,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 
 // Run runs the controller alone, with a manager of its own, until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
+	return ctrlset.RunStandalone(ctx, cfg, Setup, ctrlset.Env{Name: Name})
 }
 
 // changedOrDeleted passes updates and deletions: the controller's own objects come back for a check when

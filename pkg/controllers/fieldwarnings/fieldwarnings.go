@@ -24,7 +24,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and --controllers.
@@ -143,7 +143,7 @@ type Reconciler struct {
 }
 
 // Setup registers one controller per watched kind (RayCluster, RayJob, RayService) with mgr.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	for _, k := range kinds {
 		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: k.own}
 		if err := ctrl.NewControllerManagedBy(mgr).

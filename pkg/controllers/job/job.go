@@ -33,7 +33,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and metrics; events are reported as "job-controller".
@@ -70,11 +70,9 @@ type Reconciler struct {
 	hooks *chainhooks.Hooks
 }
 
-// Setup is the manager.SetupFunc of this controller; env supplies its event recorder (events come from
-// "job-controller" when registered as "job"), chain hooks and reconcile concurrency:
-//
-//	manager.Register(job.Name, job.Setup)
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+// Setup is the ctrlset.SetupFunc of this controller; env supplies its event recorder (events come from
+// "job-controller" when registered as "job"), chain hooks and reconcile concurrency (pkg/controlplane registers it in its group).
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Recorder: env.Recorder}
 	return r.setup(mgr, env.Hooks, env.ReconcileConcurrency)
 }

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	rayctlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -55,7 +55,7 @@ type Reconciler struct {
 // Setup registers the controller with mgr: the default class made at start, claims (and every unbound
 // claim when a class changes) reconciled for provisioning and binding, volumes (and the claims bound to
 // them) for phases and reclaiming.
-func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	if env.VolumesDir == "" {
 		return fmt.Errorf("%s: no volumes directory", Name)
 	}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -51,7 +51,7 @@ type Reconciler struct {
 }
 
 // Setup registers the controller with mgr: it watches namespaces that carry a deletionTimestamp.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r, err := newReconciler(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 
 // Run runs the controller alone, with a manager of its own, until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
+	return ctrlset.RunStandalone(ctx, cfg, Setup, ctrlset.Env{Name: Name})
 }
 
 func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconciler, error) {

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -64,7 +64,7 @@ func gatewayObject(kind string) client.Object {
 }
 
 // Setup registers one controller per kind with mgr, each warning on create and on spec changes.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	type warned struct {
 		name            string
 		obj             client.Object

@@ -38,7 +38,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster/expectations"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
@@ -94,7 +94,7 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
 // and takes its recorder, hooks and timings from env.
-func NewReconciler(c client.Client, env manager.Env, build BuildOptions) *Reconciler {
+func NewReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *Reconciler {
 	hooks := env.Hooks
 	if hooks == nil {
 		hooks = chainhooks.New(Name, nil)
@@ -115,10 +115,8 @@ func NewReconciler(c client.Client, env manager.Env, build BuildOptions) *Reconc
 	return r
 }
 
-// Setup is the manager.SetupFunc of this controller:
-//
-//	manager.Register(raycluster.Name, raycluster.Setup)
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+// Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := NewReconciler(mgr.GetClient(), env, BuildOptions{})
 	r.secrets = mgr.GetAPIReader()
 	return r.SetupWithManager(mgr, env.ReconcileConcurrency)

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -73,16 +73,16 @@ func runWithServer(m *testing.M) int {
 	defer inst.Stop()
 	defer os.RemoveAll(inst.DataDir)
 
-	reg := &manager.Registry{}
+	reg := &ctrlset.Registry{}
 	reg.Register(raycluster.Name, raycluster.Setup)
-	opts := manager.DefaultOptions()
+	opts := ctrlset.DefaultOptions()
 	opts.Registry = reg
 	opts.Sink = obs
 	opts.Logger = logr.Discard()
 	if os.Getenv("RAYCTL_TEST_LOG") != "" {
 		opts.Logger = funcr.New(func(p, a string) { fmt.Fprintln(os.Stderr, p, a) }, funcr.Options{Verbosity: 1})
 	}
-	mgr, err := manager.New(inst.Config, opts)
+	mgr, err := ctrlset.New(inst.Config, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
@@ -91,7 +91,7 @@ func runWithServer(m *testing.M) int {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	if cl, err = client.New(inst.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if cl, err = client.New(inst.Config, client.Options{Scheme: ctrlset.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		return 1
 	}

@@ -27,7 +27,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // NetworkPolicyName is the name of the controller that acts on a RayCluster's spec.networkPolicy (KubeRay
@@ -93,8 +93,8 @@ type NetworkPolicyReconciler struct {
 	recorder record.EventRecorder
 }
 
-// SetupNetworkPolicy is the manager.SetupFunc of the NetworkPolicy controller.
-func SetupNetworkPolicy(mgr ctrl.Manager, env manager.Env) error {
+// SetupNetworkPolicy is the ctrlset.SetupFunc of the NetworkPolicy controller.
+func SetupNetworkPolicy(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &NetworkPolicyReconciler{client: mgr.GetClient(), scheme: mgr.GetScheme(), recorder: env.Recorder}
 	if r.recorder == nil {
 		r.recorder = &record.FakeRecorder{}

@@ -38,7 +38,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 )
 
@@ -81,7 +81,7 @@ type Reconciler struct {
 
 // NewReconciler returns a reconciler that reads and writes through c and reports with env's recorder
 // and hooks.
-func NewReconciler(c client.Client, env manager.Env) *Reconciler {
+func NewReconciler(c client.Client, env ctrlset.Env) *Reconciler {
 	r := &Reconciler{client: c, recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
 	if r.recorder == nil {
 		r.recorder = &record.FakeRecorder{}
@@ -92,10 +92,8 @@ func NewReconciler(c client.Client, env manager.Env) *Reconciler {
 	return r
 }
 
-// Setup is the manager.SetupFunc of this controller:
-//
-//	manager.Register(raycronjob.Name, raycronjob.Setup)
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+// Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	return NewReconciler(mgr.GetClient(), env).SetupWithManager(mgr, env.ReconcileConcurrency)
 }
 

@@ -32,7 +32,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
@@ -69,12 +69,12 @@ type Options struct {
 	// RayJob itself rather than its RayCluster (KubeRay's
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
 	DeleteRayJobAfterJobFinishes bool
-	// OfflinePods says the node's pods reach nothing beyond it (manager.Env.OfflinePods): a failed job's
+	// OfflinePods says the node's pods reach nothing beyond it (ctrlset.Env.OfflinePods): a failed job's
 	// message then begins with OfflineNote.
 	OfflinePods bool
 	// ReconcilerOptions are the recorder of the RayJob's events, the chain hooks, the number of
 	// workers, the clock and the polling period of a RayJob in progress (0 means DefaultRequeue).
-	ctrlmanager.ReconcilerOptions
+	ctrlset.ReconcilerOptions
 }
 
 // OfflineNote begins the message of a Ray job that failed on a node whose pods reach nothing beyond it,
@@ -111,16 +111,15 @@ func NewReconciler(c client.Client, opts Options) *Reconciler {
 	return &Reconciler{client: c, opts: opts}
 }
 
-// Setup is the manager.SetupFunc of this controller with the default Options:
-//
-//	ctrlmanager.Register(rayjob.Name, rayjob.Setup)
-func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+// Setup is the ctrlset.SetupFunc of this controller with the default Options (pkg/controlplane
+// registers it in its group).
+func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
-// Setup registers the RayJob controller with these options, in the manager.SetupFunc shape (tests
+// Setup registers the RayJob controller with these options, in the ctrlset.SetupFunc shape (tests
 // register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
 // and the reconcile concurrency; the requeue period stays the RayJob's own (3 s). The manager's scheme
 // must know ray.io/v1, core/v1 and batch/v1.
-func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
+func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	for _, kind := range []string{"RayJob", "RayCluster"} {
 		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)

@@ -23,7 +23,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
@@ -153,7 +153,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h.r = NewReconciler(c, Options{
 		Resolver:   func(context.Context, *rayv1.RayCluster) (string, error) { return "http://fake:8265", nil },
 		NewJobsAPI: func(string) JobsAPI { return h.api },
-		ReconcilerOptions: ctrlmanager.ReconcilerOptions{
+		ReconcilerOptions: ctrlset.ReconcilerOptions{
 			Recorder: h.events,
 			Now: func() time.Time {
 				if !h.now.IsZero() {

@@ -37,7 +37,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
 )
 
@@ -63,7 +63,7 @@ type Options struct {
 	Secrets client.Reader
 	// ReconcilerOptions are the recorder of the RayService's events, the chain hooks, the number of
 	// workers, the clock and how often a RayService is looked at again (0 means DefaultRequeue).
-	ctrlmanager.ReconcilerOptions
+	ctrlset.ReconcilerOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -101,13 +101,13 @@ func NewReconciler(c client.Client, opts Options) *Reconciler {
 		uids: map[types.NamespacedName]types.UID{}}
 }
 
-// Setup registers the RayService controller with default options (manager.SetupFunc).
-func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+// Setup registers the RayService controller with default options (ctrlset.SetupFunc).
+func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
-// Setup registers the RayService controller with these options, in the manager.SetupFunc shape (tests
+// Setup registers the RayService controller with these options, in the ctrlset.SetupFunc shape (tests
 // register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
 // and the reconcile concurrency. The manager's scheme must know ray.io/v1 and core/v1.
-func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
+func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	for _, kind := range []string{"RayService", "RayCluster"} {
 		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // expectationTimeout bounds how long a controller waits for its cache to show its own writes; past it
@@ -236,7 +236,7 @@ func MinRequeue(a, b time.Duration) time.Duration {
 
 // Wiring returns the chain hooks and event recorder env gives a controller named name, made from mgr
 // where env has none (as when a test registers the controller by itself).
-func Wiring(mgr ctrl.Manager, env manager.Env, name string) (*chainhooks.Hooks, record.EventRecorder) {
+func Wiring(mgr ctrl.Manager, env ctrlset.Env, name string) (*chainhooks.Hooks, record.EventRecorder) {
 	hooks, rec := env.Hooks, env.Recorder
 	if hooks == nil {
 		hooks = chainhooks.New(name, nil)

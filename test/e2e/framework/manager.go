@@ -9,13 +9,13 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // RunControllers is the whole of a TestMain for a controller package's integration tests: it starts a
 // control plane without a kubelet (see RunMain), keeps it in *in, and runs one controller-runtime manager
 // with the controllers setups add while the tests run; the tests play the kubelet by writing pod status.
-func RunControllers(m *testing.M, in **Instance, setups ...manager.SetupFunc) {
+func RunControllers(m *testing.M, in **Instance, setups ...ctrlset.SetupFunc) {
 	ctrl.SetLogger(logr.Discard())
 	RunMain(m, "manager", func(i *Instance) (func(context.Context) error, error) {
 		*in = i
@@ -28,7 +28,7 @@ func RunControllers(m *testing.M, in **Instance, setups ...manager.SetupFunc) {
 			return nil, err
 		}
 		for _, setup := range setups {
-			if err := setup(mgr, manager.Env{}); err != nil {
+			if err := setup(mgr, ctrlset.Env{}); err != nil {
 				return nil, err
 			}
 		}

@@ -1,14 +1,15 @@
-// Package manager builds the one controller-runtime manager that runs rayctl's controllers (raycluster,
-// rayjob, job, gc, …) inside `rayctl up`, configured the way KubeRay's operator configures its own:
-// a shared informer cache (optionally limited to some namespaces), leader election on a Lease, one
-// event recorder per controller, and a registry from which --controllers picks what runs.
+// Package ctrlset is rayctl's set of controllers: the registry they plug into by name and group, the Env
+// each one's Setup gets, and the controller-runtime manager that runs a selection of them inside `rayctl
+// up`, configured the way KubeRay's operator configures its own: a shared informer cache (optionally
+// limited to some namespaces), leader election on a Lease, one event recorder per controller, and a
+// registry from which --controllers picks what runs.
 //
-// Controllers plug in by name:
+// Controllers plug in by name, in the group of the manager they run in (pkg/controlplane does this):
 //
-//	manager.Register("raycluster", raycluster.Setup)
-//	m, err := manager.New(cfg, opts) // adds the controllers opts.Controllers selects
+//	ctrlset.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
+//	m, err := ctrlset.New(cfg, opts) // adds the controllers opts.Controllers selects
 //	err = m.Start(ctx)
-package manager
+package ctrlset
 
 import (
 	"context"

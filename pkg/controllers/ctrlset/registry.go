@@ -1,4 +1,4 @@
-package manager
+package ctrlset
 
 import (
 	"context"
@@ -62,11 +62,11 @@ type Env struct {
 }
 
 // SetupFunc adds one controller to mgr: the one shape every controller's Setup has. A controller
-// package exports `func Setup(mgr ctrl.Manager, env manager.Env) error` (a Setup method on its Options
+// package exports `func Setup(mgr ctrl.Manager, env ctrlset.Env) error` (a Setup method on its Options
 // type where tests set more than Env carries), and pkg/controlplane registers it by name, in the group
 // of the manager it runs in:
 //
-//	manager.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
+//	ctrlset.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
 type SetupFunc func(mgr ctrl.Manager, env Env) error
 
 // Registry maps controller names to their setup functions. Each controller belongs to a group (the
@@ -80,11 +80,9 @@ type Registry struct {
 	group map[string]string
 }
 
-// Default is the registry Register adds to and New reads unless Options.Registry is set.
+// Default is the registry pkg/controlplane registers every controller in and New reads unless
+// Options.Registry is set.
 var Default = &Registry{}
-
-// Register adds a controller to the Default registry, in no group. It panics if name is taken or reserved.
-func Register(name string, setup SetupFunc) { Default.Register(name, setup) }
 
 // Register adds a controller under name, in no group. It panics if name is empty, reserved ("all",
 // "none", "*"), starts with "-", or is already registered: registration is a programming step, not
