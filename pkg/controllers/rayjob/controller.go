@@ -32,8 +32,9 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // JobsAPI is the part of the Ray Jobs API the controller calls;
@@ -60,7 +61,8 @@ type Options struct {
 	// DefaultResolver(ClusterDNS, ClusterDomain). Tests point it at an
 	// in-process head.
 	Resolver Resolver
-	// NewJobsAPI returns the client for a dashboard base URL; nil means raydashboard.New.
+	// NewJobsAPI returns the client for a dashboard base URL; nil means a raydashboard client through the
+	// chain transport (chainhooks.Transport).
 	NewJobsAPI func(baseURL string) JobsAPI
 	// Secrets reads the token Secrets of clusters whose Ray requires one; nil means the reconciler's
 	// client. Setup uses the manager's API reader (no informer on every Secret).
@@ -90,7 +92,7 @@ func (o Options) withDefaults() Options {
 		o.ClusterDomain = DefaultClusterDomain
 	}
 	if o.NewJobsAPI == nil {
-		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.New(u) }
+		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
 	return o
@@ -128,7 +130,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
 	o.OfflinePods = o.OfflinePods || env.OfflinePods
 	if o.NewJobsAPI == nil && env.PodDial != nil {
-		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial) }
+		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial, chainhooks.Transport) }
 	}
 	if o.Secrets == nil {
 		o.Secrets = mgr.GetAPIReader()

@@ -9,7 +9,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // Names, labels and defaults shared with KubeRay, so that KubeRay's docs and

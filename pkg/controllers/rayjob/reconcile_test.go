@@ -24,7 +24,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // fakeAPI is a dashboard that knows the jobs in jobs and counts submissions.

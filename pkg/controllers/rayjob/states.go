@@ -18,7 +18,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // pass is one reconcile of one RayJob: the state handlers change job.Status

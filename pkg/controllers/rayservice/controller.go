@@ -38,7 +38,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // ServeAPI is what the controller asks of a head: the dashboard's Serve API, and a node's Serve
@@ -56,7 +56,8 @@ type ServeAPI interface {
 type Options struct {
 	// Resolver finds the dashboard of a RayCluster; nil means raydashboard.DefaultResolver(false, "").
 	Resolver raydashboard.Resolver
-	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
+	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means a raydashboard client through the
+	// chain transport (chainhooks.Transport).
 	NewClient func(baseURL string) ServeAPI
 	// Secrets reads the token Secrets of clusters whose Ray requires one; nil means the reconciler's
 	// client. Setup uses the manager's API reader (no informer on every Secret).
@@ -71,7 +72,7 @@ func (o Options) withDefaults() Options {
 		o.Resolver = raydashboard.DefaultResolver(false, "")
 	}
 	if o.NewClient == nil {
-		o.NewClient = func(u string) ServeAPI { return raydashboard.New(u) }
+		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
 	return o
@@ -115,7 +116,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller")
 	if o.NewClient == nil && env.PodDial != nil {
-		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial) }
+		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial, chainhooks.Transport) }
 	}
 	if o.Secrets == nil {
 		o.Secrets = mgr.GetAPIReader()

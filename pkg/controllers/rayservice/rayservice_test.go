@@ -13,7 +13,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 func TestServeConfigJSON(t *testing.T) {
