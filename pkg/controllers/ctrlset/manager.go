@@ -41,6 +41,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Identity is the user name the controllers authenticate as in production (their client certificate's CN).
@@ -49,9 +50,9 @@ const Identity = "rayctl:controllers"
 // Label selectors for narrowing the shared cache, as KubeRay's operator narrows its own. See Options.PodSelector.
 const (
 	// RayPodSelector selects the Pods the Ray controllers create (KubeRay's managercache selector).
-	RayPodSelector = "ray.io/node-type in (head,worker,redis-cleanup)"
+	RayPodSelector = rayparams.LabelNodeType + " in (head,worker,redis-cleanup)"
 	// KubeRayJobSelector selects the batch Jobs the RayJob controller creates (KubeRay's Job selector).
-	KubeRayJobSelector = "app.kubernetes.io/created-by=kuberay-operator"
+	KubeRayJobSelector = rayparams.LabelCreatedBy + "=" + rayparams.CreatedBy
 )
 
 // Options configures the manager. Start from DefaultOptions.

@@ -40,18 +40,11 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Name is the controller's name, in logs, metrics and --controllers.
 const Name = "raycronjob"
-
-// Labels and annotations of the RayJobs a RayCronJob creates (KubeRay's keys).
-const (
-	// CronJobNameLabel names the RayCronJob that created a RayJob.
-	CronJobNameLabel = "ray.io/cronjob-name"
-	// ScheduledTimestampAnnotation is the scheduled time (RFC 3339, UTC) a RayJob was created for.
-	ScheduledTimestampAnnotation = "ray.io/cronjob-scheduled-timestamp"
-)
 
 // Event reasons.
 const (
@@ -241,8 +234,8 @@ func (r *Reconciler) rayJobFor(cj *unstructured.Unstructured, t time.Time) (*uns
 	job.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayJob"))
 	job.SetName(JobName(cj.GetName(), t))
 	job.SetNamespace(cj.GetNamespace())
-	job.SetLabels(map[string]string{CronJobNameLabel: cj.GetName()})
-	job.SetAnnotations(map[string]string{ScheduledTimestampAnnotation: t.UTC().Format(time.RFC3339)})
+	job.SetLabels(map[string]string{rayparams.LabelCronJobName: cj.GetName()})
+	job.SetAnnotations(map[string]string{rayparams.AnnotationCronJobScheduledTimestamp: t.UTC().Format(time.RFC3339)})
 	if err := controllerutil.SetControllerReference(cj, job, r.client.Scheme()); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // JobsAPI is the part of the Ray Jobs API the controller calls;
@@ -89,7 +90,7 @@ func (o Options) withDefaults() Options {
 		o.Resolver = DefaultResolver(o.ClusterDNS, o.ClusterDomain)
 	}
 	if o.ClusterDomain == "" {
-		o.ClusterDomain = DefaultClusterDomain
+		o.ClusterDomain = rayparams.DefaultClusterDomain
 	}
 	if o.NewJobsAPI == nil {
 		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
@@ -158,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if m := job.Spec.ManagedBy; m != nil && *m != KubeRayManagedBy {
+	if m := job.Spec.ManagedBy; m != nil && *m != rayparams.ManagedByKubeRay {
 		log.V(1).Info("skipping a RayJob managed by another controller", "managedBy", *m)
 		return reconcile.Result{}, nil
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // ServeAPI is what the controller asks of a head: the dashboard's Serve API, and a node's Serve
@@ -150,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	r.remember(req.NamespacedName, rs.UID)
-	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != KubeRayManagedBy {
+	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != rayparams.ManagedByKubeRay {
 		log.V(1).Info("skipping a RayService managed by another controller", "managedBy", *m)
 		return reconcile.Result{}, nil
 	}
