@@ -34,6 +34,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
+	"github.com/rayctl/rayctl/pkg/controllers/workload"
 )
 
 // Name is the controller's name, in logs and metrics; events are reported as "job-controller".
@@ -66,7 +67,7 @@ type Reconciler struct {
 	Now func() time.Time
 
 	once  sync.Once
-	exp   *expectations
+	exp   *workload.Expectations
 	hooks *chainhooks.Hooks
 }
 
@@ -109,11 +110,11 @@ func (r *Reconciler) now() time.Time {
 
 // Reconcile brings the Job req names one step closer to what its spec asks.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.once.Do(func() { r.exp = newExpectations() })
+	r.once.Do(func() { r.exp = workload.NewExpectations() })
 	job := &batchv1.Job{}
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.exp.forget(req.NamespacedName)
+			r.exp.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -128,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	s := &pass{r: r, job: job, key: req.NamespacedName, now: r.now(), status: job.Status.DeepCopy(), pods: classify(pods)}
-	s.satisfied = r.exp.satisfied(s.key, pods, s.now)
+	s.satisfied = r.exp.Satisfied(s.key, workload.ByName(pods))
 	result, err := s.run(ctx)
 	werr := r.writeStatus(ctx, job, s.status)
 	events := s.podEvents

@@ -265,7 +265,7 @@ func (s *pass) createPod(ctx context.Context, index int) error {
 		s.podEvent(corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		return fmt.Errorf("creating a pod for job %s: %w", s.key, err)
 	}
-	s.r.exp.created(s.key, pod.UID, s.now)
+	s.r.exp.Created(s.key, pod.Name)
 	s.created++
 	s.podEvent(corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 	return nil
@@ -280,7 +280,7 @@ func (s *pass) deletePods(ctx context.Context, pods []*corev1.Pod) error {
 			s.podEvent(corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 			return fmt.Errorf("deleting pod %s: %w", podKey(p), err)
 		}
-		s.r.exp.deleted(s.key, uid, s.now)
+		s.r.exp.Deleted(s.key, uid)
 		s.deleted++
 		s.podEvent(corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}
