@@ -93,19 +93,12 @@ func (c Config) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 		c.RetryPeriod = 30 * time.Second
 	}
 	h := env.Hooks
-	if h == nil {
-		h = chainhooks.New(Name, nil)
-	}
 	b := &Binder{
 		cfg: c, client: mgr.GetClient(),
 		accounts:      newAccounts(),
 		unschedulable: map[types.NamespacedName]bool{},
 	}
-	if env.EventRecorderFor != nil {
-		b.recorder = env.EventRecorderFor(c.SchedulerName)
-	} else {
-		b.recorder = mgr.GetEventRecorderFor(c.SchedulerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
-	}
+	b.recorder = env.EventRecorderFor(c.SchedulerName)
 	// The accounts follow the cache's pods through an event handler of their own on the Pod informer
 	// (not a watch of the controller: it adds no hop to the trigger chain).
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})

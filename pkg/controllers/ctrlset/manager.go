@@ -153,7 +153,9 @@ type Manager struct {
 	ctrl.Manager
 	// Controllers are the names of the controllers added, sorted.
 	Controllers []string
-	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics.
+	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics (a
+	// controller that sets up several controller-runtime controllers has one Hooks for each, see
+	// chainhooks.Hooks.Sub).
 	Hooks map[string]*chainhooks.Hooks
 }
 
@@ -263,8 +265,11 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			InsufficientHint: opts.InsufficientHint,
 		}
 		hooks[name] = env.Hooks
-		if err := opts.Registry.setup(name)(mgr, env); err != nil {
+		if err := opts.Registry.setup(name)(mgr, env.Complete(mgr)); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", name, err)
+		}
+		for _, s := range env.Hooks.Subs() {
+			hooks[s.Controller()] = s
 		}
 	}
 	return &Manager{Manager: mgr, Controllers: names, Hooks: hooks}, nil

@@ -54,7 +54,7 @@ type Reconciler struct {
 // ControllerRevisions, and a Node's changes go to every DaemonSet.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.DaemonSet{}).
 		Owns(&corev1.Pod{}).

@@ -85,7 +85,7 @@ type Reconciler struct {
 // Setup is the ctrlset.SetupFunc of this controller: For Deployments, Owns their ReplicaSets.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.Deployment{}).
 		Owns(&appsv1.ReplicaSet{}).

@@ -48,9 +48,6 @@ type Reconciler struct {
 // deletes them.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	h := env.Hooks
-	if h == nil {
-		h = chainhooks.New(Name, nil)
-	}
 	r := &Reconciler{client: mgr.GetClient()}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
 	if err != nil {

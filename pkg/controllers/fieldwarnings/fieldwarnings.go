@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
@@ -146,10 +145,8 @@ type Reconciler struct {
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	for _, k := range kinds {
 		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: k.own}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named(Name + "-" + strings.ToLower(k.kind)).
+		if err := env.Hooks.Sub(strings.ToLower(k.kind)).NewControllerManagedBy(mgr).
 			For(r.empty()).
-			WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 			Complete(r); err != nil {
 			return err
 		}

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 			Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
 		})
 		if err == nil {
-			err = (&job.Reconciler{BackoffBase: 100 * time.Millisecond}).SetupWithManager(mgr)
+			err = job.Options{BackoffBase: 100 * time.Millisecond}.Setup(mgr, ctrlset.Env{Name: job.Name}.Complete(mgr))
 		}
 		if err == nil {
 			err = gc.Setup(mgr, ctrlset.Env{})

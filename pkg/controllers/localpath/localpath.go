@@ -78,9 +78,9 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 		}
 		return reqs
 	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named(env.Name+"-claims").
+	if err := env.Hooks.Sub("claims").NewControllerManagedBy(mgr).
 		For(&corev1.PersistentVolumeClaim{}).
-		Watches(&storagev1.StorageClass{}, toUnboundClaims).
+		Watches(&storagev1.StorageClass{}, "class appeared", toUnboundClaims).
 		Complete(reconcile.Func(r.reconcileClaim)); err != nil {
 		return err
 	}
@@ -90,9 +90,9 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 		}
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named(env.Name+"-volumes").
+	return env.Hooks.Sub("volumes").NewControllerManagedBy(mgr).
 		For(&corev1.PersistentVolume{}).
-		Watches(&corev1.PersistentVolumeClaim{}, toVolume).
+		Watches(&corev1.PersistentVolumeClaim{}, "claim's volume", toVolume).
 		Complete(reconcile.Func(r.reconcileVolume))
 }
 

@@ -56,12 +56,8 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	if err != nil {
 		return err
 	}
-	h := env.Hooks
-	if h == nil {
-		h = chainhooks.New(Name, nil)
-	}
 	terminating := chainhooks.Named("terminating", predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil }))
-	return h.NewControllerManagedBy(mgr).
+	return env.Hooks.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}, terminating).
 		Complete(r)
 }

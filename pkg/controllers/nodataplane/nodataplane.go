@@ -23,11 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
@@ -89,9 +89,8 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 		obj := kind.obj
 		w := &warner{client: mgr.GetClient(), recorder: env.Recorder, reason: kind.reason, message: kind.message,
 			new: func() client.Object { return obj.DeepCopyObject().(client.Object) }}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named(env.Name+"-"+kind.name).
-			For(kind.obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		if err := env.Hooks.Sub(kind.name).NewControllerManagedBy(mgr).
+			For(kind.obj, chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{})).
 			Complete(w); err != nil {
 			return err
 		}

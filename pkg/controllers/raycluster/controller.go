@@ -96,16 +96,8 @@ type Reconciler struct {
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
 // and takes its recorder, hooks and timings from env.
 func NewReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *Reconciler {
-	hooks := env.Hooks
-	if hooks == nil {
-		hooks = chainhooks.New(Name, nil)
-	}
-	rec := env.Recorder
-	if rec == nil {
-		rec = &record.FakeRecorder{}
-	}
 	r := &Reconciler{
-		client: c, secrets: c, recorder: rec, hooks: hooks, build: build,
+		client: c, secrets: c, recorder: env.Recorder, hooks: env.Hooks, build: build,
 		expect:       expectations.New(expectations.DefaultTimeout),
 		requeueAfter: env.RequeueAfter, resync: env.ResyncPeriod,
 		now: time.Now, hostRay: env.HostRayVersion,

@@ -93,9 +93,6 @@ type NetworkPolicyReconciler struct {
 // SetupNetworkPolicy is the ctrlset.SetupFunc of the NetworkPolicy controller.
 func SetupNetworkPolicy(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &NetworkPolicyReconciler{client: mgr.GetClient(), scheme: mgr.GetScheme(), recorder: env.Recorder}
-	if r.recorder == nil {
-		r.recorder = &record.FakeRecorder{}
-	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayCluster"))
 	return ctrl.NewControllerManagedBy(mgr).

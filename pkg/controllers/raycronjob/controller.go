@@ -75,14 +75,7 @@ type Reconciler struct {
 // NewReconciler returns a reconciler that reads and writes through c and reports with env's recorder
 // and hooks.
 func NewReconciler(c client.Client, env ctrlset.Env) *Reconciler {
-	r := &Reconciler{client: c, recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
-	if r.recorder == nil {
-		r.recorder = &record.FakeRecorder{}
-	}
-	if r.hooks == nil {
-		r.hooks = chainhooks.New(Name, nil)
-	}
-	return r
+	return &Reconciler{client: c, recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
 }
 
 // Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).

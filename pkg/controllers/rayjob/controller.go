@@ -95,7 +95,7 @@ func (o Options) withDefaults() Options {
 	if o.NewJobsAPI == nil {
 		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
+	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(DefaultRequeue)
 	return o
 }
 
@@ -128,7 +128,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env)
 	o.OfflinePods = o.OfflinePods || env.OfflinePods
 	if o.NewJobsAPI == nil && env.PodDial != nil {
 		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial, chainhooks.Transport) }

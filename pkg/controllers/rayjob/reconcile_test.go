@@ -23,6 +23,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/raydashboard"
 	"github.com/rayctl/rayctl/pkg/rayparams"
@@ -156,6 +157,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		NewJobsAPI: func(string) JobsAPI { return h.api },
 		ReconcilerOptions: ctrlset.ReconcilerOptions{
 			Recorder: h.events,
+			Hooks:    chainhooks.New(Name, nil),
 			Now: func() time.Time {
 				if !h.now.IsZero() {
 					return h.now

@@ -75,7 +75,7 @@ func (o Options) withDefaults() Options {
 	if o.NewClient == nil {
 		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
+	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(DefaultRequeue)
 	return o
 }
 
@@ -115,7 +115,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller")
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env)
 	if o.NewClient == nil && env.PodDial != nil {
 		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial, chainhooks.Transport) }
 	}

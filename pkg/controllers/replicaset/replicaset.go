@@ -53,7 +53,7 @@ type Reconciler struct {
 // go to the ReplicaSets that select them.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.ReplicaSet{}).
 		Owns(&corev1.Pod{}).

@@ -34,7 +34,7 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	if len(env.RootCA) == 0 {
 		return fmt.Errorf("%s: no root CA to publish", Name)
 	}
-	return pernamespace.Setup(mgr, env, Name, &corev1.ConfigMap{}, ConfigMapName, publisher(string(env.RootCA)))
+	return pernamespace.Setup(mgr, env, &corev1.ConfigMap{}, ConfigMapName, publisher(string(env.RootCA)))
 }
 
 // publisher makes a namespace's kube-root-ca.crt hold ca, and only that.

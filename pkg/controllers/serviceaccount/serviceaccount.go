@@ -27,7 +27,7 @@ const DefaultName = "default"
 // Setup registers the controller with mgr: it watches namespaces, and ServiceAccounts named "default"
 // mapped to their namespace.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	return pernamespace.Setup(mgr, env, Name, &corev1.ServiceAccount{}, DefaultName, sync)
+	return pernamespace.Setup(mgr, env, &corev1.ServiceAccount{}, DefaultName, sync)
 }
 
 // Run runs the controller alone, with a manager of its own, until ctx ends. rayctl runs it even when the

@@ -14,8 +14,9 @@ import (
 
 // RunControllers is the whole of a TestMain for a controller package's integration tests: it starts a
 // control plane without a kubelet (see RunMain), keeps it in *in, and runs one controller-runtime manager
-// with the controllers setups add while the tests run; the tests play the kubelet by writing pod status.
-func RunControllers(m *testing.M, in **Instance, setups ...ctrlset.SetupFunc) {
+// with the controllers setups add (by name, each given a complete Env of that name) while the tests run;
+// the tests play the kubelet by writing pod status.
+func RunControllers(m *testing.M, in **Instance, setups map[string]ctrlset.SetupFunc) {
 	ctrl.SetLogger(logr.Discard())
 	RunMain(m, "manager", func(i *Instance) (func(context.Context) error, error) {
 		*in = i
@@ -27,8 +28,8 @@ func RunControllers(m *testing.M, in **Instance, setups ...ctrlset.SetupFunc) {
 		if err != nil {
 			return nil, err
 		}
-		for _, setup := range setups {
-			if err := setup(mgr, ctrlset.Env{}); err != nil {
+		for name, setup := range setups {
+			if err := setup(mgr, ctrlset.Env{Name: name}.Complete(mgr)); err != nil {
 				return nil, err
 			}
 		}
