@@ -33,9 +33,9 @@ const ManagedBy = "endpointslice-controller.k8s.io"
 // concurrency is how many Services are synced at once.
 const concurrency = 2
 
-// Reconciler keeps one Service's Endpoints and EndpointSlices in step with the pods it selects. It reads
+// reconciler keeps one Service's Endpoints and EndpointSlices in step with the pods it selects. It reads
 // through the manager's cache, which must hold every Pod, Service, Endpoints and EndpointSlice.
-type Reconciler struct {
+type reconciler struct {
 	client client.Client
 	// services is the cache's Service indexer (by namespace), read by selectingServices without a list's
 	// copies.
@@ -48,7 +48,7 @@ type Reconciler struct {
 // deletes them.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	h := env.Hooks
-	r := &Reconciler{client: mgr.GetClient()}
+	r := &reconciler{client: mgr.GetClient()}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
 // runs for each pod event and only reads the Services, so it reads the cache's own objects through its
 // namespace index: a list copied every Service of the namespace per pod event (N pods beside N Services
 // cost N² copies).
-func (r *Reconciler) selectingServices(_ context.Context, obj client.Object) []reconcile.Request {
+func (r *reconciler) selectingServices(_ context.Context, obj client.Object) []reconcile.Request {
 	svcs, err := r.services.ByIndex(toolscache.NamespaceIndex, obj.GetNamespace())
 	if err != nil {
 		return nil

@@ -130,8 +130,8 @@ func set(v any, steps []string, value string) bool {
 	return false
 }
 
-// Reconciler reports the unsupported fields of one kind.
-type Reconciler struct {
+// reconciler reports the unsupported fields of one kind.
+type reconciler struct {
 	client   client.Client
 	recorder record.EventRecorder
 	gvk      schema.GroupVersionKind
@@ -144,7 +144,7 @@ type Reconciler struct {
 // Setup registers one controller per watched kind (RayCluster, RayJob, RayService) with mgr.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	for _, k := range kinds {
-		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: k.own}
+		r := &reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: k.own}
 		if err := env.Hooks.Sub(strings.ToLower(k.kind)).NewControllerManagedBy(mgr).
 			For(r.empty()).
 			Complete(r); err != nil {
@@ -154,14 +154,14 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	return nil
 }
 
-func (r *Reconciler) empty() *unstructured.Unstructured {
+func (r *reconciler) empty() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(r.gvk)
 	return u
 }
 
 // Reconcile reports the unsupported fields a new generation of the object sets.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.empty()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {

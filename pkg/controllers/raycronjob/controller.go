@@ -64,31 +64,22 @@ const MaxNameLength = rayjob.MaxNameLength - 11
 // errorRequeue is how soon a failed write is tried again (KubeRay: 3 s).
 const errorRequeue = 3 * time.Second
 
-// Reconciler creates the RayJobs of RayCronJobs.
-type Reconciler struct {
+// reconciler creates the RayJobs of RayCronJobs.
+type reconciler struct {
 	client   client.Client
 	recorder record.EventRecorder
 	hooks    *chainhooks.Hooks
 	now      func() time.Time
 }
 
-// NewReconciler returns a reconciler that reads and writes through c and reports with env's recorder
-// and hooks.
-func NewReconciler(c client.Client, env ctrlset.Env) *Reconciler {
-	return &Reconciler{client: c, recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
-}
-
-// Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
+// Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group): For
+// RayCronJobs (no predicates), Owns the RayJobs they create.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	return NewReconciler(mgr.GetClient(), env).SetupWithManager(mgr, env.ReconcileConcurrency)
-}
-
-// SetupWithManager watches RayCronJobs (For, no predicates) and the RayJobs they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	return r.hooks.NewControllerManagedBy(mgr).
+	r := &reconciler{client: mgr.GetClient(), recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
+	return env.Hooks.NewControllerManagedBy(mgr).
 		For(newCronJob()).
 		Owns(&rayv1.RayJob{}).
-		MaxConcurrentReconciles(concurrency).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
 		Complete(r)
 }
 
@@ -113,7 +104,7 @@ type Spec struct {
 
 // Reconcile creates the RayJob of the latest scheduled time that has passed and is not yet recorded in
 // status.lastScheduleTime, and requeues for the next one.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	cj := newCronJob()
 	if err := r.client.Get(ctx, req.NamespacedName, cj); err != nil {
@@ -218,7 +209,7 @@ func Validate(cj *unstructured.Unstructured) (*Spec, cron.Schedule, error) {
 }
 
 // rayJobFor builds the RayJob of cj for the scheduled time t, its spec a copy of cj's jobTemplate.
-func (r *Reconciler) rayJobFor(cj *unstructured.Unstructured, t time.Time) (*unstructured.Unstructured, error) {
+func (r *reconciler) rayJobFor(cj *unstructured.Unstructured, t time.Time) (*unstructured.Unstructured, error) {
 	tmpl, _, err := unstructured.NestedMap(cj.Object, "spec", "jobTemplate")
 	if err != nil {
 		return nil, err
