@@ -72,7 +72,6 @@ type Hooks struct {
 	kind    string
 	watches []chain.WatchInfo
 	active  map[types.NamespacedName]uint64 // the reconcile pass in progress per key
-	subs    []*Hooks
 }
 
 // New returns the Hooks of the named controller; a nil sink sees nothing.
@@ -84,22 +83,8 @@ func New(controller string, sink chain.Sink) *Hooks {
 func (h *Hooks) Controller() string { return h.controller }
 
 // Sub returns the Hooks of a further controller-runtime controller that the controller h belongs to
-// sets up (one per kind it watches, say), named `<controller>-<name>` and reporting to h's sink. Subs
-// lists them, so that whoever registered h registers them too.
-func (h *Hooks) Sub(name string) *Hooks {
-	s := New(h.controller+"-"+name, h.sink)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.subs = append(h.subs, s)
-	return s
-}
-
-// Subs returns the Hooks Sub made, in the order it made them.
-func (h *Hooks) Subs() []*Hooks {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]*Hooks(nil), h.subs...)
-}
+// sets up (one per kind it watches, say), named `<controller>-<name>` and reporting to h's sink.
+func (h *Hooks) Sub(name string) *Hooks { return New(h.controller+"-"+name, h.sink) }
 
 type reconcileKey struct{}
 

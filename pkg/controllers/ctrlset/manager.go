@@ -153,9 +153,9 @@ type Manager struct {
 	ctrl.Manager
 	// Controllers are the names of the controllers added, sorted.
 	Controllers []string
-	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics (a
-	// controller that sets up several controller-runtime controllers has one Hooks for each, see
-	// chainhooks.Hooks.Sub).
+	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics. The
+	// hooks a controller makes with chainhooks.Hooks.Sub report their hops but are not listed here:
+	// diagnose takes the listed controller of a kind (RayCluster, RayJob) for the one that reconciles it.
 	Hooks map[string]*chainhooks.Hooks
 }
 
@@ -267,9 +267,6 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		hooks[name] = env.Hooks
 		if err := opts.Registry.setup(name)(mgr, env.Complete(mgr)); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", name, err)
-		}
-		for _, s := range env.Hooks.Subs() {
-			hooks[s.Controller()] = s
 		}
 	}
 	return &Manager{Manager: mgr, Controllers: names, Hooks: hooks}, nil
