@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
@@ -39,7 +39,7 @@ takes it as "Authorization: Bearer <token>".`,
 			if err != nil {
 				return err
 			}
-			c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+			c, err := client.New(cfg, client.Options{Scheme: ctrlset.Scheme()})
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/binder"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/daemonset"
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
@@ -23,7 +24,6 @@ import (
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
 	"github.com/rayctl/rayctl/pkg/controllers/localpath"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/pkg/controllers/namespace"
 	"github.com/rayctl/rayctl/pkg/controllers/nodataplane"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
@@ -43,7 +43,7 @@ import (
 // (identity system:kube-controller-manager), and the scheduler (the binder, identity
 // system:kube-scheduler, with the kubelet). Controllers.Ray = none leaves the Ray API to an external
 // operator such as KubeRay itself, while Jobs, garbage collection and namespaces keep working. Each
-// controller is registered once, in manager.Default, in its manager's group; the order here is the
+// controller is registered once, in ctrlset.Default, in its manager's group; the order here is the
 // order the start-up line and the flags' help name them in.
 const (
 	groupRay       = "ray"
@@ -54,7 +54,7 @@ const (
 func init() {
 	for _, c := range []struct {
 		group, name string
-		setup       manager.SetupFunc
+		setup       ctrlset.SetupFunc
 	}{
 		{groupRay, raycluster.Name, raycluster.Setup},
 		{groupRay, raycluster.NetworkPolicyName, raycluster.SetupNetworkPolicy},
@@ -77,15 +77,15 @@ func init() {
 		{groupKube, nodataplane.Name, nodataplane.Setup},
 		{groupScheduler, binder.Name, binder.Setup},
 	} {
-		manager.Default.RegisterIn(c.group, c.name, c.setup)
+		ctrlset.Default.RegisterIn(c.group, c.name, c.setup)
 	}
 }
 
 // RayControllers are the names Controllers.Ray chooses from.
-func RayControllers() []string { return manager.Default.Group(groupRay) }
+func RayControllers() []string { return ctrlset.Default.Group(groupRay) }
 
 // KubeControllers are the names Controllers.Kube chooses from.
-func KubeControllers() []string { return manager.Default.Group(groupKube) }
+func KubeControllers() []string { return ctrlset.Default.Group(groupKube) }
 
 // kubeControllerManagerUser is the kube-controller-manager identity, bound in configs/rbac.
 const kubeControllerManagerUser = "system:kube-controller-manager"
@@ -104,7 +104,7 @@ type managerSpec struct {
 // when nothing is selected), then runs each until Stop, built anew when it stops on its own.
 func (cp *ControlPlane) startControllers() (string, error) {
 	f := cp.cfg.Controllers
-	reg := manager.Default
+	reg := ctrlset.Default
 	rayNames, err := reg.Select(f.Ray, groupRay)
 	if err != nil {
 		return "", err
@@ -119,9 +119,9 @@ func (cp *ControlPlane) startControllers() (string, error) {
 		schedNames = reg.Group(groupScheduler)
 	}
 	var all []string
-	var managers []*manager.Restarting
+	var managers []*ctrlset.Restarting
 	for _, s := range []managerSpec{
-		{"ray-controllers", "controllers", manager.Identity, "rayctl-controllers", rayNames, true, false},
+		{"ray-controllers", "controllers", ctrlset.Identity, "rayctl-controllers", rayNames, true, false},
 		{"kube-controllers", "kube-controller-manager", kubeControllerManagerUser, "rayctl-kube-controllers", kubeNames, false, false},
 		{"scheduler", "scheduler", "system:kube-scheduler", "", schedNames, false, true},
 	} {
@@ -144,14 +144,14 @@ func (cp *ControlPlane) startControllers() (string, error) {
 }
 
 // controllerManager builds the manager s names, under its own identity, and says how to build it anew.
-func (cp *ControlPlane) controllerManager(s managerSpec) (*manager.Restarting, error) {
+func (cp *ControlPlane) controllerManager(s managerSpec) (*ctrlset.Restarting, error) {
 	cfg, err := cp.identityConfig(s.cert, s.user, nil)
 	if err != nil {
 		return nil, err
 	}
 	opts := cp.managerOptions(s)
-	build := func() (*manager.Manager, error) {
-		m, err := manager.New(cfg, opts)
+	build := func() (*ctrlset.Manager, error) {
+		m, err := ctrlset.New(cfg, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -169,13 +169,13 @@ func (cp *ControlPlane) controllerManager(s managerSpec) (*manager.Restarting, e
 	if err != nil {
 		return nil, err
 	}
-	return &manager.Restarting{Name: s.name, First: first, Build: build, Logger: zapr.NewLogger(cp.logger)}, nil
+	return &ctrlset.Restarting{Name: s.name, First: first, Build: build, Logger: zapr.NewLogger(cp.logger)}, nil
 }
 
 // managerOptions are the options of the manager s names.
-func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
+func (cp *ControlPlane) managerOptions(s managerSpec) ctrlset.Options {
 	f := cp.cfg.Controllers
-	opts := manager.DefaultOptions()
+	opts := ctrlset.DefaultOptions()
 	opts.Controllers = s.controllers
 	opts.LeaderElection = f.LeaderElect && !s.scheduler
 	opts.LeaderElectionID = s.leaseID
@@ -199,8 +199,8 @@ func (cp *ControlPlane) managerOptions(s managerSpec) manager.Options {
 	}
 	// Like KubeRay's operator: only Ray's own Pods and submitter Jobs in the cache, and only the
 	// watched namespaces.
-	opts.PodSelector = manager.RayPodSelector
-	opts.JobSelector = manager.KubeRayJobSelector
+	opts.PodSelector = ctrlset.RayPodSelector
+	opts.JobSelector = ctrlset.KubeRayJobSelector
 	opts.WatchNamespaces = f.WatchNamespaces
 	opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
 	opts.PodDial = cp.dialPods

@@ -33,7 +33,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/chain/render"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
 )
 
@@ -188,7 +188,7 @@ func (r *run) connect(ctx context.Context) error {
 	if r.ray, err = rayclient.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if r.reader, err = client.New(cfg, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if r.reader, err = client.New(cfg, client.Options{Scheme: ctrlset.Scheme()}); err != nil {
 		return err
 	}
 	newSource := r.o.Source

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/render"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // demoMS prints a latency for the demo's columns.
@@ -116,7 +116,7 @@ func (s *demoStream) flush(now time.Time, final bool) {
 			// Shown when it carried a write to an operator outside rayctl that acted on it next; one to
 			// rayctl's controllers shows as their informer hop, one to the kubelet as its status write.
 			u := st.Call.User
-			if u == manager.Identity || strings.HasPrefix(u, "system:node:") {
+			if u == ctrlset.Identity || strings.HasPrefix(u, "system:node:") {
 				return false, true
 			}
 			if w := nextWriter[st.Seq]; w != "" {

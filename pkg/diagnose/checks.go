@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // the is "the Pod", "the RayCluster", for sentences.
@@ -115,7 +116,7 @@ func (d *diag) checkLabels() []Check {
 			if failed := d.selectorFails(s, sel); failed != "" {
 				c.Status, c.Cause = Fail, CauseLabelSelector
 				c.Summary = fmt.Sprintf("%s %s: KubeRay's cache only holds %ss with %s", s.Kind, failed, lower(s.Kind), sel)
-				c.Fix = fmt.Sprintf("label it to match (the RayCluster controller's own Pods carry %s=head or worker); until then no Ray controller sees it", LabelNodeType)
+				c.Fix = fmt.Sprintf("label it to match (the RayCluster controller's own Pods carry %s=head or worker); until then no Ray controller sees it", rayparams.LabelNodeType)
 				break
 			}
 		}
@@ -326,8 +327,8 @@ func (d *diag) podOwner(s *subj) Check {
 	case ref == nil:
 		c.Status, c.Cause = Fail, CauseNoOwner
 		c.Summary = "the Pod has no controller ownerReference, so the RayCluster controller maps its events to no RayCluster"
-		if cl := pod.Labels[LabelCluster]; cl != "" {
-			c.Summary = fmt.Sprintf("the Pod is labelled %s=%s but has no controller ownerReference, so the RayCluster controller maps its events to no RayCluster", LabelCluster, cl)
+		if cl := pod.Labels[rayparams.LabelCluster]; cl != "" {
+			c.Summary = fmt.Sprintf("the Pod is labelled %s=%s but has no controller ownerReference, so the RayCluster controller maps its events to no RayCluster", rayparams.LabelCluster, cl)
 		}
 		c.Fix = "let a RayCluster create its Pods (it sets ownerReferences with controller: true), or add such an ownerReference"
 	case ref.Kind != KindRayCluster || !strings.HasPrefix(ref.APIVersion, rayv1.GroupVersion.Group+"/"):

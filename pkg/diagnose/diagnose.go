@@ -28,12 +28,6 @@ const (
 	KindRayService = chain.KindRayService
 )
 
-// Labels KubeRay puts on the Pods it creates.
-const (
-	LabelCluster  = "ray.io/cluster"
-	LabelNodeType = "ray.io/node-type"
-)
-
 // Status is a check's outcome.
 type Status string
 

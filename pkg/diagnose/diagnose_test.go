@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 const (
@@ -124,7 +125,7 @@ func ownedBy(kind, name, uid string) []metav1.OwnerReference {
 // rayPod is a Pod of cluster (a head unless nodeType says otherwise), Running and Ready.
 func rayPod(name, cluster, uid, nodeType string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{LabelCluster: cluster, LabelNodeType: nodeType}}}
+		Labels: map[string]string{rayparams.LabelCluster: cluster, rayparams.LabelNodeType: nodeType}}}
 	if uid != "" {
 		p.OwnerReferences = ownedBy(KindRayCluster, cluster, uid)
 	}
@@ -262,12 +263,12 @@ func TestControllerMissing(t *testing.T) {
 
 func TestPodMissingNodeTypeLabel(t *testing.T) {
 	in, r := healthyPod()
-	delete(in.Pod.Labels, LabelNodeType)
+	delete(in.Pod.Labels, rayparams.LabelNodeType)
 	rep := run(t, in, r)
 	expect(t, rep, "b", CauseLabelSelector, "Pod lacks label ray.io/node-type", "only holds pods with "+podSel)
 
 	in, r = healthyPod()
-	in.Pod.Labels[LabelNodeType] = "gpu"
+	in.Pod.Labels[rayparams.LabelNodeType] = "gpu"
 	expect(t, run(t, in, r), "b", CauseLabelSelector, "label ray.io/node-type=gpu does not satisfy")
 }
 

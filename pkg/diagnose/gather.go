@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Clients are what Gather reads with, all as the admin.
@@ -55,7 +56,7 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 		in.Job = job
 		in.ClusterName = job.Status.RayClusterName
 		if in.ClusterName == "" {
-			in.ClusterName = job.Spec.ClusterSelector["ray.io/cluster"]
+			in.ClusterName = job.Spec.ClusterSelector[rayparams.LabelCluster]
 		}
 	case KindRayService:
 		svc, err := c.Ray.RayV1().RayServices(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -82,7 +83,7 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 		default:
 			return nil, err
 		}
-		pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelCluster + "=" + in.ClusterName})
+		pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: rayparams.LabelCluster + "=" + in.ClusterName})
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +137,7 @@ func Gather(ctx context.Context, c Clients, kind, namespace, name string) (*Inpu
 // headPod is the live head Pod among pods, nil if none.
 func headPod(pods []corev1.Pod) *corev1.Pod {
 	for _, p := range livePods(pods) {
-		if p.Labels[LabelNodeType] == string(rayv1.HeadNode) {
+		if p.Labels[rayparams.LabelNodeType] == string(rayv1.HeadNode) {
 			return p
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // OperatorOptions is what the caller says of a Ray operator outside rayctl (diagnose's flags); each
@@ -397,7 +398,7 @@ func askRay(ctx context.Context, kube kubernetes.Interface, in *Input) *RayState
 	r := &RayState{Source: fmt.Sprintf("services/%s:dashboard/proxy/%s in %s", svc, path, cl.Namespace)}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	raw, err := kube.CoreV1().Services(cl.Namespace).ProxyGet("http", svc, "dashboard", path, nil).DoRaw(ctx)
+	raw, err := kube.CoreV1().Services(cl.Namespace).ProxyGet("http", svc, rayparams.DashboardPortName, path, nil).DoRaw(ctx)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -431,7 +432,7 @@ func askRay(ctx context.Context, kube kubernetes.Interface, in *Input) *RayState
 // ("Run cmd[3] ['…/pip', 'install', …]"). Best effort: "" when the logs cannot be read.
 func runtimeEnvSetup(ctx context.Context, kube kubernetes.Interface, ns, svc, nodeIP string) (file, line string) {
 	proxy := kube.CoreV1().Services(ns)
-	raw, err := proxy.ProxyGet("http", svc, "dashboard", "api/v0/logs", map[string]string{"node_ip": nodeIP, "glob": "runtime_env_setup-*"}).DoRaw(ctx)
+	raw, err := proxy.ProxyGet("http", svc, rayparams.DashboardPortName, "api/v0/logs", map[string]string{"node_ip": nodeIP, "glob": "runtime_env_setup-*"}).DoRaw(ctx)
 	if err != nil {
 		return "", ""
 	}
@@ -460,7 +461,7 @@ func runtimeEnvSetup(ctx context.Context, kube kubernetes.Interface, ns, svc, no
 	walk(listing)
 	slices.Sort(files)
 	for _, f := range files[:min(len(files), 3)] {
-		text, err := proxy.ProxyGet("http", svc, "dashboard", "api/v0/logs/file", map[string]string{"node_ip": nodeIP, "filename": f, "lines": "40"}).DoRaw(ctx)
+		text, err := proxy.ProxyGet("http", svc, rayparams.DashboardPortName, "api/v0/logs/file", map[string]string{"node_ip": nodeIP, "filename": f, "lines": "40"}).DoRaw(ctx)
 		if err != nil {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/render"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // recentChange is how long a change may go without a reconcile before that counts as a failure
@@ -59,7 +60,7 @@ func (d *diag) reconciledCluster(s *subj) Check {
 		switch {
 		case !cl.DeletionTimestamp.IsZero():
 			c.Evidence = append(c.Evidence, "the RayCluster is being deleted: its reconciles return early and the garbage collector removes its Pods")
-		case cl.Spec.ManagedBy != nil && *cl.Spec.ManagedBy != "" && *cl.Spec.ManagedBy != "ray.io/kuberay-operator":
+		case cl.Spec.ManagedBy != nil && *cl.Spec.ManagedBy != "" && *cl.Spec.ManagedBy != rayparams.ManagedByKubeRay:
 			c.Status, c.Cause = Fail, CauseNotReconciled
 			c.Summary = fmt.Sprintf("the RayCluster is managed by %s (spec.managedBy): rayctl's controller returns early on it", *cl.Spec.ManagedBy)
 			c.Fix = "run that controller, or clear spec.managedBy (only possible by recreating the RayCluster)"

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // (g) The RayCluster's state and conditions, and the Pods that keep it from ready.
@@ -53,7 +54,7 @@ func (d *diag) checkClusterStatus() []Check {
 	pods := livePods(d.in.ClusterPods)
 	var heads, workers []*corev1.Pod
 	for _, p := range pods {
-		if p.Labels[LabelNodeType] == string(rayv1.HeadNode) {
+		if p.Labels[rayparams.LabelNodeType] == string(rayv1.HeadNode) {
 			heads = append(heads, p)
 		} else {
 			workers = append(workers, p)
@@ -68,10 +69,10 @@ func (d *diag) checkClusterStatus() []Check {
 			state = text
 			problems = append(problems, problem{p.Name, text, fix})
 		}
-		c.Evidence = append(c.Evidence, fmt.Sprintf("pod %s (%s): %s", p.Name, orUnknown(p.Labels[LabelNodeType]), state))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("pod %s (%s): %s", p.Name, orUnknown(p.Labels[rayparams.LabelNodeType]), state))
 	}
 	if len(pods) == 0 {
-		c.Evidence = append(c.Evidence, "no Pods labelled "+LabelCluster+"="+cl.Name)
+		c.Evidence = append(c.Evidence, "no Pods labelled "+rayparams.LabelCluster+"="+cl.Name)
 	}
 	state := st.State //nolint:staticcheck // State is what KubeRay users read
 	switch {

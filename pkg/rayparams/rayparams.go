@@ -1,6 +1,11 @@
-// Package rayparams holds what KubeRay's API says about a Ray node's resources, shared by the RayCluster
-// controller (which builds `ray start` from it) and raysim's autoscaler (which sizes workers by it): how
-// a group's top-level resources become rayStartParams, and which Kubernetes resource names are GPUs.
+// Package rayparams is KubeRay's vocabulary, in one leaf package that the Ray controllers, the dashboard
+// client, diagnose and raysim share: the labels, annotations, finalizers and port names KubeRay puts on
+// what it makes (so kubectl habits and selectors written for KubeRay carry over), the names it gives
+// (the head Service, the head container), and what its API says about a Ray node's resources (how a
+// group's top-level resources become rayStartParams, which Kubernetes resource names are GPUs).
+//
+// It defines these itself rather than importing KubeRay's controllers/ray/utils, which would bring
+// KubeRay's dashboard client, feature gates and the Gateway API types along.
 package rayparams
 
 import (

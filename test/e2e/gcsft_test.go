@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	raysimgcs "github.com/rayctl/rayctl/pkg/raysim/gcs"
 )
 
@@ -71,7 +72,7 @@ func TestGCSFaultToleranceRedis(t *testing.T) {
 
 	e.createCluster(t, redisCluster(t, "ft", "redis:6379"))
 	lostCluster := redisCluster(t, "ft-lost", "no-such-redis:6379")
-	lostCluster.Annotations = map[string]string{raycluster.AnnotationGCSFTDeletionTimeout: "15"}
+	lostCluster.Annotations = map[string]string{rayparams.AnnotationGCSFTDeletionTimeout: "15"}
 	e.createCluster(t, lostCluster)
 
 	_, head, _ := e.waitClusterReady(t, "ft", 1)
@@ -113,15 +114,15 @@ func TestGCSFaultToleranceRedis(t *testing.T) {
 // stand-in and completes before ft goes; ft-lost goes once its deletion timeout has passed.
 func testRedisCleanup(t *testing.T, e *rayEnv, head *corev1.Pod) {
 	in, ctx, ns := e.in, e.ctx, e.ns
-	storage := head.Annotations[raycluster.AnnotationExternalStorageNS]
+	storage := head.Annotations[rayparams.AnnotationExternalStorageNS]
 	if storage == "" {
-		t.Fatalf("ft's head has no %s annotation: %v", raycluster.AnnotationExternalStorageNS, head.Annotations)
+		t.Fatalf("ft's head has no %s annotation: %v", rayparams.AnnotationExternalStorageNS, head.Annotations)
 	}
 	for _, name := range []string{"ft", "ft-lost"} {
 		c, err := e.ray.RayV1().RayClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		must(t, "reading "+name, err)
-		if !slices.Contains(c.Finalizers, raycluster.FinalizerRedisCleanup) {
-			t.Errorf("%s's finalizers %v lack %s", name, c.Finalizers, raycluster.FinalizerRedisCleanup)
+		if !slices.Contains(c.Finalizers, rayparams.FinalizerRedisCleanup) {
+			t.Errorf("%s's finalizers %v lack %s", name, c.Finalizers, rayparams.FinalizerRedisCleanup)
 		}
 	}
 	// What GCS would have written for ft (raysim keeps its state in memory), and another cluster's key.

@@ -39,10 +39,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
-// Name is the binder's name, as registered with the controller manager.
+// Name is the binder's name, as registered in the controller set (ctrlset).
 const Name = "binder"
 
 // Config configures a binder.
@@ -79,15 +79,15 @@ type Binder struct {
 	unschedulable map[types.NamespacedName]bool
 }
 
-// Setup is the manager.SetupFunc of the binder with the default Config, Env.InsufficientHint as its hint.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+// Setup is the ctrlset.SetupFunc of the binder with the default Config, Env.InsufficientHint as its hint.
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	return Config{InsufficientHint: env.InsufficientHint}.Setup(mgr, env)
 }
 
-// Setup adds a binder with this configuration to mgr, in the manager.SetupFunc shape: For pending Pods
+// Setup adds a binder with this configuration to mgr, in the ctrlset.SetupFunc shape: For pending Pods
 // that name the scheduler; Watches Nodes (a node added, or changed in what placement reads) and Pods
 // (one that leaves a node or finishes) to try the unschedulable pods again.
-func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
+func (c Config) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	if c.SchedulerName == "" {
 		c.SchedulerName = corev1.DefaultSchedulerName
 	}
@@ -95,19 +95,12 @@ func (c Config) Setup(mgr ctrl.Manager, env manager.Env) error {
 		c.RetryPeriod = 30 * time.Second
 	}
 	h := env.Hooks
-	if h == nil {
-		h = chainhooks.New(Name, nil)
-	}
 	b := &Binder{
 		cfg: c, client: mgr.GetClient(),
 		accounts:      newAccounts(),
 		unschedulable: map[types.NamespacedName]bool{},
 	}
-	if env.EventRecorderFor != nil {
-		b.recorder = env.EventRecorderFor(c.SchedulerName)
-	} else {
-		b.recorder = mgr.GetEventRecorderFor(c.SchedulerName) //nolint:staticcheck // core/v1 events, which kubectl describe shows
-	}
+	b.recorder = env.EventRecorderFor(c.SchedulerName)
 	// The accounts follow the cache's pods through an event handler of their own on the Pod informer
 	// (not a watch of the controller: it adds no hop to the trigger chain).
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
@@ -135,7 +128,7 @@ const bindWorkers = 4
 
 // Run runs a binder with this configuration alone, with a manager of its own, until ctx ends.
 func (c Config) Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, c.Setup, manager.Env{Name: Name})
+	return ctrlset.RunStandalone(ctx, cfg, c.Setup, ctrlset.Env{Name: Name})
 }
 
 func (b *Binder) pending(pod *corev1.Pod) bool {

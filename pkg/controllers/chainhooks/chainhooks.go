@@ -25,6 +25,7 @@ package chainhooks
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sync"
 	"time"
 
@@ -35,9 +36,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain"
 )
 
-// RefOf returns the Ref of obj, naming its kind after its Go type (chain.KindOf).
+// RefOf returns the Ref of obj, naming its kind after its Go type (chain.KindOf), or an unstructured
+// object's after the kind it carries.
 func RefOf(obj client.Object) chain.Ref {
 	kind := chain.KindOf(obj)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		kind = u.GetKind()
+	}
 	if kind == "" {
 		return chain.Ref{}
 	}
@@ -76,6 +81,10 @@ func New(controller string, sink chain.Sink) *Hooks {
 
 // Controller returns the controller's name.
 func (h *Hooks) Controller() string { return h.controller }
+
+// Sub returns the Hooks of a further controller-runtime controller that the controller h belongs to
+// sets up (one per kind it watches, say), named `<controller>-<name>` and reporting to h's sink.
+func (h *Hooks) Sub(name string) *Hooks { return New(h.controller+"-"+name, h.sink) }
 
 type reconcileKey struct{}
 

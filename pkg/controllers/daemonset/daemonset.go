@@ -28,7 +28,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
 )
 
@@ -50,11 +50,11 @@ type Reconciler struct {
 	exp   *workload.Expectations
 }
 
-// Setup is the manager.SetupFunc of this controller: For DaemonSets, Owns their pods and
+// Setup is the ctrlset.SetupFunc of this controller: For DaemonSets, Owns their pods and
 // ControllerRevisions, and a Node's changes go to every DaemonSet.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.DaemonSet{}).
 		Owns(&corev1.Pod{}).

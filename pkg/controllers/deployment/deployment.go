@@ -33,7 +33,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
 )
 
@@ -82,10 +82,10 @@ type Reconciler struct {
 	exp   *workload.Expectations
 }
 
-// Setup is the manager.SetupFunc of this controller: For Deployments, Owns their ReplicaSets.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+// Setup is the ctrlset.SetupFunc of this controller: For Deployments, Owns their ReplicaSets.
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.Deployment{}).
 		Owns(&appsv1.ReplicaSet{}).

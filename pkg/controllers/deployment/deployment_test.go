@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/deployment"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/replicaset"
@@ -22,7 +23,8 @@ var in *framework.Instance
 // TestMain runs the Deployment, ReplicaSet and garbage collector controllers against a control plane
 // without a kubelet.
 func TestMain(m *testing.M) {
-	framework.RunControllers(m, &in, deployment.Setup, replicaset.Setup, gc.Setup)
+	framework.RunControllers(m, &in, map[string]ctrlset.SetupFunc{
+		deployment.Name: deployment.Setup, replicaset.Name: replicaset.Setup, gc.Name: gc.Setup})
 }
 
 // newDeployment is a Deployment of four pods that no scheduler binds.

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
-// Name is the controller's name, as registered with the controller manager.
+// Name is the controller's name, as registered in the controller set (ctrlset).
 const Name = "endpoints"
 
 // ManagedBy is the endpointslice.kubernetes.io/managed-by value on the slices this controller writes. It is
@@ -33,25 +33,22 @@ const ManagedBy = "endpointslice-controller.k8s.io"
 // concurrency is how many Services are synced at once.
 const concurrency = 2
 
-// Reconciler keeps one Service's Endpoints and EndpointSlices in step with the pods it selects. It reads
+// reconciler keeps one Service's Endpoints and EndpointSlices in step with the pods it selects. It reads
 // through the manager's cache, which must hold every Pod, Service, Endpoints and EndpointSlice.
-type Reconciler struct {
+type reconciler struct {
 	client client.Client
 	// services is the cache's Service indexer (by namespace), read by selectingServices without a list's
 	// copies.
 	services toolscache.Indexer
 }
 
-// Setup is the manager.SetupFunc of this controller: For Services; Watches Pods (mapped to the Services
+// Setup is the ctrlset.SetupFunc of this controller: For Services; Watches Pods (mapped to the Services
 // that select them, now or before the change, when a field an endpoint is made of changed), Endpoints
 // (by name) and its own EndpointSlices (by their service-name label) when someone else changes or
 // deletes them.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	h := env.Hooks
-	if h == nil {
-		h = chainhooks.New(Name, nil)
-	}
-	r := &Reconciler{client: mgr.GetClient()}
+	r := &reconciler{client: mgr.GetClient()}
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Service{})
 	if err != nil {
 		return err
@@ -72,7 +69,7 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 
 // Run runs the controller alone, with a manager of its own, until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
+	return ctrlset.RunStandalone(ctx, cfg, Setup, ctrlset.Env{Name: Name})
 }
 
 // changedOrDeleted passes updates and deletions: the controller's own objects come back for a check when
@@ -106,7 +103,7 @@ func sliceService(_ context.Context, obj client.Object) []reconcile.Request {
 // runs for each pod event and only reads the Services, so it reads the cache's own objects through its
 // namespace index: a list copied every Service of the namespace per pod event (N pods beside N Services
 // cost N² copies).
-func (r *Reconciler) selectingServices(_ context.Context, obj client.Object) []reconcile.Request {
+func (r *reconciler) selectingServices(_ context.Context, obj client.Object) []reconcile.Request {
 	svcs, err := r.services.ByIndex(toolscache.NamespaceIndex, obj.GetNamespace())
 	if err != nil {
 		return nil

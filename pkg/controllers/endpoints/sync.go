@@ -23,7 +23,7 @@ import (
 // Reconcile brings one Service's Endpoints and EndpointSlices in line with its pods. A write that
 // raced the cache (a conflict, or an object already there) is tried again shortly, quietly: the watch
 // brings the newer version.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	err := r.sync(ctx, req.Namespace, req.Name)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		ctrl.LoggerFrom(ctx).V(2).Info("the cache was behind; retrying", "error", err.Error())
@@ -32,7 +32,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, err
 }
 
-func (r *Reconciler) sync(ctx context.Context, ns, name string) error {
+func (r *reconciler) sync(ctx context.Context, ns, name string) error {
 	svc := &corev1.Service{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, svc)
 	if apierrors.IsNotFound(err) {
@@ -60,7 +60,7 @@ func (r *Reconciler) sync(ctx context.Context, ns, name string) error {
 	return errors.Join(r.syncEndpoints(ctx, svc, desiredSubsets(svc, pods)), r.syncSlices(ctx, ns, name, desiredSlices(svc, pods)))
 }
 
-func (r *Reconciler) deleteEndpoints(ctx context.Context, ns, name string) error {
+func (r *reconciler) deleteEndpoints(ctx context.Context, ns, name string) error {
 	ep := &corev1.Endpoints{}
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ep); apierrors.IsNotFound(err) {
 		return nil
@@ -68,7 +68,7 @@ func (r *Reconciler) deleteEndpoints(ctx context.Context, ns, name string) error
 	return client.IgnoreNotFound(r.client.Delete(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 }
 
-func (r *Reconciler) syncEndpoints(ctx context.Context, svc *corev1.Service, subsets []corev1.EndpointSubset) error {
+func (r *reconciler) syncEndpoints(ctx context.Context, svc *corev1.Service, subsets []corev1.EndpointSubset) error {
 	want := serviceLabels(svc)
 	cur := &corev1.Endpoints{}
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(svc), cur)
@@ -91,7 +91,7 @@ func (r *Reconciler) syncEndpoints(ctx context.Context, svc *corev1.Service, sub
 // Kubernetes' EndpointSlice controller reuses a slice it would delete (the placeholder of a Service
 // without endpoints becomes its first slice in one update instead of a create and a delete); the rest
 // are created, and what is left deleted.
-func (r *Reconciler) syncSlices(ctx context.Context, ns, name string, want []*discoveryv1.EndpointSlice) error {
+func (r *reconciler) syncSlices(ctx context.Context, ns, name string, want []*discoveryv1.EndpointSlice) error {
 	// The cache's own slices: only read (an update writes a copy).
 	existing := &discoveryv1.EndpointSliceList{}
 	if err := r.client.List(ctx, existing, client.InNamespace(ns),
@@ -132,7 +132,7 @@ func (r *Reconciler) syncSlices(ctx context.Context, ns, name string, want []*di
 
 // updateSlice gives slice old (a cache object, not changed) w's contents if they differ; a slice whose
 // address type differs is deleted instead, since that cannot change (the next pass creates w).
-func (r *Reconciler) updateSlice(ctx context.Context, old, w *discoveryv1.EndpointSlice) error {
+func (r *reconciler) updateSlice(ctx context.Context, old, w *discoveryv1.EndpointSlice) error {
 	if sliceEqual(old, w) {
 		return nil
 	}

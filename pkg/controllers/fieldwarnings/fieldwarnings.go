@@ -21,11 +21,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and --controllers.
@@ -132,8 +131,8 @@ func set(v any, steps []string, value string) bool {
 	return false
 }
 
-// Reconciler reports the unsupported fields of one kind.
-type Reconciler struct {
+// reconciler reports the unsupported fields of one kind.
+type reconciler struct {
 	client   client.Client
 	recorder record.EventRecorder
 	gvk      schema.GroupVersionKind
@@ -145,7 +144,7 @@ type Reconciler struct {
 
 // Setup registers one controller per watched kind (RayCluster, RayJob, RayService) with mgr.
 // Where the Gateway API is served, a RayService's incremental upgrade is acted on and gets no Warning.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}, "v1")
 	gatewayAPI := err == nil
 	for _, k := range kinds {
@@ -153,11 +152,9 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		if k.kind == "RayService" && gatewayAPI {
 			own = slices.DeleteFunc(slices.Clone(own), func(f Field) bool { return strings.HasPrefix(f.Path, "upgradeStrategy.") })
 		}
-		r := &Reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: own}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named(Name + "-" + strings.ToLower(k.kind)).
+		r := &reconciler{client: mgr.GetClient(), recorder: env.Recorder, gvk: rayv1.GroupVersion.WithKind(k.kind), prefix: k.prefix, own: own}
+		if err := env.Hooks.Sub(strings.ToLower(k.kind)).NewControllerManagedBy(mgr).
 			For(r.empty()).
-			WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 			Complete(r); err != nil {
 			return err
 		}
@@ -165,14 +162,14 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 	return nil
 }
 
-func (r *Reconciler) empty() *unstructured.Unstructured {
+func (r *reconciler) empty() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(r.gvk)
 	return u
 }
 
 // Reconcile reports the unsupported fields a new generation of the object sets.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := r.empty()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if client.IgnoreNotFound(err) == nil {

@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name in the registry (and its chain hooks).
@@ -57,16 +57,16 @@ type Options struct {
 	// ProxyImage is the proxy pods' image; empty means DefaultProxyImage.
 	ProxyImage string
 	// ReconcilerOptions are the recorder, the chain hooks and the number of workers.
-	ctrlmanager.ReconcilerOptions
+	ctrlset.ReconcilerOptions
 }
 
 // Setup registers the controller with the registry's env and default options.
-func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
 // Setup registers the Gateway and GatewayClass reconcilers in mgr, whose scheme must know
 // gateway.networking.k8s.io/v1. Where the API server does not serve the Gateway API (rayctl up without
 // --gateway-api) it registers nothing.
-func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
+func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	if !mgr.GetScheme().Recognizes(gwv1.SchemeGroupVersion.WithKind("Gateway")) {
 		return fmt.Errorf("gateway controller: the manager's scheme lacks %s", gwv1.SchemeGroupVersion)
 	}
@@ -80,7 +80,7 @@ func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
 	if o.ProxyImage == "" {
 		o.ProxyImage = DefaultProxyImage
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller").WithDefaults(Name, 0)
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env).WithDefaults(0)
 	r := &Reconciler{client: mgr.GetClient(), opts: o}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("gatewayclass").
 		For(&gwv1.GatewayClass{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {

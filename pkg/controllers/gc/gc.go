@@ -35,7 +35,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	rayctlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the collector's name, as registered with the controller manager.
@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg *rest.Config) error {
 // its own rather than a builder-made controller: it watches every resource discovery lists (metadata
 // only, with monitors added and dropped as CRDs come and go) and keys its queue by UID across kinds,
 // where a controller-runtime controller watches kinds fixed at setup and keys by namespace/name.
-func Setup(mgr ctrl.Manager, _ rayctlmanager.Env) error {
+func Setup(mgr ctrl.Manager, _ ctrlset.Env) error {
 	c, err := newCollector(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err

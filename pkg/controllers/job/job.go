@@ -33,7 +33,8 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
+	"github.com/rayctl/rayctl/pkg/controllers/workload"
 )
 
 // Name is the controller's name, in logs and metrics; events are reported as "job-controller".
@@ -52,57 +53,45 @@ const (
 	messageDeadline            = "Job was active longer than specified deadline"
 )
 
-// Reconciler syncs one Job with its pods.
-type Reconciler struct {
-	// Client reads Jobs and pods through the manager's cache (which must hold every pod, unfiltered)
-	// and writes to the API server.
-	Client client.Client
-	// Recorder records the Job's events.
-	Recorder record.EventRecorder
+// Options configures the Job controller beyond what Env carries (tests shorten its back-off).
+type Options struct {
 	// BackoffBase is the delay before replacing the first failed pod, doubled for each further
 	// failure up to MaxBackoff; zero means 10 s (and 6 min).
 	BackoffBase, MaxBackoff time.Duration
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
-
-	once  sync.Once
-	exp   *expectations
-	hooks *chainhooks.Hooks
 }
 
-// Setup is the manager.SetupFunc of this controller; env supplies its event recorder (events come from
-// "job-controller" when registered as "job"), chain hooks and reconcile concurrency:
-//
-//	manager.Register(job.Name, job.Setup)
-func Setup(mgr ctrl.Manager, env manager.Env) error {
-	r := &Reconciler{Recorder: env.Recorder}
-	return r.setup(mgr, env.Hooks, env.ReconcileConcurrency)
+// reconciler syncs one Job with its pods.
+type reconciler struct {
+	Options
+	// client reads Jobs and pods through the manager's cache (which must hold every pod, unfiltered)
+	// and writes to the API server.
+	client   client.Client
+	recorder record.EventRecorder
+	hooks    *chainhooks.Hooks
+
+	once sync.Once
+	exp  *workload.Expectations
 }
 
-// SetupWithManager fills r's unset fields from mgr and registers it: For Jobs, Owns their pods.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return r.setup(mgr, nil, 1)
-}
+// Setup is the ctrlset.SetupFunc of this controller with the default Options (pkg/controlplane registers
+// it in its group); env supplies its event recorder (events come from "job-controller" when registered
+// as "job"), chain hooks and reconcile concurrency.
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
-func (r *Reconciler) setup(mgr ctrl.Manager, hooks *chainhooks.Hooks, concurrency int) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor("job-controller") //nolint:staticcheck // core/v1 events, which kubectl describe shows
-	}
-	if hooks == nil {
-		hooks = chainhooks.New(Name, nil)
-	}
-	r.hooks = hooks
-	return hooks.NewControllerManagedBy(mgr).
+// Setup adds the Job controller with these options to mgr, in the ctrlset.SetupFunc shape: For Jobs,
+// Owns their pods.
+func (o Options) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
+	r := &reconciler{Options: o, client: mgr.GetClient(), recorder: env.Recorder, hooks: env.Hooks}
+	return env.Hooks.NewControllerManagedBy(mgr).
 		For(&batchv1.Job{}).
 		Owns(&corev1.Pod{}).
-		MaxConcurrentReconciles(concurrency).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
 		Complete(r)
 }
 
-func (r *Reconciler) now() time.Time {
+func (r *reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
@@ -110,12 +99,12 @@ func (r *Reconciler) now() time.Time {
 }
 
 // Reconcile brings the Job req names one step closer to what its spec asks.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.once.Do(func() { r.exp = newExpectations() })
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.once.Do(func() { r.exp = workload.NewExpectations() })
 	job := &batchv1.Job{}
-	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.exp.forget(req.NamespacedName)
+			r.exp.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -130,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	s := &pass{r: r, job: job, key: req.NamespacedName, now: r.now(), status: job.Status.DeepCopy(), pods: classify(pods)}
-	s.satisfied = r.exp.satisfied(s.key, pods, s.now)
+	s.satisfied = r.exp.Satisfied(s.key, workload.ByName(pods))
 	result, err := s.run(ctx)
 	werr := r.writeStatus(ctx, job, s.status)
 	events := s.podEvents
@@ -138,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		events = append(events, s.events...)
 	}
 	for _, e := range events {
-		r.Recorder.Event(job, e.kind, e.reason, e.message)
+		r.recorder.Event(job, e.kind, e.reason, e.message)
 	}
 	if err != nil || werr != nil {
 		return reconcile.Result{}, errors.Join(err, werr)
@@ -150,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // ownedPods lists the pods the Job controls.
-func (r *Reconciler) ownedPods(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod, error) {
+func (r *reconciler) ownedPods(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod, error) {
 	sel := labels.SelectorFromSet(labels.Set{batchv1.ControllerUidLabel: string(job.UID)})
 	if job.Spec.Selector != nil {
 		var err error
@@ -159,7 +148,7 @@ func (r *Reconciler) ownedPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 		}
 	}
 	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(job.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err
 	}
 	var out []*corev1.Pod
@@ -172,13 +161,13 @@ func (r *Reconciler) ownedPods(ctx context.Context, job *batchv1.Job) ([]*corev1
 }
 
 // writeStatus writes status if it differs from the Job's, and leaves the Job updated.
-func (r *Reconciler) writeStatus(ctx context.Context, job *batchv1.Job, status *batchv1.JobStatus) error {
+func (r *reconciler) writeStatus(ctx context.Context, job *batchv1.Job, status *batchv1.JobStatus) error {
 	if apiequality.Semantic.DeepEqual(&job.Status, status) {
 		return nil
 	}
 	updated := job.DeepCopy()
 	updated.Status = *status
-	if err := r.Client.Status().Update(ctx, updated); err != nil {
+	if err := r.client.Status().Update(ctx, updated); err != nil {
 		return fmt.Errorf("writing the status of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	if r.hooks != nil {
@@ -190,7 +179,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, job *batchv1.Job, status *
 
 // expire deletes a finished Job once its ttlSecondsAfterFinished has passed, leaving its pods to the
 // garbage collector, and otherwise asks to be called back then.
-func (r *Reconciler) expire(ctx context.Context, job *batchv1.Job) (reconcile.Result, error) {
+func (r *reconciler) expire(ctx context.Context, job *batchv1.Job) (reconcile.Result, error) {
 	if job.Spec.TTLSecondsAfterFinished == nil {
 		return reconcile.Result{}, nil
 	}
@@ -200,7 +189,7 @@ func (r *Reconciler) expire(ctx context.Context, job *batchv1.Job) (reconcile.Re
 	}
 	policy := metav1.DeletePropagationBackground
 	uid, rv := job.UID, job.ResourceVersion
-	err := r.Client.Delete(ctx, job, &client.DeleteOptions{
+	err := r.client.Delete(ctx, job, &client.DeleteOptions{
 		PropagationPolicy: &policy,
 		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 	})

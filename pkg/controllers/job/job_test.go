@@ -20,9 +20,9 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/gc"
 	"github.com/rayctl/rayctl/pkg/controllers/job"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -38,10 +38,10 @@ func TestMain(m *testing.M) {
 			Controller: ctrlconfig.Controller{SkipNameValidation: &skip},
 		})
 		if err == nil {
-			err = (&job.Reconciler{BackoffBase: 100 * time.Millisecond}).SetupWithManager(mgr)
+			err = job.Options{BackoffBase: 100 * time.Millisecond}.Setup(mgr, ctrlset.Env{Name: job.Name}.Complete(mgr))
 		}
 		if err == nil {
-			err = gc.Setup(mgr, manager.Env{})
+			err = gc.Setup(mgr, ctrlset.Env{})
 		}
 		if err != nil {
 			return nil, err

@@ -21,7 +21,7 @@ type event struct{ kind, reason, message string }
 
 // pass is one reconcile of one unfinished Job: it acts on pods and computes the new status.
 type pass struct {
-	r         *Reconciler
+	r         *reconciler
 	job       *batchv1.Job
 	key       types.NamespacedName
 	now       time.Time
@@ -258,14 +258,14 @@ func (s *pass) backoff() time.Duration {
 
 func (s *pass) createPod(ctx context.Context, index int) error {
 	pod := newPod(s.job, index)
-	if err := s.r.Client.Create(ctx, pod); err != nil {
+	if err := s.r.client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		s.podEvent(corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		return fmt.Errorf("creating a pod for job %s: %w", s.key, err)
 	}
-	s.r.exp.created(s.key, pod.UID, s.now)
+	s.r.exp.Created(s.key, pod.Name)
 	s.created++
 	s.podEvent(corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 	return nil
@@ -275,12 +275,12 @@ func (s *pass) createPod(ctx context.Context, index int) error {
 func (s *pass) deletePods(ctx context.Context, pods []*corev1.Pod) error {
 	for _, p := range pods {
 		uid := p.UID
-		err := s.r.Client.Delete(ctx, p, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err := s.r.client.Delete(ctx, p, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			s.podEvent(corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 			return fmt.Errorf("deleting pod %s: %w", podKey(p), err)
 		}
-		s.r.exp.deleted(s.key, uid, s.now)
+		s.r.exp.Deleted(s.key, uid)
 		s.deleted++
 		s.podEvent(corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 	}

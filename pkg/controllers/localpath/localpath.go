@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	rayctlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -42,24 +42,24 @@ const (
 	annBoundByCtrl   = "pv.kubernetes.io/bound-by-controller"
 )
 
-// Reconciler provisions, binds and reclaims local-path volumes.
-type Reconciler struct {
-	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
-	// Dir is the host directory volumes are made under.
-	Dir string
-	// Recorder records events on claims and volumes.
-	Recorder record.EventRecorder
+// reconciler provisions, binds and reclaims local-path volumes.
+type reconciler struct {
+	// client reads through the manager's cache and writes to the API server.
+	client client.Client
+	// dir is the host directory volumes are made under.
+	dir string
+	// recorder records events on claims and volumes.
+	recorder record.EventRecorder
 }
 
 // Setup registers the controller with mgr: the default class made at start, claims (and every unbound
 // claim when a class changes) reconciled for provisioning and binding, volumes (and the claims bound to
 // them) for phases and reclaiming.
-func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	if env.VolumesDir == "" {
 		return fmt.Errorf("%s: no volumes directory", Name)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Dir: env.VolumesDir, Recorder: env.Recorder}
+	r := &reconciler{client: mgr.GetClient(), dir: env.VolumesDir, recorder: env.Recorder}
 	if err := mgr.Add(manager.RunnableFunc(r.ensureClass)); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
 	// bound yet.
 	toUnboundClaims := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		claims := &corev1.PersistentVolumeClaimList{}
-		if err := r.Client.List(ctx, claims); err != nil {
+		if err := r.client.List(ctx, claims); err != nil {
 			return nil
 		}
 		var reqs []reconcile.Request
@@ -78,9 +78,9 @@ func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
 		}
 		return reqs
 	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named(env.Name+"-claims").
+	if err := env.Hooks.Sub("claims").NewControllerManagedBy(mgr).
 		For(&corev1.PersistentVolumeClaim{}).
-		Watches(&storagev1.StorageClass{}, toUnboundClaims).
+		Watches(&storagev1.StorageClass{}, "class appeared", toUnboundClaims).
 		Complete(reconcile.Func(r.reconcileClaim)); err != nil {
 		return err
 	}
@@ -90,14 +90,14 @@ func Setup(mgr ctrl.Manager, env rayctlmanager.Env) error {
 		}
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named(env.Name+"-volumes").
+	return env.Hooks.Sub("volumes").NewControllerManagedBy(mgr).
 		For(&corev1.PersistentVolume{}).
-		Watches(&corev1.PersistentVolumeClaim{}, toVolume).
+		Watches(&corev1.PersistentVolumeClaim{}, "claim's volume", toVolume).
 		Complete(reconcile.Func(r.reconcileVolume))
 }
 
 // ensureClass creates the default StorageClass unless a class of that name exists (a user's stays).
-func (r *Reconciler) ensureClass(ctx context.Context) error {
+func (r *reconciler) ensureClass(ctx context.Context) error {
 	reclaim, binding := corev1.PersistentVolumeReclaimDelete, storagev1.VolumeBindingImmediate
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: ClassName, Annotations: map[string]string{annDefaultClass: "true"}},
@@ -105,7 +105,7 @@ func (r *Reconciler) ensureClass(ctx context.Context) error {
 		ReclaimPolicy:     &reclaim,
 		VolumeBindingMode: &binding,
 	}
-	if err := r.Client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating StorageClass %s: %w", ClassName, err)
 	}
 	return nil
@@ -113,9 +113,9 @@ func (r *Reconciler) ensureClass(ctx context.Context) error {
 
 // reconcileClaim gives a claim without a class the default one, and provisions and binds a volume for a
 // claim of this provisioner's class.
-func (r *Reconciler) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pvc); err != nil || pvc.DeletionTimestamp != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, pvc); err != nil || pvc.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if pvc.Spec.VolumeName != "" {
@@ -125,7 +125,7 @@ func (r *Reconciler) reconcileClaim(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, r.assignDefaultClass(ctx, pvc)
 	}
 	sc := &storagev1.StorageClass{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, sc); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, sc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if sc.Provisioner != Provisioner {
@@ -133,16 +133,16 @@ func (r *Reconciler) reconcileClaim(ctx context.Context, req reconcile.Request) 
 	}
 	pv, err := r.provision(ctx, pvc, sc)
 	if err != nil {
-		r.Recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", err.Error())
+		r.recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", err.Error())
 		return reconcile.Result{}, err
 	}
-	r.Recorder.Eventf(pvc, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s at %s", pv.Name, pv.Spec.HostPath.Path)
+	r.recorder.Eventf(pvc, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s at %s", pv.Name, pv.Spec.HostPath.Path)
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}
 	}
 	pvc.Annotations[annBindCompleted], pvc.Annotations[annBoundByCtrl] = "yes", "yes"
 	pvc.Spec.VolumeName = pv.Name
-	if err := r.Client.Update(ctx, pvc); err != nil {
+	if err := r.client.Update(ctx, pvc); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.claimBound(ctx, pvc)
@@ -150,25 +150,25 @@ func (r *Reconciler) reconcileClaim(ctx context.Context, req reconcile.Request) 
 
 // assignDefaultClass sets the default class (annotated is-default-class) on a claim that names none, as
 // Kubernetes does for claims made before a default class existed.
-func (r *Reconciler) assignDefaultClass(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+func (r *reconciler) assignDefaultClass(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	classes := &storagev1.StorageClassList{}
-	if err := r.Client.List(ctx, classes); err != nil {
+	if err := r.client.List(ctx, classes); err != nil {
 		return err
 	}
 	for _, sc := range classes.Items {
 		if sc.Annotations[annDefaultClass] == "true" {
 			name := sc.Name
 			pvc.Spec.StorageClassName = &name
-			return client.IgnoreNotFound(r.Client.Update(ctx, pvc))
+			return client.IgnoreNotFound(r.client.Update(ctx, pvc))
 		}
 	}
 	return nil
 }
 
 // provision makes the volume of a claim: its directory, and a PersistentVolume bound to the claim.
-func (r *Reconciler) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) (*corev1.PersistentVolume, error) {
+func (r *reconciler) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) (*corev1.PersistentVolume, error) {
 	name := "pvc-" + string(pvc.UID)
-	path := filepath.Join(r.Dir, name)
+	path := filepath.Join(r.dir, name)
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("making the volume's directory: %w", err)
 	}
@@ -191,11 +191,11 @@ func (r *Reconciler) provision(ctx context.Context, pvc *corev1.PersistentVolume
 				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID, ResourceVersion: pvc.ResourceVersion},
 		},
 	}
-	if err := r.Client.Create(ctx, pv); err != nil {
+	if err := r.client.Create(ctx, pv); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating PersistentVolume %s: %w", name, err)
 		}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, pv); err != nil {
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, pv); err != nil {
 			return nil, err
 		}
 	}
@@ -204,9 +204,9 @@ func (r *Reconciler) provision(ctx context.Context, pvc *corev1.PersistentVolume
 
 // claimBound reports a claim Bound, with the capacity and access modes of its volume, once that volume
 // names it.
-func (r *Reconciler) claimBound(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+func (r *reconciler) claimBound(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	pv := &corev1.PersistentVolume{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ref := pv.Spec.ClaimRef; ref == nil || ref.UID != pvc.UID || pvc.Status.Phase == corev1.ClaimBound {
@@ -215,15 +215,15 @@ func (r *Reconciler) claimBound(ctx context.Context, pvc *corev1.PersistentVolum
 	pvc.Status.Phase = corev1.ClaimBound
 	pvc.Status.Capacity = pv.Spec.Capacity
 	pvc.Status.AccessModes = pv.Spec.AccessModes
-	return r.Client.Status().Update(ctx, pvc)
+	return r.client.Status().Update(ctx, pvc)
 }
 
 // reconcileVolume keeps a volume's phase (Available without a claim, Bound to a live claim, Released when
 // its claim is gone) and deletes a released volume of this provisioner whose policy is Delete, with its
 // directory.
-func (r *Reconciler) reconcileVolume(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) reconcileVolume(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pv := &corev1.PersistentVolume{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pv); err != nil || pv.DeletionTimestamp != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, pv); err != nil || pv.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	ref := pv.Spec.ClaimRef
@@ -231,7 +231,7 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, r.setVolumePhase(ctx, pv, corev1.VolumeAvailable)
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, pvc)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, pvc)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
@@ -247,20 +247,20 @@ func (r *Reconciler) reconcileVolume(ctx context.Context, req reconcile.Request)
 	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Annotations[annProvisionedBy] != Provisioner {
 		return reconcile.Result{}, nil
 	}
-	if hp := pv.Spec.HostPath; hp != nil && filepath.Dir(filepath.Clean(hp.Path)) == filepath.Clean(r.Dir) {
+	if hp := pv.Spec.HostPath; hp != nil && filepath.Dir(filepath.Clean(hp.Path)) == filepath.Clean(r.dir) {
 		if err := os.RemoveAll(hp.Path); err != nil {
-			r.Recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "removing %s: %v", hp.Path, err)
+			r.recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "removing %s: %v", hp.Path, err)
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, pv))
+	return reconcile.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, pv))
 }
 
 // setVolumePhase writes a volume's phase when it differs.
-func (r *Reconciler) setVolumePhase(ctx context.Context, pv *corev1.PersistentVolume, phase corev1.PersistentVolumePhase) error {
+func (r *reconciler) setVolumePhase(ctx context.Context, pv *corev1.PersistentVolume, phase corev1.PersistentVolumePhase) error {
 	if pv.Status.Phase == phase {
 		return nil
 	}
 	pv.Status.Phase = phase
-	return client.IgnoreNotFound(r.Client.Status().Update(ctx, pv))
+	return client.IgnoreNotFound(r.client.Status().Update(ctx, pv))
 }

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -51,24 +51,20 @@ type Reconciler struct {
 }
 
 // Setup registers the controller with mgr: it watches namespaces that carry a deletionTimestamp.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r, err := newReconciler(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return err
 	}
-	h := env.Hooks
-	if h == nil {
-		h = chainhooks.New(Name, nil)
-	}
 	terminating := chainhooks.Named("terminating", predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil }))
-	return h.NewControllerManagedBy(mgr).
+	return env.Hooks.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}, terminating).
 		Complete(r)
 }
 
 // Run runs the controller alone, with a manager of its own, until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
+	return ctrlset.RunStandalone(ctx, cfg, Setup, ctrlset.Env{Name: Name})
 }
 
 func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconciler, error) {

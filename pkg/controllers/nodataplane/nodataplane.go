@@ -26,13 +26,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/gateway"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -69,7 +69,7 @@ func gatewayObject(kind string) client.Object {
 }
 
 // Setup registers one controller per kind with mgr, each warning on create and on spec changes.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	type warned struct {
 		name            string
 		obj             client.Object
@@ -97,9 +97,8 @@ func Setup(mgr ctrl.Manager, env manager.Env) error {
 		if kind.reason == ReasonGateway {
 			w.claimed = claimedByRayctl
 		}
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named(env.Name+"-"+kind.name).
-			For(kind.obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		if err := env.Hooks.Sub(kind.name).NewControllerManagedBy(mgr).
+			For(kind.obj, chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{})).
 			Complete(w); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
@@ -54,7 +55,7 @@ func TokenAuth(spec *rayv1.RayClusterSpec, hostPorts bool) bool {
 // ExistingHeadService returns c's head Service as r reads it, nil while there is none.
 func ExistingHeadService(ctx context.Context, r client.Reader, c *rayv1.RayCluster) (*corev1.Service, error) {
 	var svc corev1.Service
-	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: HeadServiceName(c)}, &svc)
+	err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: rayparams.HeadServiceName(c)}, &svc)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -187,7 +188,7 @@ func authSecret(c *rayv1.RayCluster) (*corev1.Secret, error) {
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: AuthSecretName(c.Name, &c.Spec), Namespace: c.Namespace,
-			Labels: map[string]string{LabelCluster: c.Name}, OwnerReferences: []metav1.OwnerReference{ownerRef(c)}},
+			Labels: map[string]string{rayparams.LabelCluster: c.Name}, OwnerReferences: []metav1.OwnerReference{ownerRef(c)}},
 		StringData: map[string]string{AuthTokenKey: base64.StdEncoding.EncodeToString(b)},
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,7 +99,7 @@ func AutoscalerContainer(c *rayv1.RayCluster) corev1.Container {
 		Image:           c.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Env: []corev1.EnvVar{
-			fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", LabelCluster)),
+			fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", rayparams.LabelCluster)),
 			fieldEnv("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
 			fieldEnv("RAY_HEAD_POD_NAME", "metadata.name"),
 			{Name: "KUBERAY_CRD_VER", Value: "v1"},
@@ -177,7 +178,7 @@ func AutoscalerRoleBinding(c *rayv1.RayCluster) *rbacv1.RoleBinding {
 func autoscalerObjectMeta(c *rayv1.RayCluster, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: name, Namespace: c.Namespace,
-		Labels:          map[string]string{LabelCluster: c.Name, LabelAppName: AppName, LabelCreatedBy: CreatedBy},
+		Labels:          map[string]string{rayparams.LabelCluster: c.Name, rayparams.LabelAppName: rayparams.AppName, rayparams.LabelCreatedBy: rayparams.CreatedBy},
 		OwnerReferences: []metav1.OwnerReference{ownerRef(c)},
 	}
 }

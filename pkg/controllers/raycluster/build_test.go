@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +69,7 @@ func TestHeadPod(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, pod.Labels[k], v)
 		}
 	}
-	if pod.Annotations[AnnotationFTEnabled] != "false" {
+	if pod.Annotations[rayparams.AnnotationFTEnabled] != "false" {
 		t.Errorf("ft-enabled annotation: %v", pod.Annotations)
 	}
 	if len(pod.OwnerReferences) != 1 {
@@ -210,7 +211,7 @@ func TestUserCommandAndOverrides(t *testing.T) {
 		t.Errorf("labels: %v", pod.Labels)
 	}
 
-	c.Annotations = map[string]string{AnnotationOverwriteCmd: "true"}
+	c.Annotations = map[string]string{rayparams.AnnotationOverwriteCmd: "true"}
 	pod = WorkerPod(c, g, BuildOptions{})
 	if got := pod.Spec.Containers[0]; len(got.Args) != 0 || strings.Join(got.Command, " ") != "echo hi" {
 		t.Errorf("overwrite-container-cmd: command %q args %q", got.Command, got.Args)

@@ -38,8 +38,9 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster/expectations"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
@@ -94,17 +95,9 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
 // and takes its recorder, hooks and timings from env.
-func NewReconciler(c client.Client, env manager.Env, build BuildOptions) *Reconciler {
-	hooks := env.Hooks
-	if hooks == nil {
-		hooks = chainhooks.New(Name, nil)
-	}
-	rec := env.Recorder
-	if rec == nil {
-		rec = &record.FakeRecorder{}
-	}
+func NewReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *Reconciler {
 	r := &Reconciler{
-		client: c, secrets: c, recorder: rec, hooks: hooks, build: build,
+		client: c, secrets: c, recorder: env.Recorder, hooks: env.Hooks, build: build,
 		expect:       expectations.New(expectations.DefaultTimeout),
 		requeueAfter: env.RequeueAfter, resync: env.ResyncPeriod,
 		now: time.Now, hostRay: env.HostRayVersion,
@@ -115,10 +108,8 @@ func NewReconciler(c client.Client, env manager.Env, build BuildOptions) *Reconc
 	return r
 }
 
-// Setup is the manager.SetupFunc of this controller:
-//
-//	manager.Register(raycluster.Name, raycluster.Setup)
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+// Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := NewReconciler(mgr.GetClient(), env, BuildOptions{})
 	r.secrets = mgr.GetAPIReader()
 	return r.SetupWithManager(mgr, env.ReconcileConcurrency)
@@ -165,12 +156,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if m := c.Spec.ManagedBy; m != nil && *m != "" && *m != ManagedByKubeRay {
+	if m := c.Spec.ManagedBy; m != nil && *m != "" && *m != rayparams.ManagedByKubeRay {
 		log.V(1).Info("skipping a RayCluster managed by another controller", "managedBy", *m)
 		return ctrl.Result{}, nil
 	}
 	deleting := !c.DeletionTimestamp.IsZero()
-	if deleting && !controllerutil.ContainsFinalizer(&c, FinalizerRedisCleanup) {
+	if deleting && !controllerutil.ContainsFinalizer(&c, rayparams.FinalizerRedisCleanup) {
 		return ctrl.Result{}, nil // the garbage collector removes the children
 	}
 	if len(c.Name) > maxClusterNameLength {
@@ -268,7 +259,7 @@ const indexCluster = "raycluster.ray.io/cluster"
 
 // clusterOf is the indexCluster value of a Pod or Service: its cluster, if it has one.
 func clusterOf(obj client.Object) []string {
-	if v := obj.GetLabels()[LabelCluster]; v != "" {
+	if v := obj.GetLabels()[rayparams.LabelCluster]; v != "" {
 		return []string{v}
 	}
 	return nil
@@ -289,7 +280,7 @@ func (r *Reconciler) inCluster(c *rayv1.RayCluster, sel client.MatchingLabels, o
 // they are the cache's own objects, not copies.
 func (r *Reconciler) observe(ctx context.Context, c *rayv1.RayCluster) (observed, error) {
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, r.inCluster(c, client.MatchingLabels{LabelCluster: c.Name}, client.UnsafeDisableDeepCopy)...); err != nil {
+	if err := r.client.List(ctx, &pods, r.inCluster(c, client.MatchingLabels{rayparams.LabelCluster: c.Name}, client.UnsafeDisableDeepCopy)...); err != nil {
 		return observed{}, err
 	}
 	svc, err := r.headService(ctx, c, client.UnsafeDisableDeepCopy)
@@ -300,8 +291,8 @@ func (r *Reconciler) observe(ctx context.Context, c *rayv1.RayCluster) (observed
 func (r *Reconciler) headService(ctx context.Context, c *rayv1.RayCluster, opts ...client.ListOption) (*corev1.Service, error) {
 	var svcs corev1.ServiceList
 	sel := headServiceLabels(c.Name)
-	delete(sel, LabelAppName)
-	delete(sel, LabelCreatedBy)
+	delete(sel, rayparams.LabelAppName)
+	delete(sel, rayparams.LabelCreatedBy)
 	if err := r.client.List(ctx, &svcs, r.inCluster(c, sel, opts...)...); err != nil {
 		return nil, err
 	}
@@ -395,7 +386,7 @@ func (r *Reconciler) deleteAll(ctx context.Context, c *rayv1.RayCluster, sel cli
 }
 
 func (r *Reconciler) reconcilePods(ctx context.Context, c *rayv1.RayCluster) error {
-	all := client.MatchingLabels{LabelCluster: c.Name}
+	all := client.MatchingLabels{rayparams.LabelCluster: c.Name}
 	switch suspendStatus(c.Status.Conditions) {
 	case rayv1.RayClusterSuspending:
 		deleted, err := r.deleteAll(ctx, c, all)
@@ -429,7 +420,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 	if !r.satisfied(ctx, c, "") {
 		return nil // the cache has not seen our last head create/delete yet
 	}
-	heads, err := r.listPods(ctx, c, client.MatchingLabels{LabelCluster: c.Name, LabelNodeType: string(rayv1.HeadNode)})
+	heads, err := r.listPods(ctx, c, client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)})
 	if err != nil {
 		return err
 	}
@@ -449,7 +440,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 		r.recorder.Eventf(c, corev1.EventTypeNormal, EventDeletedHeadPod, "Deleted head Pod %s/%s; %s", head.Namespace, head.Name, reason)
 		return errors.New(reason) // the replacement comes on the (rate-limited) next pass
 	case len(heads) == 0:
-		if c.Labels[LabelOriginatedCRD] == "RayJob" && meta.IsStatusConditionTrue(c.Status.Conditions, string(rayv1.RayClusterProvisioned)) {
+		if c.Labels[rayparams.LabelOriginatedCRD] == "RayJob" && meta.IsStatusConditionTrue(c.Status.Conditions, string(rayv1.RayClusterProvisioned)) {
 			return nil // a RayJob's cluster that lost its head: the RayJob controller decides
 		}
 		o := r.build
@@ -481,7 +472,7 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 	if !r.satisfied(ctx, c, g.GroupName) {
 		return nil
 	}
-	sel := client.MatchingLabels{LabelCluster: c.Name, LabelGroup: g.GroupName}
+	sel := client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelGroup: g.GroupName}
 	if suspended(g.Suspend) {
 		deleted, err := r.deleteAll(ctx, c, sel)
 		if err != nil {

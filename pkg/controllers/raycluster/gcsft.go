@@ -6,16 +6,13 @@ import (
 	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // GCS fault tolerance: what KubeRay puts on the Pods of a cluster whose GCS keeps its state in an external
 // Redis (spec.gcsFaultToleranceOptions, or the older ray.io/ft-enabled annotation on the RayCluster).
 const (
-	// AnnotationExternalStorageNS names the head's storage namespace in Redis (on the head Pod; on the
-	// RayCluster it is the older way of choosing it).
-	AnnotationExternalStorageNS = "ray.io/external-storage-namespace"
-
 	// EnvRedisAddress is the Redis the head's GCS uses (host:port, optionally redis://).
 	EnvRedisAddress = "RAY_REDIS_ADDRESS"
 	// EnvRedisPassword and EnvRedisUsername are the head's Redis credentials.
@@ -35,7 +32,7 @@ const (
 // GCSFaultToleranceEnabled says whether c's head keeps its GCS state in Redis: gcsFaultToleranceOptions
 // is set, or the RayCluster's ray.io/ft-enabled annotation is "true".
 func GCSFaultToleranceEnabled(c *rayv1.RayCluster) bool {
-	return c.Spec.GcsFaultToleranceOptions != nil || strings.EqualFold(c.Annotations[AnnotationFTEnabled], "true")
+	return c.Spec.GcsFaultToleranceOptions != nil || strings.EqualFold(c.Annotations[rayparams.AnnotationFTEnabled], "true")
 }
 
 // validateGCSFaultTolerance rejects what KubeRay rejects: both ways of turning fault tolerance on, a
@@ -45,8 +42,8 @@ func validateGCSFaultTolerance(c *rayv1.RayCluster) error {
 	opts := c.Spec.GcsFaultToleranceOptions
 	head := c.Spec.HeadGroupSpec
 	env := head.Template.Spec.Containers[0].Env
-	if c.Annotations[AnnotationFTEnabled] != "" && opts != nil {
-		return errors.New("the " + AnnotationFTEnabled + " annotation and gcsFaultToleranceOptions are both set; use only gcsFaultToleranceOptions")
+	if c.Annotations[rayparams.AnnotationFTEnabled] != "" && opts != nil {
+		return errors.New("the " + rayparams.AnnotationFTEnabled + " annotation and gcsFaultToleranceOptions are both set; use only gcsFaultToleranceOptions")
 	}
 	if !GCSFaultToleranceEnabled(c) && hasEnv(env, EnvRedisAddress) {
 		return errors.New(EnvRedisAddress + " is set in the head's environment but gcsFaultToleranceOptions is not; set gcsFaultToleranceOptions.redisAddress instead")
@@ -59,8 +56,8 @@ func validateGCSFaultTolerance(c *rayv1.RayCluster) error {
 			return errors.New(EnvRedisPassword + " cannot be set in the head's environment with gcsFaultToleranceOptions; use gcsFaultToleranceOptions.redisPassword")
 		case hasEnv(env, EnvRedisAddress):
 			return errors.New(EnvRedisAddress + " cannot be set in the head's environment with gcsFaultToleranceOptions; use gcsFaultToleranceOptions.redisAddress")
-		case c.Annotations[AnnotationExternalStorageNS] != "":
-			return errors.New("the " + AnnotationExternalStorageNS + " annotation cannot be set with gcsFaultToleranceOptions; use gcsFaultToleranceOptions.externalStorageNamespace")
+		case c.Annotations[rayparams.AnnotationExternalStorageNS] != "":
+			return errors.New("the " + rayparams.AnnotationExternalStorageNS + " annotation cannot be set with gcsFaultToleranceOptions; use gcsFaultToleranceOptions.externalStorageNamespace")
 		}
 	}
 	if head.RayStartParams["redis-username"] != "" || hasEnv(env, EnvRedisUsername) {
@@ -75,20 +72,20 @@ func validateGCSFaultTolerance(c *rayv1.RayCluster) error {
 // environment that the generated `ray start` refers to.
 func configureHeadGCSFaultTolerance(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, params map[string]string) {
 	on := GCSFaultToleranceEnabled(c)
-	tmpl.Annotations[AnnotationFTEnabled] = strconv.FormatBool(on)
+	tmpl.Annotations[rayparams.AnnotationFTEnabled] = strconv.FormatBool(on)
 	if !on {
 		return
 	}
 	ray := &tmpl.Spec.Containers[0]
 	opts := c.Spec.GcsFaultToleranceOptions
 	ns := string(c.UID)
-	if v, ok := c.Annotations[AnnotationExternalStorageNS]; ok {
+	if v, ok := c.Annotations[rayparams.AnnotationExternalStorageNS]; ok {
 		ns = v
 	}
 	if opts != nil && opts.ExternalStorageNamespace != "" {
 		ns = opts.ExternalStorageNamespace
 	}
-	tmpl.Annotations[AnnotationExternalStorageNS] = ns
+	tmpl.Annotations[rayparams.AnnotationExternalStorageNS] = ns
 	if !hasEnv(ray.Env, EnvExternalStorageNS) {
 		ray.Env = append(ray.Env, corev1.EnvVar{Name: EnvExternalStorageNS, Value: ns})
 	}

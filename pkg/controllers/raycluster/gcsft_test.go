@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -24,7 +25,7 @@ func TestGCSFaultToleranceHead(t *testing.T) {
 	before := c.DeepCopy()
 	head := HeadPod(c, BuildOptions{})
 	ray := &head.Spec.Containers[0]
-	if head.Annotations[AnnotationFTEnabled] != "true" || head.Annotations[AnnotationExternalStorageNS] != "uid-1" {
+	if head.Annotations[rayparams.AnnotationFTEnabled] != "true" || head.Annotations[rayparams.AnnotationExternalStorageNS] != "uid-1" {
 		t.Errorf("head annotations %v: want ft-enabled true and the storage namespace the cluster's UID", head.Annotations)
 	}
 	if e, _ := env(ray, EnvRedisAddress); e.Value != "redis:6379" {
@@ -54,14 +55,14 @@ func TestGCSFaultToleranceHead(t *testing.T) {
 	if e, _ := env(ray, EnvRedisUsername); e.Value != "ray" || !strings.Contains(ray.Args[0], " --redis-username=$REDIS_USERNAME ") {
 		t.Errorf("user name: env %+v, ray start %s", e, ray.Args[0])
 	}
-	if e, _ := env(ray, EnvExternalStorageNS); e.Value != "shared" || head.Annotations[AnnotationExternalStorageNS] != "shared" {
+	if e, _ := env(ray, EnvExternalStorageNS); e.Value != "shared" || head.Annotations[rayparams.AnnotationExternalStorageNS] != "shared" {
 		t.Errorf("storage namespace: env %+v, annotations %v", e, head.Annotations)
 	}
 
 	// Off: the annotation says false and nothing about Redis is added.
 	head = HeadPod(sampleCluster(), BuildOptions{})
-	if head.Annotations[AnnotationFTEnabled] != "false" {
-		t.Errorf("ft-enabled %q without fault tolerance", head.Annotations[AnnotationFTEnabled])
+	if head.Annotations[rayparams.AnnotationFTEnabled] != "false" {
+		t.Errorf("ft-enabled %q without fault tolerance", head.Annotations[rayparams.AnnotationFTEnabled])
 	}
 	for _, name := range []string{EnvRedisAddress, EnvRedisPassword, EnvExternalStorageNS} {
 		if _, ok := env(&head.Spec.Containers[0], name); ok {
@@ -72,7 +73,7 @@ func TestGCSFaultToleranceHead(t *testing.T) {
 
 func TestGCSFaultToleranceAnnotationStyle(t *testing.T) {
 	c := sampleCluster()
-	c.Annotations = map[string]string{AnnotationFTEnabled: "true", AnnotationExternalStorageNS: "old-ns"}
+	c.Annotations = map[string]string{rayparams.AnnotationFTEnabled: "true", rayparams.AnnotationExternalStorageNS: "old-ns"}
 	c.Spec.HeadGroupSpec.RayStartParams["redis-password"] = "secret"
 	c.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvRedisAddress, Value: "redis:6379"}}
 	if err := validateCluster(c); err != nil {
@@ -83,7 +84,7 @@ func TestGCSFaultToleranceAnnotationStyle(t *testing.T) {
 	if e, _ := env(ray, EnvRedisPassword); e.Value != "secret" {
 		t.Errorf("%s = %+v: want the rayStartParams password", EnvRedisPassword, e)
 	}
-	if e, _ := env(ray, EnvExternalStorageNS); e.Value != "old-ns" || head.Annotations[AnnotationFTEnabled] != "true" {
+	if e, _ := env(ray, EnvExternalStorageNS); e.Value != "old-ns" || head.Annotations[rayparams.AnnotationFTEnabled] != "true" {
 		t.Errorf("storage namespace %+v, annotations %v", e, head.Annotations)
 	}
 }
@@ -100,8 +101,8 @@ func TestGCSFaultToleranceWorker(t *testing.T) {
 			t.Errorf("a worker got %s", name)
 		}
 	}
-	if _, ok := w.Annotations[AnnotationFTEnabled]; ok {
-		t.Errorf("a worker got %s", AnnotationFTEnabled)
+	if _, ok := w.Annotations[rayparams.AnnotationFTEnabled]; ok {
+		t.Errorf("a worker got %s", rayparams.AnnotationFTEnabled)
 	}
 	c.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvGCSReconnectTimeout, Value: "30"}}
 	w = WorkerPod(c, &c.Spec.WorkerGroupSpecs[0], BuildOptions{})
@@ -119,19 +120,21 @@ func TestGCSFaultToleranceValidation(t *testing.T) {
 		change func(c *rayv1.RayCluster)
 		want   string // "" = valid
 	}{
-		"options":                        {func(*rayv1.RayCluster) {}, ""},
-		"options and annotation":         {func(c *rayv1.RayCluster) { c.Annotations = map[string]string{AnnotationFTEnabled: "true"} }, "both set"},
-		"options and annotation false":   {func(c *rayv1.RayCluster) { c.Annotations = map[string]string{AnnotationFTEnabled: "false"} }, "both set"},
-		"options and storage annotation": {func(c *rayv1.RayCluster) { c.Annotations = map[string]string{AnnotationExternalStorageNS: "x"} }, "externalStorageNamespace"},
-		"options and param password":     {func(c *rayv1.RayCluster) { c.Spec.HeadGroupSpec.RayStartParams["redis-password"] = "x" }, "redisPassword"},
-		"options and env password":       {func(c *rayv1.RayCluster) { headEnv(c, EnvRedisPassword) }, "redisPassword"},
-		"options and env address":        {func(c *rayv1.RayCluster) { headEnv(c, EnvRedisAddress) }, "redisAddress"},
-		"param user name":                {func(c *rayv1.RayCluster) { c.Spec.HeadGroupSpec.RayStartParams["redis-username"] = "x" }, "redisUsername"},
-		"env user name":                  {func(c *rayv1.RayCluster) { headEnv(c, EnvRedisUsername) }, "redisUsername"},
-		"env address without options":    {func(c *rayv1.RayCluster) { c.Spec.GcsFaultToleranceOptions = nil; headEnv(c, EnvRedisAddress) }, "gcsFaultToleranceOptions is not"},
+		"options":                      {func(*rayv1.RayCluster) {}, ""},
+		"options and annotation":       {func(c *rayv1.RayCluster) { c.Annotations = map[string]string{rayparams.AnnotationFTEnabled: "true"} }, "both set"},
+		"options and annotation false": {func(c *rayv1.RayCluster) { c.Annotations = map[string]string{rayparams.AnnotationFTEnabled: "false"} }, "both set"},
+		"options and storage annotation": {func(c *rayv1.RayCluster) {
+			c.Annotations = map[string]string{rayparams.AnnotationExternalStorageNS: "x"}
+		}, "externalStorageNamespace"},
+		"options and param password":  {func(c *rayv1.RayCluster) { c.Spec.HeadGroupSpec.RayStartParams["redis-password"] = "x" }, "redisPassword"},
+		"options and env password":    {func(c *rayv1.RayCluster) { headEnv(c, EnvRedisPassword) }, "redisPassword"},
+		"options and env address":     {func(c *rayv1.RayCluster) { headEnv(c, EnvRedisAddress) }, "redisAddress"},
+		"param user name":             {func(c *rayv1.RayCluster) { c.Spec.HeadGroupSpec.RayStartParams["redis-username"] = "x" }, "redisUsername"},
+		"env user name":               {func(c *rayv1.RayCluster) { headEnv(c, EnvRedisUsername) }, "redisUsername"},
+		"env address without options": {func(c *rayv1.RayCluster) { c.Spec.GcsFaultToleranceOptions = nil; headEnv(c, EnvRedisAddress) }, "gcsFaultToleranceOptions is not"},
 		"env address with annotation only": {func(c *rayv1.RayCluster) {
 			c.Spec.GcsFaultToleranceOptions = nil
-			c.Annotations = map[string]string{AnnotationFTEnabled: "true"}
+			c.Annotations = map[string]string{rayparams.AnnotationFTEnabled: "true"}
 			headEnv(c, EnvRedisAddress)
 		}, ""},
 	} {
@@ -156,8 +159,8 @@ func headEnv(c *rayv1.RayCluster, name string) {
 func TestRedisCleanupJob(t *testing.T) {
 	c := redisCluster()
 	job := RedisCleanupJob(c, BuildOptions{})
-	if job.Name != "demo-redis-cleanup" || job.Labels[LabelNodeType] != "redis-cleanup" || job.Labels[LabelCluster] != c.Name ||
-		job.Spec.Template.Labels[LabelNodeType] != "redis-cleanup" || job.Labels[LabelCreatedBy] != CreatedBy {
+	if job.Name != "demo-redis-cleanup" || job.Labels[rayparams.LabelNodeType] != "redis-cleanup" || job.Labels[rayparams.LabelCluster] != c.Name ||
+		job.Spec.Template.Labels[rayparams.LabelNodeType] != "redis-cleanup" || job.Labels[rayparams.LabelCreatedBy] != rayparams.CreatedBy {
 		t.Errorf("name %s, labels %v, template labels %v", job.Name, job.Labels, job.Spec.Template.Labels)
 	}
 	if len(job.OwnerReferences) != 1 || job.OwnerReferences[0].Kind != "RayCluster" || job.OwnerReferences[0].UID != c.UID {

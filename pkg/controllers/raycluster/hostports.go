@@ -14,7 +14,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
-// Where the node's pods share the host's network (manager.Env.HostNetworkPods), every Ray pod gets a
+// Where the node's pods share the host's network (ctrlset.Env.HostNetworkPods), every Ray pod gets a
 // block of the host's loopback ports (rayports). A cluster's head keeps one block for the cluster's
 // life, which its head Service records (rayports.Annotation) and points its target ports at; each
 // worker takes a block of its own, which its Pod records. Blocks in use are those the cache's Ray Pods

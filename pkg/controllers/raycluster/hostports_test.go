@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
@@ -59,7 +60,7 @@ func TestPodsOnHostPorts(t *testing.T) {
 		t.Errorf("worker's GCS wait: %s", init)
 	}
 	for _, p := range w.Ports {
-		if p.Name == metricsPortName && p.ContainerPort != 20073 {
+		if p.Name == rayparams.MetricsPortName && p.ContainerPort != 20073 {
 			t.Errorf("worker's metrics port %d", p.ContainerPort)
 		}
 	}

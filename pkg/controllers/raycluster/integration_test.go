@@ -31,8 +31,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -73,16 +74,16 @@ func runWithServer(m *testing.M) int {
 	defer inst.Stop()
 	defer os.RemoveAll(inst.DataDir)
 
-	reg := &manager.Registry{}
+	reg := &ctrlset.Registry{}
 	reg.Register(raycluster.Name, raycluster.Setup)
-	opts := manager.DefaultOptions()
+	opts := ctrlset.DefaultOptions()
 	opts.Registry = reg
 	opts.Sink = obs
 	opts.Logger = logr.Discard()
 	if os.Getenv("RAYCTL_TEST_LOG") != "" {
 		opts.Logger = funcr.New(func(p, a string) { fmt.Fprintln(os.Stderr, p, a) }, funcr.Options{Verbosity: 1})
 	}
-	mgr, err := manager.New(inst.Config, opts)
+	mgr, err := ctrlset.New(inst.Config, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
@@ -91,7 +92,7 @@ func runWithServer(m *testing.M) int {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	if cl, err = client.New(inst.Config, client.Options{Scheme: manager.Scheme()}); err != nil {
+	if cl, err = client.New(inst.Config, client.Options{Scheme: ctrlset.Scheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		return 1
 	}
@@ -633,14 +634,14 @@ func TestGCSFaultTolerance(t *testing.T) {
 	for _, e := range head.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	if head.Annotations[raycluster.AnnotationFTEnabled] != "true" || env[raycluster.EnvRedisAddress] != "redis:6379" ||
+	if head.Annotations[rayparams.AnnotationFTEnabled] != "true" || env[raycluster.EnvRedisAddress] != "redis:6379" ||
 		env[raycluster.EnvRedisPassword] != "pw" || env[raycluster.EnvExternalStorageNS] != string(c.UID) {
 		t.Errorf("head annotations %v, env %v", head.Annotations, env)
 	}
 
 	bad := sample(t, ns, 0)
 	bad.Name = "both-ways"
-	bad.Annotations = map[string]string{raycluster.AnnotationFTEnabled: "true"}
+	bad.Annotations = map[string]string{rayparams.AnnotationFTEnabled: "true"}
 	bad.Spec.GcsFaultToleranceOptions = c.Spec.GcsFaultToleranceOptions
 	if err := cl.Create(ctx, bad); err != nil {
 		t.Fatal(err)
@@ -669,7 +670,7 @@ func TestRedisCleanupAtDeletion(t *testing.T) {
 		}
 		heads := client.MatchingLabels{"ray.io/cluster": name, "ray.io/node-type": "head"}
 		eventually(ctx, t, name+"'s finalizer and head Pod", func() bool {
-			return slices.Contains(get(ctx, t, ns, name).Finalizers, raycluster.FinalizerRedisCleanup) && len(pods(ctx, t, ns, heads)) == 1
+			return slices.Contains(get(ctx, t, ns, name).Finalizers, rayparams.FinalizerRedisCleanup) && len(pods(ctx, t, ns, heads)) == 1
 		}, describe(ctx, t, ns, name))
 
 		// A finalizer of the test's holds the head Pod as a kubelet would while its containers stop.
@@ -732,14 +733,14 @@ func TestRedisCleanupAtDeletion(t *testing.T) {
 	// Fault tolerance turned on by the annotation and off again: the finalizer holds nothing to clean up.
 	c := sample(t, ns, 0)
 	c.Name = "ft-off"
-	c.Annotations = map[string]string{raycluster.AnnotationFTEnabled: "true"}
+	c.Annotations = map[string]string{rayparams.AnnotationFTEnabled: "true"}
 	if err := cl.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "ft-off's finalizer", func() bool {
-		return slices.Contains(get(ctx, t, ns, c.Name).Finalizers, raycluster.FinalizerRedisCleanup)
+		return slices.Contains(get(ctx, t, ns, c.Name).Finalizers, rayparams.FinalizerRedisCleanup)
 	}, describe(ctx, t, ns, c.Name))
-	if err := update(ctx, ns, c.Name, func(c *rayv1.RayCluster) { delete(c.Annotations, raycluster.AnnotationFTEnabled) }); err != nil {
+	if err := update(ctx, ns, c.Name, func(c *rayv1.RayCluster) { delete(c.Annotations, rayparams.AnnotationFTEnabled) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.Delete(ctx, get(ctx, t, ns, c.Name)); err != nil {

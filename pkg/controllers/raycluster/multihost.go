@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster/expectations"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Multi-host worker groups, as KubeRay v1.7 runs them with RayMultiHostIndexing on (its default): a
@@ -28,7 +29,7 @@ import (
 func freeIndices(pods []corev1.Pod) func() int {
 	used := map[int]bool{}
 	for i := range pods {
-		if n, err := strconv.Atoi(pods[i].Labels[LabelReplicaIndex]); err == nil {
+		if n, err := strconv.Atoi(pods[i].Labels[rayparams.LabelReplicaIndex]); err == nil {
 			used[n] = true
 		}
 	}
@@ -63,14 +64,14 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, c *rayv1.RayCluster,
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		name := p.Labels[LabelReplicaName]
+		name := p.Labels[rayparams.LabelReplicaName]
 		if name == "" {
 			broken = append(broken, p) // made before multi-host indexing, or by hand
 			continue
 		}
 		rp := byName[name]
 		if rp == nil {
-			idx, _ := strconv.Atoi(p.Labels[LabelReplicaIndex])
+			idx, _ := strconv.Atoi(p.Labels[rayparams.LabelReplicaIndex])
 			rp = &replica{name: name, index: idx, ready: true}
 			byName[name] = rp
 		}
@@ -87,7 +88,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, c *rayv1.RayCluster,
 	}
 	if len(broken) > 0 {
 		for _, p := range broken {
-			if err := r.deleteWorker(ctx, c, key, p, fmt.Sprintf("its replica %q does not have all its %d hosts", p.Labels[LabelReplicaName], hosts)); err != nil {
+			if err := r.deleteWorker(ctx, c, key, p, fmt.Sprintf("its replica %q does not have all its %d hosts", p.Labels[rayparams.LabelReplicaName], hosts)); err != nil {
 				return err
 			}
 		}
@@ -132,7 +133,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, c *rayv1.RayCluster,
 		}
 		free := freeIndices(all)
 		for range diff {
-			slot := ReplicaSlot{Index: free(), Name: checkLabel(g.GroupName + "-" + rand.String(5))}
+			slot := ReplicaSlot{Index: free(), Name: rayparams.CheckLabel(g.GroupName + "-" + rand.String(5))}
 			for slot.Host = 0; slot.Host < hosts; slot.Host++ {
 				if err := r.createWorker(ctx, c, g, slot); err != nil {
 					return err
@@ -190,13 +191,13 @@ func HeadlessWorkerService(c *rayv1.RayCluster) *corev1.Service {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: HeadlessWorkerServiceName(c), Namespace: c.Namespace,
-			Labels:          map[string]string{LabelHeadlessWorkerService: c.Name},
+			Labels:          map[string]string{rayparams.LabelHeadlessWorkerService: c.Name},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(c)},
 		},
 		Spec: corev1.ServiceSpec{
 			Type:                     corev1.ServiceTypeClusterIP,
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 map[string]string{LabelCluster: c.Name, LabelNodeType: string(rayv1.WorkerNode)},
+			Selector:                 map[string]string{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.WorkerNode)},
 			PublishNotReadyAddresses: true,
 		},
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // replicasOf groups the live worker Pods of group g by replica name, each replica described as
@@ -26,15 +26,15 @@ func replicasOf(ctx context.Context, t *testing.T, ns, g string) map[string]stri
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		name := p.Labels[raycluster.LabelReplicaName]
+		name := p.Labels[rayparams.LabelReplicaName]
 		if name == "" {
 			name = "pod/" + p.Name
 		}
-		hosts[name] = append(hosts[name], p.Labels[raycluster.LabelHostIndex])
-		if prev, ok := index[name]; ok && prev != p.Labels[raycluster.LabelReplicaIndex] {
+		hosts[name] = append(hosts[name], p.Labels[rayparams.LabelHostIndex])
+		if prev, ok := index[name]; ok && prev != p.Labels[rayparams.LabelReplicaIndex] {
 			index[name] = "mixed"
 		} else {
-			index[name] = p.Labels[raycluster.LabelReplicaIndex]
+			index[name] = p.Labels[rayparams.LabelReplicaIndex]
 		}
 	}
 	out := map[string]string{}
@@ -97,7 +97,7 @@ func TestMultiHostReplicas(t *testing.T) {
 	}
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses ||
 		svc.Spec.Selector["ray.io/cluster"] != name || svc.Spec.Selector["ray.io/node-type"] != "worker" ||
-		svc.Labels[raycluster.LabelHeadlessWorkerService] != name {
+		svc.Labels[rayparams.LabelHeadlessWorkerService] != name {
 		t.Errorf("headless worker Service: labels %v spec %+v", svc.Labels, svc.Spec)
 	}
 	runPods(ctx, t, ns)
@@ -109,7 +109,7 @@ func TestMultiHostReplicas(t *testing.T) {
 			lost = rn
 		}
 	}
-	host := pods(ctx, t, ns, client.MatchingLabels{raycluster.LabelReplicaName: lost, raycluster.LabelHostIndex: "1"})
+	host := pods(ctx, t, ns, client.MatchingLabels{rayparams.LabelReplicaName: lost, rayparams.LabelHostIndex: "1"})
 	if len(host) != 1 {
 		t.Fatalf("replica %s host 1: %d Pods", lost, len(host))
 	}
@@ -132,7 +132,7 @@ func TestMultiHostReplicas(t *testing.T) {
 	for n := range left {
 		rn = n
 	}
-	named := pods(ctx, t, ns, client.MatchingLabels{raycluster.LabelReplicaName: rn, raycluster.LabelHostIndex: "0"})[0].Name
+	named := pods(ctx, t, ns, client.MatchingLabels{rayparams.LabelReplicaName: rn, rayparams.LabelHostIndex: "0"})[0].Name
 	patchSpec(ctx, t, ns, name, func(c *rayv1.RayCluster) {
 		c.Spec.WorkerGroupSpecs[1].Replicas = ptr.To[int32](0)
 		c.Spec.WorkerGroupSpecs[1].ScaleStrategy.WorkersToDelete = []string{named}

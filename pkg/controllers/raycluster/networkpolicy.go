@@ -27,7 +27,8 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // NetworkPolicyName is the name of the controller that acts on a RayCluster's spec.networkPolicy (KubeRay
@@ -40,10 +41,6 @@ const (
 	NetworkPolicyDenyAllIngress = "DenyAllIngress"
 	NetworkPolicyDenyAllEgress  = "DenyAllEgress"
 )
-
-// LabelSubmissionMode is the label a RayJob's RayCluster carries with the job's submission mode; a
-// K8sJobMode job's submitter pod may reach its head's dashboard through the head's NetworkPolicy.
-const LabelSubmissionMode = "ray.io/job-submission-mode"
 
 // The events of the NetworkPolicy controller, KubeRay's reasons.
 const (
@@ -93,12 +90,9 @@ type NetworkPolicyReconciler struct {
 	recorder record.EventRecorder
 }
 
-// SetupNetworkPolicy is the manager.SetupFunc of the NetworkPolicy controller.
-func SetupNetworkPolicy(mgr ctrl.Manager, env manager.Env) error {
+// SetupNetworkPolicy is the ctrlset.SetupFunc of the NetworkPolicy controller.
+func SetupNetworkPolicy(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &NetworkPolicyReconciler{client: mgr.GetClient(), scheme: mgr.GetScheme(), recorder: env.Recorder}
-	if r.recorder == nil {
-		r.recorder = &record.FakeRecorder{}
-	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayCluster"))
 	return ctrl.NewControllerManagedBy(mgr).
@@ -120,7 +114,7 @@ func (r *NetworkPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
 		return ctrl.Result{}, err
 	}
-	if m := c.Spec.ManagedBy; m != nil && *m != "" && *m != ManagedByKubeRay {
+	if m := c.Spec.ManagedBy; m != nil && *m != "" && *m != rayparams.ManagedByKubeRay {
 		return ctrl.Result{}, nil
 	}
 	np, err := networkPolicyOf(u)
@@ -221,8 +215,8 @@ func BuildNetworkPolicies(c *rayv1.RayCluster, np *NetworkPolicyConfig) []*netwo
 	}
 	ingress := mode == NetworkPolicyDenyAll || mode == NetworkPolicyDenyAllIngress
 	egress := mode == NetworkPolicyDenyAll || mode == NetworkPolicyDenyAllEgress
-	out := []*networkingv1.NetworkPolicy{policyFor(c, c.Name+"-head", HeadGroup,
-		map[string]string{LabelCluster: c.Name, LabelNodeType: string(rayv1.HeadNode)},
+	out := []*networkingv1.NetworkPolicy{policyFor(c, c.Name+"-head", rayparams.HeadGroup,
+		map[string]string{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)},
 		ingress, egress, headIngress(c), np.Head)}
 	for _, g := range c.Spec.WorkerGroupSpecs {
 		custom := np.Worker
@@ -233,7 +227,7 @@ func BuildNetworkPolicies(c *rayv1.RayCluster, np *NetworkPolicyConfig) []*netwo
 			}
 		}
 		out = append(out, policyFor(c, c.Name+"-workers-"+g.GroupName, g.GroupName,
-			map[string]string{LabelCluster: c.Name, LabelNodeType: string(rayv1.WorkerNode), LabelGroup: g.GroupName},
+			map[string]string{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.WorkerNode), rayparams.LabelGroup: g.GroupName},
 			ingress, egress, clusterIngress(c), custom))
 	}
 	return out
@@ -244,7 +238,7 @@ func policyFor(c *rayv1.RayCluster, name, group string, selector map[string]stri
 	base []networkingv1.NetworkPolicyIngressRule, custom *NetworkPolicyRules) *networkingv1.NetworkPolicy {
 	p := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{
-			LabelCluster: c.Name, LabelGroup: group, LabelAppName: AppName, LabelCreatedBy: CreatedBy}},
+			rayparams.LabelCluster: c.Name, rayparams.LabelGroup: group, rayparams.LabelAppName: rayparams.AppName, rayparams.LabelCreatedBy: rayparams.CreatedBy}},
 		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: selector}},
 	}
 	if ingress {
@@ -267,7 +261,7 @@ func policyFor(c *rayv1.RayCluster, name, group string, selector map[string]stri
 
 // clusterPeer is every pod of the cluster.
 func clusterPeer(c *rayv1.RayCluster) networkingv1.NetworkPolicyPeer {
-	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelCluster: c.Name}}}
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{rayparams.LabelCluster: c.Name}}}
 }
 
 // clusterIngress lets the cluster's own pods in, on every port.
@@ -279,14 +273,14 @@ func clusterIngress(c *rayv1.RayCluster) []networkingv1.NetworkPolicyIngressRule
 // dashboard port.
 func headIngress(c *rayv1.RayCluster) []networkingv1.NetworkPolicyIngressRule {
 	rules := clusterIngress(c)
-	if c.Labels[LabelSubmissionMode] != string(rayv1.K8sJobMode) {
+	if c.Labels[rayparams.LabelSubmissionMode] != string(rayv1.K8sJobMode) {
 		return rules
 	}
 	for _, o := range c.OwnerReferences {
 		if o.Kind != "RayJob" || o.Controller == nil || !*o.Controller || !strings.HasPrefix(o.APIVersion, "ray.io/") {
 			continue
 		}
-		port := intstr.FromInt32(DefaultDashboardPort)
+		port := intstr.FromInt32(rayparams.DefaultDashboardPort)
 		if s, ok := c.Spec.HeadGroupSpec.RayStartParams["dashboard-port"]; ok {
 			if n, err := strconv.ParseInt(s, 10, 32); err == nil {
 				port = intstr.FromInt32(int32(n))
@@ -295,7 +289,7 @@ func headIngress(c *rayv1.RayCluster) []networkingv1.NetworkPolicyIngressRule {
 		tcp := corev1.ProtocolTCP
 		return append(rules, networkingv1.NetworkPolicyIngressRule{
 			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				"ray.io/originated-from-cr-name": o.Name, LabelOriginatedCRD: "RayJob"}}}},
+				rayparams.LabelOriginName: o.Name, rayparams.LabelOriginatedCRD: rayparams.OriginRayJob}}}},
 			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
 		})
 	}
@@ -364,7 +358,7 @@ func (r *NetworkPolicyReconciler) createOrUpdate(ctx context.Context, c *rayv1.R
 // deleteStale deletes c's NetworkPolicies whose names keep does not hold.
 func (r *NetworkPolicyReconciler) deleteStale(ctx context.Context, c *rayv1.RayCluster, keep map[string]bool) error {
 	var list networkingv1.NetworkPolicyList
-	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelCluster: c.Name}); err != nil {
+	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{rayparams.LabelCluster: c.Name}); err != nil {
 		return err
 	}
 	for i := range list.Items {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // The policies of KubeRay v1.7's deny-all shape: names, selectors, directions, the cluster's own pods let
@@ -76,7 +77,7 @@ spec:
 		if fmt.Sprint(p.Spec.PolicyTypes) != "[Ingress Egress]" {
 			t.Errorf("%s policyTypes %v, want both (DenyAll is the default)", p.Name, p.Spec.PolicyTypes)
 		}
-		if own := p.Spec.Ingress[0].From[0].PodSelector; own == nil || own.MatchLabels[LabelCluster] != "c" || len(p.Spec.Ingress[0].Ports) != 0 {
+		if own := p.Spec.Ingress[0].From[0].PodSelector; own == nil || own.MatchLabels[rayparams.LabelCluster] != "c" || len(p.Spec.Ingress[0].Ports) != 0 {
 			t.Errorf("%s: first ingress rule %+v, want the cluster's pods on every port", p.Name, p.Spec.Ingress[0])
 		}
 	}

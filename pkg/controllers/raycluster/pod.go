@@ -19,21 +19,13 @@ import (
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
-// Ports and names KubeRay uses by default.
+// Names of what the controller adds to Ray Pods.
 const (
-	DefaultGCSPort            = 6379
-	DefaultDashboardPort      = 8265
-	DefaultClientPort         = 10001
-	DefaultMetricsPort        = 8080
-	DefaultServePort          = 8000
-	DefaultDashboardAgentPort = 52365
-
 	// KubeRayVersion is the KubeRay release whose behaviour this controller follows.
 	KubeRayVersion = "v1.5.0"
 
 	sharedMemoryVolume = "shared-mem"
 	sharedMemoryPath   = "/dev/shm"
-	metricsPortName    = "metrics"
 	initContainerName  = "wait-gcs-ready"
 )
 
@@ -116,7 +108,7 @@ func (o BuildOptions) domain() string {
 
 // HeadFQDN is the fully qualified name workers reach the head at: `<head-svc>.<ns>.svc.<domain>`.
 func HeadFQDN(c *rayv1.RayCluster, o BuildOptions) string {
-	return fmt.Sprintf("%s.%s.svc.%s", HeadServiceName(c), c.Namespace, o.domain())
+	return fmt.Sprintf("%s.%s.svc.%s", rayparams.HeadServiceName(c), c.Namespace, o.domain())
 }
 
 // headPort is the GCS port workers connect to: rayStartParams.port, else 6379.
@@ -124,7 +116,7 @@ func headPort(c *rayv1.RayCluster) string {
 	if p, ok := c.Spec.HeadGroupSpec.RayStartParams["port"]; ok {
 		return p
 	}
-	return strconv.Itoa(DefaultGCSPort)
+	return strconv.Itoa(rayparams.DefaultGCSPort)
 }
 
 // HeadPod returns the head Pod KubeRay would create for c (named by generateName `<cluster>-head-`).
@@ -141,7 +133,7 @@ func HeadPod(c *rayv1.RayCluster, o BuildOptions) *corev1.Pod {
 	}
 	rayparams.ApplyGroupResources(params, g.Resources)
 	applyGroupLabels(params, g.Labels)
-	tmpl.Labels = podLabels(rayv1.HeadNode, c.Name, HeadGroup, merged(g.Template.Labels, g.Labels))
+	tmpl.Labels = podLabels(rayv1.HeadNode, c.Name, rayparams.HeadGroup, merged(g.Template.Labels, g.Labels))
 	if _, ok := params["dashboard-host"]; !ok {
 		params["dashboard-host"] = "0.0.0.0"
 	}
@@ -175,10 +167,10 @@ func WorkerPod(c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, o BuildOptions) *c
 	applyGroupLabels(params, g.Labels)
 	tmpl.Labels = podLabels(rayv1.WorkerNode, c.Name, g.GroupName, merged(g.Template.Labels, g.Labels))
 	if s := o.Replica; s != nil {
-		tmpl.Labels[LabelReplicaIndex] = strconv.Itoa(s.Index)
+		tmpl.Labels[rayparams.LabelReplicaIndex] = strconv.Itoa(s.Index)
 		if numOfHosts(g) > 1 {
-			tmpl.Labels[LabelReplicaName] = s.Name
-			tmpl.Labels[LabelHostIndex] = strconv.Itoa(s.Host)
+			tmpl.Labels[rayparams.LabelReplicaName] = s.Name
+			tmpl.Labels[rayparams.LabelHostIndex] = strconv.Itoa(s.Host)
 		}
 	}
 	if _, ok := params["address"]; !ok {
@@ -221,12 +213,12 @@ func (o BuildOptions) placePorts(tmpl *corev1.PodTemplateSpec, params map[string
 // portRoles maps the ports Ray's listeners take by default (or as params set them) to their roles.
 func portRoles(params map[string]string) map[int32]rayports.Role {
 	return map[int32]rayports.Role{
-		paramPort(params, "port", DefaultGCSPort):                                   rayports.GCS,
-		paramPort(params, "dashboard-port", DefaultDashboardPort):                   rayports.Dashboard,
-		paramPort(params, "ray-client-server-port", DefaultClientPort):              rayports.Client,
-		paramPort(params, "metrics-export-port", DefaultMetricsPort):                rayports.Metrics,
-		paramPort(params, "dashboard-agent-listen-port", DefaultDashboardAgentPort): rayports.AgentListen,
-		DefaultServingPort: rayports.Serve,
+		paramPort(params, "port", rayparams.DefaultGCSPort):                                   rayports.GCS,
+		paramPort(params, "dashboard-port", rayparams.DefaultDashboardPort):                   rayports.Dashboard,
+		paramPort(params, "ray-client-server-port", rayparams.DefaultClientPort):              rayports.Client,
+		paramPort(params, "metrics-export-port", rayparams.DefaultMetricsPort):                rayports.Metrics,
+		paramPort(params, "dashboard-agent-listen-port", rayparams.DefaultDashboardAgentPort): rayports.AgentListen,
+		rayparams.DefaultServingPort:                                                          rayports.Serve,
 	}
 }
 
@@ -295,11 +287,11 @@ func merged(a, b map[string]string) map[string]string {
 // setCommonParams adds what KubeRay adds to every node's `ray start`.
 func setCommonParams(params map[string]string) {
 	if _, ok := params["metrics-export-port"]; !ok {
-		params["metrics-export-port"] = strconv.Itoa(DefaultMetricsPort)
+		params["metrics-export-port"] = strconv.Itoa(rayparams.DefaultMetricsPort)
 	}
 	params["block"] = "true"
 	if _, ok := params["dashboard-agent-listen-port"]; !ok {
-		params["dashboard-agent-listen-port"] = strconv.Itoa(DefaultDashboardAgentPort)
+		params["dashboard-agent-listen-port"] = strconv.Itoa(rayparams.DefaultDashboardAgentPort)
 	}
 }
 
@@ -308,21 +300,21 @@ func annotate(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec) {
 		tmpl.Annotations = map[string]string{}
 	}
 	if overwriteCmd(c) {
-		tmpl.Annotations[AnnotationOverwriteCmd] = "true"
+		tmpl.Annotations[rayparams.AnnotationOverwriteCmd] = "true"
 	}
 }
 
 func overwriteCmd(c *rayv1.RayCluster) bool {
-	return strings.EqualFold(c.Annotations[AnnotationOverwriteCmd], "true")
+	return strings.EqualFold(c.Annotations[rayparams.AnnotationOverwriteCmd], "true")
 }
 
 func addMetricsPort(ray *corev1.Container) {
 	for _, p := range ray.Ports {
-		if p.Name == metricsPortName {
+		if p.Name == rayparams.MetricsPortName {
 			return
 		}
 	}
-	ray.Ports = append(ray.Ports, corev1.ContainerPort{Name: metricsPortName, ContainerPort: DefaultMetricsPort})
+	ray.Ports = append(ray.Ports, corev1.ContainerPort{Name: rayparams.MetricsPortName, ContainerPort: rayparams.DefaultMetricsPort})
 }
 
 // buildPod finishes a head or worker Pod as KubeRay's BuildPod does: shared memory, the `ray start`
@@ -380,7 +372,7 @@ func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNode
 		markServing(pod, ray, t)
 	}
 	if !o.NoProbes {
-		agent, dashboard := int32(DefaultDashboardAgentPort), int32(DefaultDashboardPort)
+		agent, dashboard := int32(rayparams.DefaultDashboardAgentPort), int32(rayparams.DefaultDashboardPort)
 		if o.Ports != nil {
 			agent, dashboard = o.Ports.Own.Port(rayports.AgentListen), o.Ports.Own.Port(rayports.Dashboard)
 		}
@@ -498,9 +490,9 @@ func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqd
 			corev1.EnvVar{Name: "RAY_IP", Value: shortHost(fqdn)})
 	}
 	ray.Env = append(ray.Env,
-		fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", LabelCluster)),
+		fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", rayparams.LabelCluster)),
 		fieldEnv("RAY_CLOUD_INSTANCE_ID", "metadata.name"),
-		fieldEnv("RAY_NODE_TYPE_NAME", fmt.Sprintf("metadata.labels['%s']", LabelGroup)),
+		fieldEnv("RAY_NODE_TYPE_NAME", fmt.Sprintf("metadata.labels['%s']", rayparams.LabelGroup)),
 		corev1.EnvVar{Name: "KUBERAY_GEN_RAY_START_CMD", Value: startCmd},
 	)
 	add := func(name, value string) {
@@ -512,7 +504,7 @@ func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqd
 	add("RAY_ADDRESS", ip+":"+port)
 	add("RAY_USAGE_STATS_KUBERAY_IN_USE", "1")
 	if t == rayv1.HeadNode {
-		crd := c.Labels[LabelOriginatedCRD]
+		crd := c.Labels[rayparams.LabelOriginatedCRD]
 		if crd == "" {
 			crd = "RayCluster"
 		}
@@ -561,21 +553,9 @@ func setProbes(ray *corev1.Container, t rayv1.RayNodeType, serve bool, agentPort
 	}
 }
 
-// Labels, ports and environment of the Pods of a RayService's cluster (KubeRay's).
-const (
-	// LabelServe selects, with "true", the Pods the RayService's serve Service sends traffic to.
-	LabelServe = "ray.io/serve"
-	// OriginRayService is the ray.io/originated-from-crd value of a RayService's cluster.
-	OriginRayService = "RayService"
-	// ServingPortName is the head container port of Ray Serve's HTTP proxy.
-	ServingPortName = "serve"
-	// DefaultServingPort is Ray Serve's HTTP port when the container names none.
-	DefaultServingPort = 8000
-)
-
 // fromRayService reports whether a RayService made the cluster.
 func fromRayService(c *rayv1.RayCluster) bool {
-	return c.Labels[LabelOriginatedCRD] == OriginRayService
+	return c.Labels[rayparams.LabelOriginatedCRD] == rayparams.OriginRayService
 }
 
 // markServing labels a RayService cluster's Pod for its serve Service, as KubeRay does: a worker
@@ -585,9 +565,9 @@ func markServing(pod *corev1.Pod, ray *corev1.Container, t rayv1.RayNodeType) {
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[LabelServe] = "true"
+	pod.Labels[rayparams.LabelServe] = "true"
 	if t == rayv1.HeadNode {
-		pod.Labels[LabelServe] = "false"
+		pod.Labels[rayparams.LabelServe] = "false"
 	}
 	if !hasEnv(ray.Env, "RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO") {
 		ray.Env = append(ray.Env, corev1.EnvVar{Name: "RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO", Value: "0"})
@@ -597,9 +577,9 @@ func markServing(pod *corev1.Pod, ray *corev1.Container, t rayv1.RayNodeType) {
 // servingPort is the container's Serve port.
 func servingPort(ray *corev1.Container) int32 {
 	for _, p := range ray.Ports {
-		if p.Name == ServingPortName {
+		if p.Name == rayparams.ServingPortName {
 			return p.ContainerPort
 		}
 	}
-	return DefaultServingPort
+	return rayparams.DefaultServingPort
 }

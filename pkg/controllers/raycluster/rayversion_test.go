@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // TestRayVersionWarning: a head pod whose Ray image the host's Ray runs is announced with a Warning
@@ -35,7 +36,7 @@ func TestRayVersionWarning(t *testing.T) {
 		{"no rayVersion", "", "rayproject/ray:2.46.0", hostRay, ""},
 	} {
 		rec := record.NewFakeRecorder(4)
-		r := NewReconciler(nil, manager.Env{Recorder: rec, HostRayVersion: tc.hostRay}, BuildOptions{})
+		r := NewReconciler(nil, ctrlset.Env{Recorder: rec, Hooks: chainhooks.New(Name, nil), HostRayVersion: tc.hostRay}, BuildOptions{})
 		c := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: rayv1.RayClusterSpec{RayVersion: tc.version}}
 		head := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-head", Image: tc.image}}}}
 		r.warnRayVersion(c, head)

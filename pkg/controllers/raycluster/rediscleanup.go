@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Redis cleanup at deletion, as KubeRay v1.6 does it for a cluster with GCS fault tolerance: the
@@ -26,11 +27,6 @@ import (
 // cleanup that hangs does not hold the RayCluster forever: after ray.io/gcs-ft-deletion-timeout seconds
 // (300 by default) from the deletion the finalizer is removed anyway, with a Warning.
 const (
-	// FinalizerRedisCleanup holds a fault-tolerant RayCluster until its Redis cleanup Job has finished.
-	FinalizerRedisCleanup = "ray.io/gcs-ft-redis-cleanup-finalizer"
-	// AnnotationGCSFTDeletionTimeout (whole seconds) overrides how long a deleted RayCluster waits for
-	// its cleanup before the finalizer is removed regardless.
-	AnnotationGCSFTDeletionTimeout = "ray.io/gcs-ft-deletion-timeout"
 	// DefaultGCSFTDeletionTimeout is that wait when the annotation is absent or not a positive number.
 	DefaultGCSFTDeletionTimeout = 300 * time.Second
 
@@ -73,7 +69,7 @@ func redisCleanupScript(withUsername bool) string {
 
 // RedisCleanupJobName is the name of c's Redis cleanup Job.
 func RedisCleanupJobName(c *rayv1.RayCluster) string {
-	return checkLabel(c.Name + "-redis-cleanup")
+	return rayparams.CheckLabel(c.Name + "-redis-cleanup")
 }
 
 // RedisCleanupJob returns the Job KubeRay runs when a fault-tolerant c is deleted: the head Pod's Ray
@@ -82,7 +78,7 @@ func RedisCleanupJobName(c *rayv1.RayCluster) string {
 // owned by it. It does not modify c.
 func RedisCleanupJob(c *rayv1.RayCluster, o BuildOptions) *batchv1.Job {
 	pod := HeadPod(c, o)
-	pod.Labels[LabelNodeType] = string(rayv1.RedisCleanupNode)
+	pod.Labels[rayparams.LabelNodeType] = string(rayv1.RedisCleanupNode)
 	ray := pod.Spec.Containers[0]
 	ray.Command = shellCommand()
 	ray.Args = []string{redisCleanupScript(hasEnv(ray.Env, EnvRedisUsername))}
@@ -113,7 +109,7 @@ func RedisCleanupJob(c *rayv1.RayCluster, o BuildOptions) *batchv1.Job {
 
 // gcsFTDeletionTimeout is how long deleted c waits for its cleanup.
 func gcsFTDeletionTimeout(c *rayv1.RayCluster) time.Duration {
-	if s, err := strconv.Atoi(c.Annotations[AnnotationGCSFTDeletionTimeout]); err == nil && s > 0 {
+	if s, err := strconv.Atoi(c.Annotations[rayparams.AnnotationGCSFTDeletionTimeout]); err == nil && s > 0 {
 		return time.Duration(s) * time.Second
 	}
 	return DefaultGCSFTDeletionTimeout
@@ -134,9 +130,9 @@ func jobFinished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 func (r *Reconciler) setFinalizer(ctx context.Context, c *rayv1.RayCluster, add bool) error {
 	orig := c.DeepCopy()
 	if add {
-		controllerutil.AddFinalizer(c, FinalizerRedisCleanup)
+		controllerutil.AddFinalizer(c, rayparams.FinalizerRedisCleanup)
 	} else {
-		controllerutil.RemoveFinalizer(c, FinalizerRedisCleanup)
+		controllerutil.RemoveFinalizer(c, rayparams.FinalizerRedisCleanup)
 	}
 	return r.client.Patch(ctx, c, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
@@ -146,7 +142,7 @@ func (r *Reconciler) setFinalizer(ctx context.Context, c *rayv1.RayCluster, add 
 // c is being deleted.
 func (r *Reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayCluster) (res ctrl.Result, done bool, err error) {
 	if !GCSFaultToleranceEnabled(c) {
-		if !c.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(c, FinalizerRedisCleanup) {
+		if !c.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(c, rayparams.FinalizerRedisCleanup) {
 			// Fault tolerance was turned off after the finalizer was added (the annotation removed, say):
 			// no Redis to clean up is known, so the finalizer only holds the cluster. (KubeRay keeps it.)
 			return ctrl.Result{}, true, r.setFinalizer(ctx, c, false)
@@ -154,12 +150,12 @@ func (r *Reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayClus
 		return ctrl.Result{}, false, nil
 	}
 	if c.DeletionTimestamp.IsZero() {
-		if controllerutil.ContainsFinalizer(c, FinalizerRedisCleanup) {
+		if controllerutil.ContainsFinalizer(c, rayparams.FinalizerRedisCleanup) {
 			return ctrl.Result{}, false, nil
 		}
 		return ctrl.Result{RequeueAfter: r.requeueAfter}, true, r.setFinalizer(ctx, c, true)
 	}
-	if !controllerutil.ContainsFinalizer(c, FinalizerRedisCleanup) {
+	if !controllerutil.ContainsFinalizer(c, rayparams.FinalizerRedisCleanup) {
 		return ctrl.Result{}, true, nil
 	}
 	res, err = r.cleanUpRedis(ctx, c)
@@ -170,11 +166,11 @@ func (r *Reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayClus
 // finalizer.
 func (r *Reconciler) cleanUpRedis(ctx context.Context, c *rayv1.RayCluster) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	head := client.MatchingLabels{LabelCluster: c.Name, LabelNodeType: string(rayv1.HeadNode)}
+	head := client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)}
 	if _, err := r.deleteAll(ctx, c, head); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := r.deleteAll(ctx, c, client.MatchingLabels{LabelCluster: c.Name, LabelNodeType: string(rayv1.WorkerNode)}); err != nil {
+	if _, err := r.deleteAll(ctx, c, client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.WorkerNode)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	heads, err := r.listPods(ctx, c, head)
@@ -191,13 +187,13 @@ func (r *Reconciler) cleanUpRedis(ctx context.Context, c *rayv1.RayCluster) (ctr
 		}
 		r.recorder.Eventf(c, corev1.EventTypeWarning, EventForceDeletedStuckCluster,
 			"Removed the finalizer %s %s after the deletion, as the Redis cleanup had not finished within %s (%s); "+
-				"delete the keys of its storage namespace from Redis yourself", FinalizerRedisCleanup, age.Round(time.Second), timeout, AnnotationGCSFTDeletionTimeout)
+				"delete the keys of its storage namespace from Redis yourself", rayparams.FinalizerRedisCleanup, age.Round(time.Second), timeout, rayparams.AnnotationGCSFTDeletionTimeout)
 		return ctrl.Result{}, nil
 	}
 
 	var jobs batchv1.JobList
 	if err := r.client.List(ctx, &jobs, client.InNamespace(c.Namespace),
-		client.MatchingLabels{LabelCluster: c.Name, LabelNodeType: string(rayv1.RedisCleanupNode)}); err != nil {
+		client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.RedisCleanupNode)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(jobs.Items) == 0 {
@@ -225,8 +221,8 @@ func (r *Reconciler) cleanUpRedis(ctx context.Context, c *rayv1.RayCluster) (ctr
 	if cond == batchv1.JobFailed {
 		r.recorder.Eventf(c, corev1.EventTypeWarning, EventRedisCleanupFailed,
 			"The Redis cleanup Job %s/%s failed (see its Pod's log); the finalizer is removed, but the keys of storage namespace %q may remain in Redis: delete them yourself",
-			job.Namespace, job.Name, job.Annotations[AnnotationExternalStorageNS])
+			job.Namespace, job.Name, job.Annotations[rayparams.AnnotationExternalStorageNS])
 	}
-	log.Info("Redis cleanup finished", "job", job.Name, "condition", cond, "storageNamespace", job.Annotations[AnnotationExternalStorageNS])
+	log.Info("Redis cleanup finished", "job", job.Name, "condition", cond, "storageNamespace", job.Annotations[rayparams.AnnotationExternalStorageNS])
 	return ctrl.Result{}, nil
 }

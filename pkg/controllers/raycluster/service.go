@@ -1,10 +1,10 @@
 package raycluster
 
 import (
-	"fmt"
 	"sort"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -21,27 +21,27 @@ import (
 func HeadService(c *rayv1.RayCluster) *corev1.Service {
 	sel := headServiceLabels(c.Name)
 	// Template labels may override the selector's values (KubeRay: only app.kubernetes.io/name).
-	if v, ok := c.Spec.HeadGroupSpec.Template.Labels[LabelAppName]; ok {
-		sel[LabelAppName] = v
+	if v, ok := c.Spec.HeadGroupSpec.Template.Labels[rayparams.LabelAppName]; ok {
+		sel[rayparams.LabelAppName] = v
 	}
 	ann := map[string]string{}
 	for k, v := range c.Spec.HeadServiceAnnotations {
 		ann[k] = v
 	}
 	var ports []corev1.ServicePort
-	for name, port := range servicePorts(c) {
+	for name, port := range rayparams.HeadServicePorts(&c.Spec) {
 		ports = append(ports, corev1.ServicePort{Name: name, Port: port, AppProtocol: ptr.To("tcp")})
 	}
 	sort.SliceStable(ports, func(i, j int) bool { return ports[i].Name < ports[j].Name })
 
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: HeadServiceName(c), Namespace: c.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: rayparams.HeadServiceName(c), Namespace: c.Namespace},
 	}
 	if hs := c.Spec.HeadGroupSpec.HeadService; hs != nil {
 		svc.ObjectMeta = *hs.ObjectMeta.DeepCopy()
 		svc.Spec = *hs.Spec.DeepCopy()
-		svc.Name, svc.Namespace = HeadServiceName(c), c.Namespace
+		svc.Name, svc.Namespace = rayparams.HeadServiceName(c), c.Namespace
 		svc.Spec.Ports = append(svc.Spec.Ports, ports...)
 		if svc.Spec.Type == "" {
 			svc.Spec.Type = c.Spec.HeadGroupSpec.ServiceType
@@ -68,32 +68,4 @@ func HeadService(c *rayv1.RayCluster) *corev1.Service {
 	}
 	svc.OwnerReferences = []metav1.OwnerReference{ownerRef(c)}
 	return svc
-}
-
-// servicePorts maps port names to numbers: the head container's ports (unnamed ones as "<n>-port"),
-// or KubeRay's defaults if it declares none, always with a metrics port.
-func servicePorts(c *rayv1.RayCluster) map[string]int32 {
-	ports := map[string]int32{}
-	if cs := c.Spec.HeadGroupSpec.Template.Spec.Containers; len(cs) > 0 {
-		for _, p := range cs[0].Ports {
-			name := p.Name
-			if name == "" {
-				name = fmt.Sprintf("%d-port", p.ContainerPort)
-			}
-			ports[name] = p.ContainerPort
-		}
-	}
-	if len(ports) == 0 {
-		ports = map[string]int32{
-			"client":     DefaultClientPort,
-			"gcs-server": DefaultGCSPort,
-			"dashboard":  DefaultDashboardPort,
-			"metrics":    DefaultMetricsPort,
-			"serve":      DefaultServePort,
-		}
-	}
-	if _, ok := ports[metricsPortName]; !ok {
-		ports[metricsPortName] = DefaultMetricsPort
-	}
-	return ports
 }

@@ -146,7 +146,7 @@ func computeStatus(c *rayv1.RayCluster, obs observed, now time.Time) (rayv1.RayC
 	s.ReadyWorkerReplicas, s.AvailableWorkerReplicas = 0, 0
 	for i := range obs.Pods {
 		p := &obs.Pods[i]
-		switch rayv1.RayNodeType(p.Labels[LabelNodeType]) {
+		switch rayv1.RayNodeType(p.Labels[rayparams.LabelNodeType]) {
 		case rayv1.HeadNode:
 			heads = append(heads, p)
 		case rayv1.WorkerNode:

@@ -38,20 +38,13 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Name is the controller's name, in logs, metrics and --controllers.
 const Name = "raycronjob"
-
-// Labels and annotations of the RayJobs a RayCronJob creates (KubeRay's keys).
-const (
-	// CronJobNameLabel names the RayCronJob that created a RayJob.
-	CronJobNameLabel = "ray.io/cronjob-name"
-	// ScheduledTimestampAnnotation is the scheduled time (RFC 3339, UTC) a RayJob was created for.
-	ScheduledTimestampAnnotation = "ray.io/cronjob-scheduled-timestamp"
-)
 
 // Event reasons.
 const (
@@ -71,40 +64,22 @@ const MaxNameLength = rayjob.MaxNameLength - 11
 // errorRequeue is how soon a failed write is tried again (KubeRay: 3 s).
 const errorRequeue = 3 * time.Second
 
-// Reconciler creates the RayJobs of RayCronJobs.
-type Reconciler struct {
+// reconciler creates the RayJobs of RayCronJobs.
+type reconciler struct {
 	client   client.Client
 	recorder record.EventRecorder
 	hooks    *chainhooks.Hooks
 	now      func() time.Time
 }
 
-// NewReconciler returns a reconciler that reads and writes through c and reports with env's recorder
-// and hooks.
-func NewReconciler(c client.Client, env manager.Env) *Reconciler {
-	r := &Reconciler{client: c, recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
-	if r.recorder == nil {
-		r.recorder = &record.FakeRecorder{}
-	}
-	if r.hooks == nil {
-		r.hooks = chainhooks.New(Name, nil)
-	}
-	return r
-}
-
-// Setup is the manager.SetupFunc of this controller:
-//
-//	manager.Register(raycronjob.Name, raycronjob.Setup)
-func Setup(mgr ctrl.Manager, env manager.Env) error {
-	return NewReconciler(mgr.GetClient(), env).SetupWithManager(mgr, env.ReconcileConcurrency)
-}
-
-// SetupWithManager watches RayCronJobs (For, no predicates) and the RayJobs they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	return r.hooks.NewControllerManagedBy(mgr).
+// Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group): For
+// RayCronJobs (no predicates), Owns the RayJobs they create.
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
+	r := &reconciler{client: mgr.GetClient(), recorder: env.Recorder, hooks: env.Hooks, now: time.Now}
+	return env.Hooks.NewControllerManagedBy(mgr).
 		For(newCronJob()).
 		Owns(&rayv1.RayJob{}).
-		MaxConcurrentReconciles(concurrency).
+		MaxConcurrentReconciles(env.ReconcileConcurrency).
 		Complete(r)
 }
 
@@ -129,7 +104,7 @@ type Spec struct {
 
 // Reconcile creates the RayJob of the latest scheduled time that has passed and is not yet recorded in
 // status.lastScheduleTime, and requeues for the next one.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	cj := newCronJob()
 	if err := r.client.Get(ctx, req.NamespacedName, cj); err != nil {
@@ -234,7 +209,7 @@ func Validate(cj *unstructured.Unstructured) (*Spec, cron.Schedule, error) {
 }
 
 // rayJobFor builds the RayJob of cj for the scheduled time t, its spec a copy of cj's jobTemplate.
-func (r *Reconciler) rayJobFor(cj *unstructured.Unstructured, t time.Time) (*unstructured.Unstructured, error) {
+func (r *reconciler) rayJobFor(cj *unstructured.Unstructured, t time.Time) (*unstructured.Unstructured, error) {
 	tmpl, _, err := unstructured.NestedMap(cj.Object, "spec", "jobTemplate")
 	if err != nil {
 		return nil, err
@@ -243,8 +218,8 @@ func (r *Reconciler) rayJobFor(cj *unstructured.Unstructured, t time.Time) (*uns
 	job.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayJob"))
 	job.SetName(JobName(cj.GetName(), t))
 	job.SetNamespace(cj.GetNamespace())
-	job.SetLabels(map[string]string{CronJobNameLabel: cj.GetName()})
-	job.SetAnnotations(map[string]string{ScheduledTimestampAnnotation: t.UTC().Format(time.RFC3339)})
+	job.SetLabels(map[string]string{rayparams.LabelCronJobName: cj.GetName()})
+	job.SetAnnotations(map[string]string{rayparams.AnnotationCronJobScheduledTimestamp: t.UTC().Format(time.RFC3339)})
 	if err := controllerutil.SetControllerReference(cj, job, r.client.Scheme()); err != nil {
 		return nil, err
 	}

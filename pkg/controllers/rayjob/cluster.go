@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +23,8 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // errSelectedClusterMissing: the RayCluster named by spec.clusterSelector does
@@ -135,11 +135,11 @@ func (p *pass) newCluster(name string) (*rayv1.RayCluster, error) {
 	for k, v := range job.Labels {
 		labels[k] = v
 	}
-	labels[LabelOriginName] = job.Name
-	labels[LabelOriginCRD] = originCRDRayJob
+	labels[rayparams.LabelOriginName] = job.Name
+	labels[rayparams.LabelOriginatedCRD] = rayparams.OriginRayJob
 	// KubeRay v1.7 records the submission mode on the cluster (its NetworkPolicies let a K8sJobMode
 	// job's submitter reach the dashboard).
-	labels[raycluster.LabelSubmissionMode] = string(job.Spec.SubmissionMode)
+	labels[rayparams.LabelSubmissionMode] = string(job.Spec.SubmissionMode)
 	var annotations map[string]string
 	for k, v := range job.Annotations {
 		if k == lastAppliedAnnotation {
@@ -205,15 +205,15 @@ func (p *pass) deleteCluster(ctx context.Context) (bool, error) {
 // name: it is the host's loopback and the head's own dashboard port, which
 // pods and the user's shell on the host reach alike.
 func (p *pass) statusDashboardURL(ctx context.Context, cluster *rayv1.RayCluster) (string, error) {
-	name := clusterHeadServiceName(cluster)
-	port := dashboardContainerPort(&cluster.Spec)
+	name := rayparams.CurrentHeadServiceName(cluster)
+	port := rayparams.DashboardPort(&cluster.Spec)
 	svc, err := raycluster.ExistingHeadService(ctx, p.r.client, cluster)
 	if err != nil {
 		return "", err
 	}
 	if svc != nil {
 		for _, sp := range svc.Spec.Ports {
-			if sp.Name != DashboardPortName {
+			if sp.Name != rayparams.DashboardPortName {
 				continue
 			}
 			port = sp.Port
@@ -276,7 +276,7 @@ func (p *pass) reconcileHeadService(ctx context.Context, cluster *rayv1.RayClust
 	if err != nil {
 		return err
 	}
-	if have.Spec.Selector[LabelCluster] == cluster.Name && (!onHostPorts || sameTargets(have.Spec.Ports, want.Spec.Ports)) {
+	if have.Spec.Selector[rayparams.LabelCluster] == cluster.Name && (!onHostPorts || sameTargets(have.Spec.Ports, want.Spec.Ports)) {
 		return nil
 	}
 	want.Spec.ClusterIP, want.Spec.ClusterIPs = have.Spec.ClusterIP, have.Spec.ClusterIPs
@@ -295,16 +295,16 @@ func (p *pass) headService(cluster *rayv1.RayCluster) *corev1.Service {
 	job := p.job
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      jobHeadServiceName(job),
+			Name:      rayparams.OwnedHeadServiceName(job.Name),
 			Namespace: job.Namespace,
 			Labels: map[string]string{
-				LabelOriginName: job.Name,
-				LabelOriginCRD:  originCRDRayJob,
-				LabelNodeType:   string(rayv1.HeadNode),
+				rayparams.LabelOriginName:    job.Name,
+				rayparams.LabelOriginatedCRD: rayparams.OriginRayJob,
+				rayparams.LabelNodeType:      string(rayv1.HeadNode),
 			},
 		},
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{LabelCluster: cluster.Name, LabelNodeType: string(rayv1.HeadNode)},
+			Selector: map[string]string{rayparams.LabelCluster: cluster.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)},
 			Ports:    headServicePorts(&cluster.Spec),
 			Type:     cluster.Spec.HeadGroupSpec.ServiceType,
 		},
@@ -330,22 +330,7 @@ func sameTargets(a, b []corev1.ServicePort) bool {
 }
 
 func headServicePorts(spec *rayv1.RayClusterSpec) []corev1.ServicePort {
-	ports := map[string]int32{}
-	if c := headContainer(spec); c != nil {
-		for _, cp := range c.Ports {
-			name := cp.Name
-			if name == "" {
-				name = strconv.Itoa(int(cp.ContainerPort)) + "-port"
-			}
-			ports[name] = cp.ContainerPort
-		}
-	}
-	if len(ports) == 0 {
-		ports = map[string]int32{"client": 10001, "gcs-server": 6379, DashboardPortName: DefaultDashboardPort, "serve": 8000}
-	}
-	if _, ok := ports["metrics"]; !ok {
-		ports["metrics"] = 8080
-	}
+	ports := rayparams.HeadServicePorts(spec)
 	out := make([]corev1.ServicePort, 0, len(ports))
 	for name, port := range ports {
 		out = append(out, corev1.ServicePort{Name: name, Port: port, AppProtocol: ptr.To("tcp")})
@@ -449,7 +434,7 @@ func (p *pass) checkSubmitter(ctx context.Context, cluster *rayv1.RayCluster) (f
 	case rayv1.SidecarMode:
 		pods := &corev1.PodList{}
 		if err := p.r.client.List(ctx, pods, client.InNamespace(cluster.Namespace),
-			client.MatchingLabels{LabelCluster: cluster.Name, LabelNodeType: string(rayv1.HeadNode)}); err != nil {
+			client.MatchingLabels{rayparams.LabelCluster: cluster.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)}); err != nil {
 			return false, nil, err
 		}
 		if len(pods.Items) == 0 {
@@ -459,7 +444,7 @@ func (p *pass) checkSubmitter(ctx context.Context, cluster *rayv1.RayCluster) (f
 			return true, nil, nil
 		}
 		for _, cs := range pods.Items[0].Status.ContainerStatuses {
-			if cs.Name != SubmitterContainerName || cs.State.Terminated == nil {
+			if cs.Name != rayparams.SubmitterContainerName || cs.State.Terminated == nil {
 				continue
 			}
 			t := cs.State.Terminated

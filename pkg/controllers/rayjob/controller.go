@@ -32,8 +32,10 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // JobsAPI is the part of the Ray Jobs API the controller calls;
@@ -60,7 +62,8 @@ type Options struct {
 	// DefaultResolver(ClusterDNS, ClusterDomain). Tests point it at an
 	// in-process head.
 	Resolver Resolver
-	// NewJobsAPI returns the client for a dashboard base URL; nil means raydashboard.New.
+	// NewJobsAPI returns the client for a dashboard base URL; nil means a raydashboard client through the
+	// chain transport (chainhooks.Transport).
 	NewJobsAPI func(baseURL string) JobsAPI
 	// Secrets reads the token Secrets of clusters whose Ray requires one; nil means the reconciler's
 	// client. Setup uses the manager's API reader (no informer on every Secret).
@@ -69,12 +72,12 @@ type Options struct {
 	// RayJob itself rather than its RayCluster (KubeRay's
 	// DELETE_RAYJOB_CR_AFTER_JOB_FINISHES).
 	DeleteRayJobAfterJobFinishes bool
-	// OfflinePods says the node's pods reach nothing beyond it (manager.Env.OfflinePods): a failed job's
+	// OfflinePods says the node's pods reach nothing beyond it (ctrlset.Env.OfflinePods): a failed job's
 	// message then begins with OfflineNote.
 	OfflinePods bool
 	// ReconcilerOptions are the recorder of the RayJob's events, the chain hooks, the number of
 	// workers, the clock and the polling period of a RayJob in progress (0 means DefaultRequeue).
-	ctrlmanager.ReconcilerOptions
+	ctrlset.ReconcilerOptions
 }
 
 // OfflineNote begins the message of a Ray job that failed on a node whose pods reach nothing beyond it,
@@ -87,12 +90,12 @@ func (o Options) withDefaults() Options {
 		o.Resolver = DefaultResolver(o.ClusterDNS, o.ClusterDomain)
 	}
 	if o.ClusterDomain == "" {
-		o.ClusterDomain = DefaultClusterDomain
+		o.ClusterDomain = rayparams.DefaultClusterDomain
 	}
 	if o.NewJobsAPI == nil {
-		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.New(u) }
+		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
+	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(DefaultRequeue)
 	return o
 }
 
@@ -111,25 +114,24 @@ func NewReconciler(c client.Client, opts Options) *Reconciler {
 	return &Reconciler{client: c, opts: opts}
 }
 
-// Setup is the manager.SetupFunc of this controller with the default Options:
-//
-//	ctrlmanager.Register(rayjob.Name, rayjob.Setup)
-func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+// Setup is the ctrlset.SetupFunc of this controller with the default Options (pkg/controlplane
+// registers it in its group).
+func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
-// Setup registers the RayJob controller with these options, in the manager.SetupFunc shape (tests
+// Setup registers the RayJob controller with these options, in the ctrlset.SetupFunc shape (tests
 // register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
 // and the reconcile concurrency; the requeue period stays the RayJob's own (3 s). The manager's scheme
 // must know ray.io/v1, core/v1 and batch/v1.
-func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
+func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	for _, kind := range []string{"RayJob", "RayCluster"} {
 		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, ControllerName)
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env)
 	o.OfflinePods = o.OfflinePods || env.OfflinePods
 	if o.NewJobsAPI == nil && env.PodDial != nil {
-		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial) }
+		o.NewJobsAPI = func(u string) JobsAPI { return raydashboard.NewDialing(u, env.PodDial, chainhooks.Transport) }
 	}
 	if o.Secrets == nil {
 		o.Secrets = mgr.GetAPIReader()
@@ -157,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if m := job.Spec.ManagedBy; m != nil && *m != KubeRayManagedBy {
+	if m := job.Spec.ManagedBy; m != nil && *m != rayparams.ManagedByKubeRay {
 		log.V(1).Info("skipping a RayJob managed by another controller", "managedBy", *m)
 		return reconcile.Result{}, nil
 	}

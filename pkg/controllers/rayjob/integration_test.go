@@ -21,7 +21,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/rayjob"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
@@ -55,7 +55,7 @@ func startEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { head.Close() })
 
-	reg := &ctrlmanager.Registry{}
+	reg := &ctrlset.Registry{}
 	reg.Register(rayjob.Name, rayjob.Options{
 		// Every cluster's "head" is the in-process raysim, reachable once the stub reports a pod IP.
 		Resolver: func(_ context.Context, c *rayv1.RayCluster) (string, error) {
@@ -66,11 +66,11 @@ func startEnv(t *testing.T) *env {
 		},
 	}.Setup)
 	reg.Register("readystub", setupReadyStub)
-	opts := ctrlmanager.DefaultOptions()
+	opts := ctrlset.DefaultOptions()
 	opts.Controllers = []string{"all"}
 	opts.Registry = reg
 	opts.LeaderElection = false
-	mgr, err := ctrlmanager.New(in.Config, opts)
+	mgr, err := ctrlset.New(in.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func startEnv(t *testing.T) *env {
 		}
 	})
 	// The test reads and writes straight through the API server, not the manager's cache.
-	direct, err := client.New(in.Config, client.Options{Scheme: ctrlmanager.Scheme()})
+	direct, err := client.New(in.Config, client.Options{Scheme: ctrlset.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func startEnv(t *testing.T) *env {
 
 // setupReadyStub stands in for the RayCluster controller: every RayCluster is
 // reported ready at once, its head at 127.0.0.1.
-func setupReadyStub(mgr ctrl.Manager, _ ctrlmanager.Env) error {
+func setupReadyStub(mgr ctrl.Manager, _ ctrlset.Env) error {
 	c := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).Named("readystub").For(&rayv1.RayCluster{}).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -23,8 +23,10 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // fakeAPI is a dashboard that knows the jobs in jobs and counts submissions.
@@ -105,7 +107,7 @@ func newJob(mut ...func(*rayv1.RayJob)) *rayv1.RayJob {
 // at puts the job in a state, as an earlier pass would have left it.
 func at(st rayv1.JobDeploymentStatus) func(*rayv1.RayJob) {
 	return func(j *rayv1.RayJob) {
-		j.Finalizers = []string{Finalizer}
+		j.Finalizers = []string{rayparams.FinalizerRayJob}
 		j.Status.JobDeploymentStatus = st
 		j.Status.JobId = "demo-abcde"
 		j.Status.RayClusterName = "demo-xyz12"
@@ -153,8 +155,9 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h.r = NewReconciler(c, Options{
 		Resolver:   func(context.Context, *rayv1.RayCluster) (string, error) { return "http://fake:8265", nil },
 		NewJobsAPI: func(string) JobsAPI { return h.api },
-		ReconcilerOptions: ctrlmanager.ReconcilerOptions{
+		ReconcilerOptions: ctrlset.ReconcilerOptions{
 			Recorder: h.events,
+			Hooks:    chainhooks.New(Name, nil),
 			Now: func() time.Time {
 				if !h.now.IsZero() {
 					return h.now
@@ -233,7 +236,7 @@ func TestStateTransitions(t *testing.T) {
 				if !strings.HasPrefix(got.Status.RayClusterName, "demo-") || got.Status.RayClusterName == got.Status.JobId {
 					t.Errorf("rayClusterName = %q", got.Status.RayClusterName)
 				}
-				if got.Status.StartTime == nil || len(got.Finalizers) != 1 || got.Finalizers[0] != Finalizer {
+				if got.Status.StartTime == nil || len(got.Finalizers) != 1 || got.Finalizers[0] != rayparams.FinalizerRayJob {
 					t.Errorf("startTime %v finalizers %v", got.Status.StartTime, got.Finalizers)
 				}
 				if got.Status.ObservedGeneration != 1 {
@@ -249,7 +252,7 @@ func TestStateTransitions(t *testing.T) {
 			job: newJob(func(j *rayv1.RayJob) {
 				j.Spec.JobId = "my-id"
 				j.Spec.RayClusterSpec = nil
-				j.Spec.ClusterSelector = map[string]string{ClusterSelectorKey: "shared"}
+				j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
 			}),
 			deploy: rayv1.JobDeploymentStatusInitializing,
 			check: func(t *testing.T, h *harness, got *rayv1.RayJob) {
@@ -271,7 +274,7 @@ func TestStateTransitions(t *testing.T) {
 				if ref == nil || ref.Kind != "RayJob" || ref.Name != "demo" {
 					t.Errorf("controller ref %+v", ref)
 				}
-				if c.Labels[LabelOriginName] != "demo" || c.Labels[LabelOriginCRD] != "RayJob" {
+				if c.Labels[rayparams.LabelOriginName] != "demo" || c.Labels[rayparams.LabelOriginatedCRD] != "RayJob" {
 					t.Errorf("labels %v", c.Labels)
 				}
 			},
@@ -345,7 +348,7 @@ func TestStateTransitions(t *testing.T) {
 					t.Errorf("submitted %+v", s)
 				}
 				svc := &corev1.Service{}
-				if !h.exists(t, svc, "demo-head-svc") || svc.Spec.Selector[LabelCluster] != "demo-xyz12" || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+				if !h.exists(t, svc, "demo-head-svc") || svc.Spec.Selector[rayparams.LabelCluster] != "demo-xyz12" || svc.Spec.ClusterIP != corev1.ClusterIPNone {
 					t.Errorf("head service %+v", svc.Spec)
 				}
 			},
@@ -489,8 +492,8 @@ func TestStateTransitions(t *testing.T) {
 		{
 			name: "SidecarMode completes when the sidecar exited 0", job: newJob(at(rayv1.JobDeploymentStatusRunning), mode(rayv1.SidecarMode)),
 			objs: []client.Object{newCluster("demo-xyz12", rayv1.Ready), &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: "demo-xyz12-head", Namespace: ns, Labels: map[string]string{LabelCluster: "demo-xyz12", LabelNodeType: "head"}},
-				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: SubmitterContainerName,
+				ObjectMeta: metav1.ObjectMeta{Name: "demo-xyz12-head", Namespace: ns, Labels: map[string]string{rayparams.LabelCluster: "demo-xyz12", rayparams.LabelNodeType: "head"}},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: rayparams.SubmitterContainerName,
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: metav1.Now()}}}}},
 			}},
 			jobs:   map[string]*raydashboard.JobInfo{"demo-abcde": {Status: raydashboard.StatusSucceeded}},
@@ -665,7 +668,7 @@ func TestSelectedClusterIsNeverDeleted(t *testing.T) {
 		t.Run(string(st), func(t *testing.T) {
 			job := newJob(at(st), func(j *rayv1.RayJob) {
 				j.Spec.RayClusterSpec = nil
-				j.Spec.ClusterSelector = map[string]string{ClusterSelectorKey: "shared"}
+				j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
 				j.Spec.ShutdownAfterJobFinishes = true
 				j.Spec.BackoffLimit = ptr.To[int32](2)
 				j.Status.RayClusterName = "shared"

@@ -1,7 +1,7 @@
 package rayjob
 
 import (
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // Resolver returns the base URL (http://host:port) at which the controller

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // The shipped samples are valid RayJobs in the mode their name says.
@@ -36,7 +37,7 @@ func TestSamples(t *testing.T) {
 			if err := Validate(job); err != nil {
 				t.Errorf("invalid: %v", err)
 			}
-			if c := headContainer(job.Spec.RayClusterSpec); c == nil || c.Image != "rayctl.local/raysim:latest" {
+			if c := rayparams.HeadContainer(job.Spec.RayClusterSpec); c == nil || c.Image != "rayctl.local/raysim:latest" {
 				t.Errorf("head container %+v", c)
 			}
 		})

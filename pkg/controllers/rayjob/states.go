@@ -18,7 +18,8 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/chain"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // pass is one reconcile of one RayJob: the state handlers change job.Status
@@ -106,7 +107,7 @@ func (p *pass) validationFailed(ctx context.Context, err error) (reconcile.Resul
 // cluster is created or job submitted, so a later pass (or a restarted
 // controller) reuses them instead of making new ones.
 func (p *pass) onNew(ctx context.Context) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(p.job, Finalizer) {
+	if !controllerutil.ContainsFinalizer(p.job, rayparams.FinalizerRayJob) {
 		if err := p.setFinalizer(ctx, controllerutil.AddFinalizer); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -119,7 +120,7 @@ func (p *pass) onNew(ctx context.Context) (reconcile.Result, error) {
 		}
 	}
 	if st.RayClusterName == "" {
-		st.RayClusterName = p.job.Spec.ClusterSelector[ClusterSelectorKey]
+		st.RayClusterName = p.job.Spec.ClusterSelector[rayparams.LabelCluster]
 		if st.RayClusterName == "" {
 			st.RayClusterName = newRandomName(p.job.Name)
 		}
@@ -365,7 +366,7 @@ func (p *pass) onFinished(ctx context.Context) (reconcile.Result, error) {
 
 // finalize stops a Ray job that is still running and releases the RayJob.
 func (p *pass) finalize(ctx context.Context) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(p.job, Finalizer) {
+	if !controllerutil.ContainsFinalizer(p.job, rayparams.FinalizerRayJob) {
 		return reconcile.Result{}, nil
 	}
 	st := p.status()
@@ -390,7 +391,7 @@ func (p *pass) finalize(ctx context.Context) (reconcile.Result, error) {
 // types would drop the fields of newer KubeRay versions those types lack.
 func (p *pass) setFinalizer(ctx context.Context, change func(client.Object, string) bool) error {
 	orig := p.job.DeepCopy()
-	change(p.job, Finalizer)
+	change(p.job, rayparams.FinalizerRayJob)
 	return p.r.client.Patch(ctx, p.job, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 

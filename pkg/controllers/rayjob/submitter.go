@@ -15,6 +15,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Environment variables KubeRay gives the submitter container.
@@ -50,13 +51,13 @@ const gcsHealthWaitTimeout = 10
 // entrypoint in `sh -c '…'`.
 func SubmitCommand(job *rayv1.RayJob, mode rayv1.JobSubmissionMode) ([]string, error) {
 	var address string
-	port := int32(DefaultDashboardPort)
+	port := int32(rayparams.DefaultDashboardPort)
 	switch mode {
 	case rayv1.SidecarMode:
 		if job.Spec.RayClusterSpec == nil {
 			return nil, fmt.Errorf("SidecarMode needs spec.rayClusterSpec")
 		}
-		port = dashboardContainerPort(job.Spec.RayClusterSpec)
+		port = rayparams.DashboardPort(job.Spec.RayClusterSpec)
 		address = "http://127.0.0.1:" + strconv.Itoa(int(port))
 	case rayv1.K8sJobMode:
 		address = job.Status.DashboardURL
@@ -134,7 +135,7 @@ func rayVersionAtLeast(v string, major, minor int) bool {
 // defaultSubmitterContainer runs in the head's image, to match its Ray version.
 func defaultSubmitterContainer(spec *rayv1.RayClusterSpec) corev1.Container {
 	c := corev1.Container{
-		Name: SubmitterContainerName,
+		Name: rayparams.SubmitterContainerName,
 		Resources: corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse("1"),
@@ -146,7 +147,7 @@ func defaultSubmitterContainer(spec *rayv1.RayClusterSpec) corev1.Container {
 			},
 		},
 	}
-	if h := headContainer(spec); h != nil {
+	if h := rayparams.HeadContainer(spec); h != nil {
 		c.Image = h.Image
 	}
 	return c

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 func submitterFixture(mut ...func(*rayv1.RayJob)) *rayv1.RayJob {
@@ -95,7 +96,7 @@ func TestSubmitterJob(t *testing.T) {
 	if job.Name != "demo" || job.Namespace != ns {
 		t.Errorf("name %s/%s", job.Namespace, job.Name)
 	}
-	if job.Labels[LabelOriginName] != "demo" || job.Labels[LabelOriginCRD] != "RayJob" || job.Labels[LabelCreatedBy] != "kuberay-operator" {
+	if job.Labels[rayparams.LabelOriginName] != "demo" || job.Labels[rayparams.LabelOriginatedCRD] != "RayJob" || job.Labels[rayparams.LabelCreatedBy] != "kuberay-operator" {
 		t.Errorf("labels %v", job.Labels)
 	}
 	if ptr.Deref(job.Spec.BackoffLimit, -1) != 2 {
@@ -106,7 +107,7 @@ func TestSubmitterJob(t *testing.T) {
 		t.Fatalf("pod spec %+v", pod)
 	}
 	c := pod.Containers[0]
-	if c.Name != SubmitterContainerName || c.Image != "rayctl.local/raysim:latest" {
+	if c.Name != rayparams.SubmitterContainerName || c.Image != "rayctl.local/raysim:latest" {
 		t.Errorf("container %s image %s", c.Name, c.Image)
 	}
 	if strings.Join(c.Command, " ") != "/bin/bash -ce --" || len(c.Args) != 1 || !strings.HasPrefix(c.Args[0], "if ! ray job status") {
@@ -153,7 +154,7 @@ func TestSidecarModeClusterHasTheSubmitter(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := c.Spec.HeadGroupSpec.Template.Spec
-	if len(head.Containers) != 2 || head.Containers[1].Name != SubmitterContainerName || head.RestartPolicy != corev1.RestartPolicyNever {
+	if len(head.Containers) != 2 || head.Containers[1].Name != rayparams.SubmitterContainerName || head.RestartPolicy != corev1.RestartPolicyNever {
 		t.Fatalf("head pod spec: %d containers, restartPolicy %q", len(head.Containers), head.RestartPolicy)
 	}
 	if !strings.Contains(head.Containers[1].Args[0], "ray job submit --address http://127.0.0.1:8265") {

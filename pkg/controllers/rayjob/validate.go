@@ -13,6 +13,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // ValidationError is a RayJob the controller refuses to run; the RayJob goes
@@ -88,8 +89,8 @@ func validateSpec(job *rayv1.RayJob) error {
 		return bad("one of RayClusterSpec or ClusterSelector must be set")
 	}
 	if selector {
-		if spec.ClusterSelector[ClusterSelectorKey] == "" {
-			return bad("clusterSelector must name the cluster under the key %q", ClusterSelectorKey)
+		if spec.ClusterSelector[rayparams.LabelCluster] == "" {
+			return bad("clusterSelector must name the cluster under the key %q", rayparams.LabelCluster)
 		}
 		if mode == rayv1.SidecarMode {
 			return bad("ClusterSelector is not supported in SidecarMode")
@@ -145,7 +146,7 @@ func customSubmitterCommand(job *rayv1.RayJob) bool {
 // validateClusterSpec checks what the RayJob controller itself relies on: a
 // head container (its image runs the submitter) and named, populated worker groups.
 func validateClusterSpec(spec *rayv1.RayClusterSpec) error {
-	if headContainer(spec) == nil {
+	if rayparams.HeadContainer(spec) == nil {
 		return errors.New("headGroupSpec.template must have at least one container")
 	}
 	seen := map[string]bool{}

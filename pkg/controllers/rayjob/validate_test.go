@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 func TestValidate(t *testing.T) {
@@ -20,7 +21,7 @@ func TestValidate(t *testing.T) {
 		{name: "K8sJobMode by default", mut: func(j *rayv1.RayJob) { j.Spec.SubmissionMode = "" }},
 		{name: "cluster selector", mut: func(j *rayv1.RayJob) {
 			j.Spec.RayClusterSpec = nil
-			j.Spec.ClusterSelector = map[string]string{ClusterSelectorKey: "shared"}
+			j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
 		}},
 		{name: "InteractiveMode needs no entrypoint", mut: func(j *rayv1.RayJob) {
 			j.Spec.SubmissionMode = rayv1.InteractiveMode
@@ -53,10 +54,10 @@ func TestValidate(t *testing.T) {
 		}, want: `clusterSelector must name the cluster under the key "ray.io/cluster"`},
 		{name: "selector in SidecarMode", mut: func(j *rayv1.RayJob) {
 			j.Spec.SubmissionMode = rayv1.SidecarMode
-			j.Spec.ClusterSelector = map[string]string{ClusterSelectorKey: "shared"}
+			j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
 		}, want: "ClusterSelector is not supported in SidecarMode"},
 		{name: "selector with suspend", mut: func(j *rayv1.RayJob) {
-			j.Spec.ClusterSelector = map[string]string{ClusterSelectorKey: "shared"}
+			j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
 			j.Spec.Suspend, j.Spec.ShutdownAfterJobFinishes = true, true
 		}, want: "doesn't support the suspend operation"},
 		{name: "SidecarMode with a restarting head", mut: func(j *rayv1.RayJob) {
@@ -136,7 +137,7 @@ func legacy(onSuccess, onFailure rayv1.DeletionPolicyType) func(*rayv1.RayJob) {
 
 func selector(j *rayv1.RayJob) {
 	j.Spec.RayClusterSpec = nil
-	j.Spec.ClusterSelector = map[string]string{ClusterSelectorKey: "shared"}
+	j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
 }
 
 func autoscaled(j *rayv1.RayJob) { j.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // clusterSpecHash hashes a RayCluster spec without what may change under a running cluster: worker
@@ -47,8 +48,8 @@ func buildCluster(rs *rayv1.RayService, name string) (*rayv1.RayCluster, error) 
 		ann = map[string]string{}
 	}
 	delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-	ann[AnnotationClusterHash] = hash
-	ann[AnnotationNumWorkerGroups] = strconv.Itoa(len(rs.Spec.RayClusterSpec.WorkerGroupSpecs))
+	ann[rayparams.AnnotationClusterHash] = hash
+	ann[rayparams.AnnotationNumWorkerGroups] = strconv.Itoa(len(rs.Spec.RayClusterSpec.WorkerGroupSpecs))
 	return &rayv1.RayCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rs.Namespace, Labels: labels, Annotations: ann},
 		Spec:       *rs.Spec.RayClusterSpec.DeepCopy(),
@@ -73,11 +74,11 @@ func compareSpec(rs *rayv1.RayService, cluster *rayv1.RayCluster) specMatch {
 	if err != nil {
 		return otherSpec
 	}
-	have := cluster.Annotations[AnnotationClusterHash]
+	have := cluster.Annotations[rayparams.AnnotationClusterHash]
 	if goal == have {
 		return sameSpec
 	}
-	n, err := strconv.Atoi(cluster.Annotations[AnnotationNumWorkerGroups])
+	n, err := strconv.Atoi(cluster.Annotations[rayparams.AnnotationNumWorkerGroups])
 	groups := rs.Spec.RayClusterSpec.WorkerGroupSpecs
 	if err != nil || n < 0 || len(groups) <= n {
 		return otherSpec

@@ -42,8 +42,9 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	ctrlmanager "github.com/rayctl/rayctl/pkg/controllers/manager"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // ServeAPI is what the controller asks of a head: the dashboard's Serve API, and a node's Serve
@@ -61,7 +62,8 @@ type ServeAPI interface {
 type Options struct {
 	// Resolver finds the dashboard of a RayCluster; nil means raydashboard.DefaultResolver(false, "").
 	Resolver raydashboard.Resolver
-	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means raydashboard.New.
+	// NewClient returns the client for a base URL (a dashboard's or a proxy's); nil means a raydashboard client through the
+	// chain transport (chainhooks.Transport).
 	NewClient func(baseURL string) ServeAPI
 	// GatewayAPI says the API server serves the Gateway API (Setup asks it): upgradeStrategy.type
 	// NewClusterWithIncrementalUpgrade then runs as KubeRay v1.7 runs it; without, it leaves the running
@@ -72,7 +74,7 @@ type Options struct {
 	Secrets client.Reader
 	// ReconcilerOptions are the recorder of the RayService's events, the chain hooks, the number of
 	// workers, the clock and how often a RayService is looked at again (0 means DefaultRequeue).
-	ctrlmanager.ReconcilerOptions
+	ctrlset.ReconcilerOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -80,9 +82,9 @@ func (o Options) withDefaults() Options {
 		o.Resolver = raydashboard.DefaultResolver(false, "")
 	}
 	if o.NewClient == nil {
-		o.NewClient = func(u string) ServeAPI { return raydashboard.New(u) }
+		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, nil, chainhooks.Transport) }
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(Name, DefaultRequeue)
+	o.ReconcilerOptions = o.ReconcilerOptions.WithDefaults(DefaultRequeue)
 	return o
 }
 
@@ -110,21 +112,21 @@ func NewReconciler(c client.Client, opts Options) *Reconciler {
 		uids: map[types.NamespacedName]types.UID{}}
 }
 
-// Setup registers the RayService controller with default options (manager.SetupFunc).
-func Setup(mgr manager.Manager, env ctrlmanager.Env) error { return Options{}.Setup(mgr, env) }
+// Setup registers the RayService controller with default options (ctrlset.SetupFunc).
+func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
-// Setup registers the RayService controller with these options, in the manager.SetupFunc shape (tests
+// Setup registers the RayService controller with these options, in the ctrlset.SetupFunc shape (tests
 // register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
 // and the reconcile concurrency. The manager's scheme must know ray.io/v1 and core/v1.
-func (o Options) Setup(mgr manager.Manager, env ctrlmanager.Env) error {
+func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	for _, kind := range []string{"RayService", "RayCluster"} {
 		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
 			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)
 		}
 	}
-	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(mgr, env, Name+"-controller")
+	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env)
 	if o.NewClient == nil && env.PodDial != nil {
-		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial) }
+		o.NewClient = func(u string) ServeAPI { return raydashboard.NewDialing(u, env.PodDial, chainhooks.Transport) }
 	}
 	if o.Secrets == nil {
 		o.Secrets = mgr.GetAPIReader()
@@ -163,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	r.remember(req.NamespacedName, rs.UID)
-	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != KubeRayManagedBy {
+	if m := rs.Spec.ManagedBy; m != nil && *m != "" && *m != rayparams.ManagedByKubeRay {
 		log.V(1).Info("skipping a RayService managed by another controller", "managedBy", *m)
 		return reconcile.Result{}, nil
 	}

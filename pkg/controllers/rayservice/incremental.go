@@ -32,7 +32,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // reasonDesiredClusterSpecChanged is KubeRay v1.7's reason of RollbackInProgress (v1.6.2's types lack it).
@@ -99,11 +99,11 @@ func (p *pass) reconcileRollback(active, pending *rayv1.RayCluster) {
 		return
 	}
 	switch goal {
-	case active.Annotations[AnnotationClusterHash]:
+	case active.Annotations[rayparams.AnnotationClusterHash]:
 		if !rollingBack(rs) {
 			setCondition(rs, rayv1.RollbackInProgress, metav1.ConditionTrue, reasonDesiredClusterSpecChanged, "Goal state reverted to original cluster, rolling back.")
 		}
-	case pending.Annotations[AnnotationClusterHash]:
+	case pending.Annotations[rayparams.AnnotationClusterHash]:
 		meta.RemoveStatusCondition(&rs.Status.Conditions, string(rayv1.RollbackInProgress))
 	default:
 		if !rollingBack(rs) {
@@ -250,7 +250,7 @@ func (p *pass) reconcileGatewayObjects(ctx context.Context, active, pending *ray
 			continue
 		}
 		svc := serveService(rs, c)
-		svc.ObjectMeta = metav1.ObjectMeta{Name: clusterServeServiceName(c), Namespace: rs.Namespace, Labels: map[string]string{raycluster.LabelCluster: c.Name}}
+		svc.ObjectMeta = metav1.ObjectMeta{Name: clusterServeServiceName(c), Namespace: rs.Namespace, Labels: map[string]string{rayparams.LabelCluster: c.Name}}
 		svc.Spec.Type = corev1.ServiceTypeClusterIP
 		if err := controllerutil.SetControllerReference(c, svc, p.r.client.Scheme()); err != nil {
 			return nil, err

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // incrementalService is a RayService mid-upgrade: active "old", pending "new", steps of 25 every 10 s.
@@ -80,8 +82,8 @@ func TestIncrementalPromotionAndRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	active := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "old", Annotations: map[string]string{AnnotationClusterHash: hash}}}
-	pending.Annotations = map[string]string{AnnotationClusterHash: "other"}
+	active := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "old", Annotations: map[string]string{rayparams.AnnotationClusterHash: hash}}}
+	pending.Annotations = map[string]string{rayparams.AnnotationClusterHash: "other"}
 	p.reconcileRollback(active, pending)
 	c := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RollbackInProgress))
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(reasonDesiredClusterSpecChanged) || !strings.Contains(c.Message, "reverted") {

@@ -8,7 +8,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Names, labels and defaults shared with KubeRay v1.6, so that its docs and kubectl habits carry over.
@@ -21,31 +21,8 @@ const (
 	// DefaultClusterDeletionDelay is how long a RayCluster the RayService no longer uses lives on
 	// (spec.rayClusterDeletionDelaySeconds), so requests in flight on it can finish.
 	DefaultClusterDeletionDelay = 60 * time.Second
-	// KubeRayManagedBy is the spec.managedBy value this controller serves (as does an unset field).
-	KubeRayManagedBy = "ray.io/kuberay-operator"
 	// DefaultAppName names the application Ray reports under the empty name.
 	DefaultAppName = "default"
-)
-
-// Labels and annotations (KubeRay's keys).
-const (
-	// LabelOriginName names the RayService a RayCluster or Service was made for.
-	LabelOriginName = "ray.io/originated-from-cr-name"
-	// AnnotationClusterHash is the hash of the RayCluster spec (without replica counts) a cluster
-	// was made from: a RayService whose spec hashes differently wants a new cluster.
-	AnnotationClusterHash = "ray.io/hash-without-replicas-and-workers-to-delete"
-	// AnnotationNumWorkerGroups is the number of worker groups the cluster was made with.
-	AnnotationNumWorkerGroups = "ray.io/num-worker-groups"
-
-	originCRD = "RayService"
-)
-
-// Ports of the head container (KubeRay's names and defaults).
-const (
-	// ServingPortName is the head container port of Serve's HTTP proxy.
-	ServingPortName = "serve"
-	// DefaultServingPort is Serve's HTTP port when the head names none.
-	DefaultServingPort = 8000
 )
 
 // Event reasons recorded on the RayService (KubeRay v1.6's).
@@ -76,9 +53,6 @@ func newClusterName(rs *rayv1.RayService) string {
 	return fmt.Sprintf("%s-%s", rs.Name, rand.String(5))
 }
 
-// headServiceName is the RayService's head Service.
-func headServiceName(rs *rayv1.RayService) string { return rs.Name + "-head-svc" }
-
 // serveServiceName is the RayService's serve Service (spec.serveService's name if it has one).
 func serveServiceName(rs *rayv1.RayService) string {
 	if s := rs.Spec.ServeService; s != nil && s.Name != "" {
@@ -89,7 +63,7 @@ func serveServiceName(rs *rayv1.RayService) string {
 
 // originLabels tie an object to the RayService it was made for.
 func originLabels(rs *rayv1.RayService) map[string]string {
-	return map[string]string{LabelOriginName: rs.Name, raycluster.LabelOriginatedCRD: originCRD}
+	return map[string]string{rayparams.LabelOriginName: rs.Name, rayparams.LabelOriginatedCRD: rayparams.OriginRayService}
 }
 
 // deletionDelay is spec.rayClusterDeletionDelaySeconds, or DefaultClusterDeletionDelay.

@@ -12,8 +12,8 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 func TestServeConfigJSON(t *testing.T) {
@@ -101,10 +101,10 @@ func TestBuildCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Name != "svc-abcde" || c.Namespace != "ns" || c.Labels[raycluster.LabelOriginatedCRD] != "RayService" || c.Labels[LabelOriginName] != "svc" || c.Labels["team"] != "a" {
+	if c.Name != "svc-abcde" || c.Namespace != "ns" || c.Labels[rayparams.LabelOriginatedCRD] != "RayService" || c.Labels[rayparams.LabelOriginName] != "svc" || c.Labels["team"] != "a" {
 		t.Errorf("cluster metadata %+v", c.ObjectMeta)
 	}
-	if c.Annotations[AnnotationClusterHash] == "" || c.Annotations[AnnotationNumWorkerGroups] != "1" {
+	if c.Annotations[rayparams.AnnotationClusterHash] == "" || c.Annotations[rayparams.AnnotationNumWorkerGroups] != "1" {
 		t.Errorf("annotations %v", c.Annotations)
 	}
 	if !clusterNameOK(newClusterName(rs)) {
@@ -205,7 +205,7 @@ func TestServeService(t *testing.T) {
 	c, _ := buildCluster(rs, "svc-aaaaa")
 	c.Spec.HeadGroupSpec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "serve", ContainerPort: 8000}, {Name: "serve-grpc", ContainerPort: 9000}, {Name: "dashboard", ContainerPort: 8265}}
 	svc := serveService(rs, c)
-	if svc.Name != "svc-serve-svc" || svc.Spec.Selector[raycluster.LabelCluster] != "svc-aaaaa" || svc.Spec.Selector[raycluster.LabelServe] != "true" || len(svc.Spec.Ports) != 2 {
+	if svc.Name != "svc-serve-svc" || svc.Spec.Selector[rayparams.LabelCluster] != "svc-aaaaa" || svc.Spec.Selector[rayparams.LabelServe] != "true" || len(svc.Spec.Ports) != 2 {
 		t.Errorf("serve Service %+v", svc)
 	}
 	rs.Spec.ServeService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "custom", Labels: map[string]string{"x": "y"}},
@@ -215,7 +215,7 @@ func TestServeService(t *testing.T) {
 		t.Errorf("custom serve Service %+v", svc)
 	}
 	head := headService(rs, c)
-	if head.Name != "svc-head-svc" || head.Labels[raycluster.LabelCluster] != "" || head.Spec.Selector[raycluster.LabelCluster] != "svc-aaaaa" {
+	if head.Name != "svc-head-svc" || head.Labels[rayparams.LabelCluster] != "" || head.Spec.Selector[rayparams.LabelCluster] != "svc-aaaaa" {
 		t.Errorf("head Service %+v", head)
 	}
 }

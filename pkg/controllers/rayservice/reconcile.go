@@ -28,7 +28,8 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // pass is one reconcile of one RayService.
@@ -296,7 +297,7 @@ func (p *pass) cleanUpClusters(ctx context.Context) error {
 func (p *pass) headPod(ctx context.Context, c *rayv1.RayCluster) (*corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := p.r.client.List(ctx, &pods, client.InNamespace(c.Namespace),
-		client.MatchingLabels{raycluster.LabelCluster: c.Name, raycluster.LabelNodeType: string(rayv1.HeadNode)}); err != nil {
+		client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)}); err != nil {
 		return nil, err
 	}
 	for i := range pods.Items {
@@ -314,7 +315,7 @@ func runningAndReady(pod *corev1.Pod) bool {
 
 // servingPort is the head container's Serve port.
 func servingPort(c *rayv1.RayCluster) int32 {
-	return raydashboard.ContainerPort(&c.Spec, ServingPortName, DefaultServingPort)
+	return rayparams.HeadContainerPort(&c.Spec, rayparams.ServingPortName, rayparams.DefaultServingPort)
 }
 
 // updateHeadServeLabel sets the head Pod's ray.io/serve label, as KubeRay does: "true" while its
@@ -334,14 +335,14 @@ func (p *pass) updateHeadServeLabel(ctx context.Context, c *rayv1.RayCluster) er
 			want = "true"
 		}
 	}
-	if pod.Labels[raycluster.LabelServe] == want {
+	if pod.Labels[rayparams.LabelServe] == want {
 		return nil
 	}
 	patch := client.MergeFrom(pod.DeepCopy())
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[raycluster.LabelServe] = want
+	pod.Labels[rayparams.LabelServe] = want
 	if err := p.r.client.Patch(ctx, pod, patch); err != nil {
 		p.r.opts.Recorder.Eventf(p.rs, corev1.EventTypeWarning, EventFailedUpdateHeadPodServeLbl, "Failed to update the serve label to %q for the Head Pod %s/%s: %v", want, pod.Namespace, pod.Name, err)
 		return client.IgnoreNotFound(err)
@@ -435,7 +436,7 @@ func (p *pass) reconcileService(ctx context.Context, want *corev1.Service, c *ra
 	err := p.r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case err == nil:
-		if have.Spec.Selector[raycluster.LabelCluster] == c.Name {
+		if have.Spec.Selector[rayparams.LabelCluster] == c.Name {
 			return have, nil
 		}
 		want.Spec.ClusterIP, want.Spec.ClusterIPs = have.Spec.ClusterIP, have.Spec.ClusterIPs
@@ -485,7 +486,7 @@ func (p *pass) calculateStatus(ctx context.Context, serveSvc *corev1.Service, ac
 	if serveSvc != nil || incremental {
 		selected := ""
 		if serveSvc != nil {
-			selected = serveSvc.Spec.Selector[raycluster.LabelCluster]
+			selected = serveSvc.Spec.Selector[rayparams.LabelCluster]
 		}
 		pendingServing = selected != "" && selected == st.PendingServiceStatus.RayClusterName
 		if incremental && st.ActiveServiceStatus.RayClusterName != "" {

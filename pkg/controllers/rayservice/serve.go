@@ -11,7 +11,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 )
 
 // serveConfigJSON turns spec.serveConfigV2 (YAML) into the JSON body of PUT /api/serve/applications/.

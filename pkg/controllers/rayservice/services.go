@@ -9,6 +9,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
 	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // headService is the RayService's head Service: the cluster's own head Service (ports, type),
@@ -18,9 +19,9 @@ func headService(rs *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Servic
 	// KubeRay's labels: the origin, the node type and the RayService's own identifier, never the
 	// cluster's name, which would make it a second head Service of that cluster.
 	labels := originLabels(rs)
-	labels[raycluster.LabelNodeType] = string(rayv1.HeadNode)
-	labels[raycluster.LabelIdentifier] = raycluster.CheckLabel(rs.Name + "-" + string(rayv1.HeadNode))
-	svc.ObjectMeta = metav1.ObjectMeta{Name: headServiceName(rs), Namespace: rs.Namespace, Labels: labels, Annotations: svc.Annotations}
+	labels[rayparams.LabelNodeType] = string(rayv1.HeadNode)
+	labels[rayparams.LabelIdentifier] = rayparams.CheckLabel(rs.Name + "-" + string(rayv1.HeadNode))
+	svc.ObjectMeta = metav1.ObjectMeta{Name: rayparams.OwnedHeadServiceName(rs.Name), Namespace: rs.Namespace, Labels: labels, Annotations: svc.Annotations}
 	return svc
 }
 
@@ -31,7 +32,7 @@ func serveService(rs *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Servi
 	var ports []corev1.ServicePort
 	if cs := cluster.Spec.HeadGroupSpec.Template.Spec.Containers; len(cs) > 0 {
 		for _, p := range cs[0].Ports {
-			if p.Name == ServingPortName || len(p.Name) > len(ServingPortName)+1 && p.Name[:len(ServingPortName)+1] == ServingPortName+"-" {
+			if p.Name == rayparams.ServingPortName || len(p.Name) > len(rayparams.ServingPortName)+1 && p.Name[:len(rayparams.ServingPortName)+1] == rayparams.ServingPortName+"-" {
 				ports = append(ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort})
 			}
 		}
@@ -58,13 +59,13 @@ func serveService(rs *rayv1.RayService, cluster *rayv1.RayCluster) *corev1.Servi
 		svc.Spec.Ports = ports
 	}
 	if len(svc.Spec.Ports) == 0 {
-		svc.Spec.Ports = []corev1.ServicePort{{Name: ServingPortName, Port: DefaultServingPort}}
+		svc.Spec.Ports = []corev1.ServicePort{{Name: rayparams.ServingPortName, Port: rayparams.DefaultServingPort}}
 	}
 	if svc.Labels == nil {
 		svc.Labels = map[string]string{}
 	}
 	maps.Copy(svc.Labels, originLabels(rs))
-	svc.Labels[raycluster.LabelServe] = rs.Name + "-serve"
-	svc.Spec.Selector = map[string]string{raycluster.LabelCluster: cluster.Name, raycluster.LabelServe: "true"}
+	svc.Labels[rayparams.LabelServe] = rs.Name + "-serve"
+	svc.Spec.Selector = map[string]string{rayparams.LabelCluster: cluster.Name, rayparams.LabelServe: "true"}
 	return svc
 }

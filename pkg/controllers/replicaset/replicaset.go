@@ -26,7 +26,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
 )
 
@@ -49,11 +49,11 @@ type Reconciler struct {
 	exp   *workload.Expectations
 }
 
-// Setup is the manager.SetupFunc of this controller: For ReplicaSets, Owns their pods, and orphan pods
+// Setup is the ctrlset.SetupFunc of this controller: For ReplicaSets, Owns their pods, and orphan pods
 // go to the ReplicaSets that select them.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.ReplicaSet{}).
 		Owns(&corev1.Pod{}).

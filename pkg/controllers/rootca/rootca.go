@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/pernamespace"
 )
 
@@ -30,11 +30,11 @@ const (
 
 // Setup registers the controller with mgr: it watches namespaces, and ConfigMaps named kube-root-ca.crt
 // mapped to their namespace. env.RootCA is what it publishes.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	if len(env.RootCA) == 0 {
 		return fmt.Errorf("%s: no root CA to publish", Name)
 	}
-	return pernamespace.Setup(mgr, env, Name, &corev1.ConfigMap{}, ConfigMapName, publisher(string(env.RootCA)))
+	return pernamespace.Setup(mgr, env, &corev1.ConfigMap{}, ConfigMapName, publisher(string(env.RootCA)))
 }
 
 // publisher makes a namespace's kube-root-ca.crt hold ca, and only that.

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/rootca"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	framework.RunMain(m, "controller", func(i *framework.Instance) (func(context.Context) error, error) {
 		in = i
 		return func(ctx context.Context) error {
-			return manager.RunStandalone(ctx, in.Config, rootca.Setup, manager.Env{Name: rootca.Name, RootCA: []byte(testCA)})
+			return ctrlset.RunStandalone(ctx, in.Config, rootca.Setup, ctrlset.Env{Name: rootca.Name, RootCA: []byte(testCA)})
 		}, nil
 	})
 }

@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/pernamespace"
 )
 
@@ -26,14 +26,14 @@ const DefaultName = "default"
 
 // Setup registers the controller with mgr: it watches namespaces, and ServiceAccounts named "default"
 // mapped to their namespace.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
-	return pernamespace.Setup(mgr, env, Name, &corev1.ServiceAccount{}, DefaultName, sync)
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
+	return pernamespace.Setup(mgr, env, &corev1.ServiceAccount{}, DefaultName, sync)
 }
 
 // Run runs the controller alone, with a manager of its own, until ctx ends. rayctl runs it even when the
 // other controllers are left to an external operator, since every cluster has it.
 func Run(ctx context.Context, cfg *rest.Config) error {
-	return manager.RunStandalone(ctx, cfg, Setup, manager.Env{Name: Name})
+	return ctrlset.RunStandalone(ctx, cfg, Setup, ctrlset.Env{Name: Name})
 }
 
 // sync creates the default ServiceAccount of namespace when it is missing.

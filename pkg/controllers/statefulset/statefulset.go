@@ -33,7 +33,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/workload"
 )
 
@@ -66,11 +66,11 @@ type Reconciler struct {
 	hooks *chainhooks.Hooks
 }
 
-// Setup is the manager.SetupFunc of this controller: For StatefulSets, Owns their pods and
+// Setup is the ctrlset.SetupFunc of this controller: For StatefulSets, Owns their pods and
 // ControllerRevisions.
-func Setup(mgr ctrl.Manager, env manager.Env) error {
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	r.hooks, r.Recorder = workload.Wiring(mgr, env, Name)
+	r.hooks, r.Recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.StatefulSet{}).
 		Owns(&corev1.Pod{}).

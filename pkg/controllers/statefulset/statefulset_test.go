@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/statefulset"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -21,7 +22,7 @@ var in *framework.Instance
 
 // TestMain runs the StatefulSet controller against a control plane without a kubelet.
 func TestMain(m *testing.M) {
-	framework.RunControllers(m, &in, statefulset.Setup)
+	framework.RunControllers(m, &in, map[string]ctrlset.SetupFunc{statefulset.Name: statefulset.Setup})
 }
 
 func newStatefulSet(replicas int32, policy appsv1.PodManagementPolicyType) *appsv1.StatefulSet {

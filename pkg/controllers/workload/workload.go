@@ -19,12 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
 )
 
 // expectationTimeout bounds how long a controller waits for its cache to show its own writes; past it
@@ -232,19 +227,6 @@ func MinRequeue(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
-}
-
-// Wiring returns the chain hooks and event recorder env gives a controller named name, made from mgr
-// where env has none (as when a test registers the controller by itself).
-func Wiring(mgr ctrl.Manager, env manager.Env, name string) (*chainhooks.Hooks, record.EventRecorder) {
-	hooks, rec := env.Hooks, env.Recorder
-	if hooks == nil {
-		hooks = chainhooks.New(name, nil)
-	}
-	if rec == nil {
-		rec = mgr.GetEventRecorderFor(name + "-controller") //nolint:staticcheck // core/v1 events, which kubectl describe shows
-	}
-	return hooks, rec
 }
 
 // ClaimPods lists the pods of owner's namespace that keep accepts (nil: all) and claims them for owner

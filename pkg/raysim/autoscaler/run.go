@@ -125,7 +125,7 @@ func (a *Autoscaler) Pass(ctx context.Context) error {
 	lap("get RayCluster")
 	var pods corev1.PodList
 	if err := a.kube.List(ctx, &pods, client.InNamespace(c.Namespace),
-		client.MatchingLabels{"ray.io/cluster": c.Name, "ray.io/node-type": string(rayv1.WorkerNode)}); err != nil {
+		client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.WorkerNode)}); err != nil {
 		return fmt.Errorf("listing the cluster's Pods: %w", err)
 	}
 	lap("list Pods")
@@ -208,7 +208,7 @@ func (a *Autoscaler) state(c *rayv1.RayCluster, pods []corev1.Pod, load gcs.Load
 	podsOf := map[string][]string{}
 	for _, p := range pods {
 		if p.DeletionTimestamp.IsZero() {
-			podsOf[p.Labels["ray.io/group"]] = append(podsOf[p.Labels["ray.io/group"]], p.Name)
+			podsOf[p.Labels[rayparams.LabelGroup]] = append(podsOf[p.Labels[rayparams.LabelGroup]], p.Name)
 		}
 	}
 	for _, g := range c.Spec.WorkerGroupSpecs {

@@ -9,13 +9,14 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/rayctl/rayctl/pkg/controllers/manager"
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
 // RunControllers is the whole of a TestMain for a controller package's integration tests: it starts a
 // control plane without a kubelet (see RunMain), keeps it in *in, and runs one controller-runtime manager
-// with the controllers setups add while the tests run; the tests play the kubelet by writing pod status.
-func RunControllers(m *testing.M, in **Instance, setups ...manager.SetupFunc) {
+// with the controllers setups add (by name, each given a complete Env of that name) while the tests run;
+// the tests play the kubelet by writing pod status.
+func RunControllers(m *testing.M, in **Instance, setups map[string]ctrlset.SetupFunc) {
 	ctrl.SetLogger(logr.Discard())
 	RunMain(m, "manager", func(i *Instance) (func(context.Context) error, error) {
 		*in = i
@@ -27,8 +28,8 @@ func RunControllers(m *testing.M, in **Instance, setups ...manager.SetupFunc) {
 		if err != nil {
 			return nil, err
 		}
-		for _, setup := range setups {
-			if err := setup(mgr, manager.Env{}); err != nil {
+		for name, setup := range setups {
+			if err := setup(mgr, ctrlset.Env{Name: name}.Complete(mgr)); err != nil {
 				return nil, err
 			}
 		}

@@ -1,14 +1,15 @@
-// Package manager builds the one controller-runtime manager that runs rayctl's controllers (raycluster,
-// rayjob, job, gc, …) inside `rayctl up`, configured the way KubeRay's operator configures its own:
-// a shared informer cache (optionally limited to some namespaces), leader election on a Lease, one
-// event recorder per controller, and a registry from which --controllers picks what runs.
+// Package ctrlset is rayctl's set of controllers: the registry they plug into by name and group, the Env
+// each one's Setup gets, and the controller-runtime manager that runs a selection of them inside `rayctl
+// up`, configured the way KubeRay's operator configures its own: a shared informer cache (optionally
+// limited to some namespaces), leader election on a Lease, one event recorder per controller, and a
+// registry from which --controllers picks what runs.
 //
-// Controllers plug in by name:
+// Controllers plug in by name, in the group of the manager they run in (pkg/controlplane does this):
 //
-//	manager.Register("raycluster", raycluster.Setup)
-//	m, err := manager.New(cfg, opts) // adds the controllers opts.Controllers selects
+//	ctrlset.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
+//	m, err := ctrlset.New(cfg, opts) // adds the controllers opts.Controllers selects
 //	err = m.Start(ctx)
-package manager
+package ctrlset
 
 import (
 	"context"
@@ -41,6 +42,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
+	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
 // Identity is the user name the controllers authenticate as in production (their client certificate's CN).
@@ -49,9 +51,9 @@ const Identity = "rayctl:controllers"
 // Label selectors for narrowing the shared cache, as KubeRay's operator narrows its own. See Options.PodSelector.
 const (
 	// RayPodSelector selects the Pods the Ray controllers create (KubeRay's managercache selector).
-	RayPodSelector = "ray.io/node-type in (head,worker,redis-cleanup)"
+	RayPodSelector = rayparams.LabelNodeType + " in (head,worker,redis-cleanup)"
 	// KubeRayJobSelector selects the batch Jobs the RayJob controller creates (KubeRay's Job selector).
-	KubeRayJobSelector = "app.kubernetes.io/created-by=kuberay-operator"
+	KubeRayJobSelector = rayparams.LabelCreatedBy + "=" + rayparams.CreatedBy
 )
 
 // Options configures the manager. Start from DefaultOptions.
@@ -153,7 +155,9 @@ type Manager struct {
 	ctrl.Manager
 	// Controllers are the names of the controllers added, sorted.
 	Controllers []string
-	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics.
+	// Hooks are the controllers' chain hooks by name: their watches, key kinds and queue statistics. The
+	// hooks a controller makes with chainhooks.Hooks.Sub report their hops but are not listed here:
+	// diagnose takes the listed controller of a kind (RayCluster, RayJob) for the one that reconciles it.
 	Hooks map[string]*chainhooks.Hooks
 }
 
@@ -263,7 +267,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			InsufficientHint: opts.InsufficientHint,
 		}
 		hooks[name] = env.Hooks
-		if err := opts.Registry.setup(name)(mgr, env); err != nil {
+		if err := opts.Registry.setup(name)(mgr, env.Complete(mgr)); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", name, err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raydashboard"
+	"github.com/rayctl/rayctl/pkg/raydashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 )
 

@@ -1,4 +1,4 @@
-package manager
+package ctrlset
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// RunStandalone runs what setup registers (one controller's Setup, given env) with a plain manager of
+// RunStandalone runs what setup registers (one controller's Setup, given env made Complete) with a plain manager of
 // its own, not the shared one New builds, until ctx ends: no metrics server, and 100 QPS (burst 200)
 // unless cfg sets a rate. It returns an error only when the manager fails before ctx ends (what a
 // runnable says while shutting down is no failure).
@@ -27,7 +27,7 @@ func RunStandalone(ctx context.Context, cfg *rest.Config, setup SetupFunc, env E
 	if err != nil {
 		return err
 	}
-	if err := setup(mgr, env); err != nil {
+	if err := setup(mgr, env.Complete(mgr)); err != nil {
 		return err
 	}
 	if err := mgr.Start(ctx); err != nil && ctx.Err() == nil {

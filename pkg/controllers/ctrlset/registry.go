@@ -1,4 +1,4 @@
-package manager
+package ctrlset
 
 import (
 	"context"
@@ -17,7 +17,9 @@ import (
 )
 
 // Env is what a controller's setup function gets besides the manager: its name, its share of the
-// manager's Options, an event recorder and the chain hooks, all made for this controller.
+// manager's Options, an event recorder and the chain hooks, all made for this controller. New and
+// RunStandalone hand every Setup an Env whose Hooks, Recorder and EventRecorderFor are set (see
+// Complete), so no controller checks them for nil.
 type Env struct {
 	// Name is the name the controller was registered under; use it as the controller's name.
 	Name string
@@ -30,7 +32,7 @@ type Env struct {
 	// Recorder records core/v1 Events as this controller (the source component is Name + "-controller").
 	Recorder record.EventRecorder
 	// EventRecorderFor returns a recorder of core/v1 Events from another component name (the scheduler's
-	// events come from its scheduler name); nil where the manager's own recorders are to be used.
+	// events come from its scheduler name).
 	EventRecorderFor func(component string) record.EventRecorder
 	// Hooks reports the controller's trigger chain to the manager's Sink.
 	Hooks *chainhooks.Hooks
@@ -61,12 +63,29 @@ type Env struct {
 	InsufficientHint string
 }
 
+// Complete returns e with what every controller relies on filled in where the caller left it out: chain
+// hooks named after the controller that report to no sink, and mgr's core/v1 event recorders (Recorder
+// as Name + "-controller"). New and RunStandalone call it; a test that calls a Setup itself may too.
+func (e Env) Complete(mgr ctrl.Manager) Env {
+	if e.Hooks == nil {
+		e.Hooks = chainhooks.New(e.Name, nil)
+	}
+	if e.EventRecorderFor == nil {
+		// core/v1 Events (not events.k8s.io) because `kubectl describe` reads those, as with KubeRay.
+		e.EventRecorderFor = mgr.GetEventRecorderFor //nolint:staticcheck // core/v1 events
+	}
+	if e.Recorder == nil {
+		e.Recorder = e.EventRecorderFor(e.Name + "-controller")
+	}
+	return e
+}
+
 // SetupFunc adds one controller to mgr: the one shape every controller's Setup has. A controller
-// package exports `func Setup(mgr ctrl.Manager, env manager.Env) error` (a Setup method on its Options
+// package exports `func Setup(mgr ctrl.Manager, env ctrlset.Env) error` (a Setup method on its Options
 // type where tests set more than Env carries), and pkg/controlplane registers it by name, in the group
 // of the manager it runs in:
 //
-//	manager.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
+//	ctrlset.Default.RegisterIn("ray", raycluster.Name, raycluster.Setup)
 type SetupFunc func(mgr ctrl.Manager, env Env) error
 
 // Registry maps controller names to their setup functions. Each controller belongs to a group (the
@@ -80,11 +99,9 @@ type Registry struct {
 	group map[string]string
 }
 
-// Default is the registry Register adds to and New reads unless Options.Registry is set.
+// Default is the registry pkg/controlplane registers every controller in and New reads unless
+// Options.Registry is set.
 var Default = &Registry{}
-
-// Register adds a controller to the Default registry, in no group. It panics if name is taken or reserved.
-func Register(name string, setup SetupFunc) { Default.Register(name, setup) }
 
 // Register adds a controller under name, in no group. It panics if name is empty, reserved ("all",
 // "none", "*"), starts with "-", or is already registered: registration is a programming step, not

@@ -21,8 +21,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 )
 
 // Timeouts applied by New.
@@ -144,16 +142,22 @@ type Client struct {
 }
 
 // New returns a client for the dashboard at baseURL (e.g.
-// http://10.244.0.5:8265) with ConnectTimeout and RequestTimeout. Requests made within a reconcile
-// wrapped by chainhooks are reported to its chain sink as dashboard calls (method, URL, status code, latency).
-func New(baseURL string) *Client { return NewDialing(baseURL, nil) }
+// http://10.244.0.5:8265) with ConnectTimeout and RequestTimeout, connecting from this process's own
+// network and reporting its calls nowhere (NewDialing says otherwise).
+func New(baseURL string) *Client { return NewDialing(baseURL, nil, nil) }
 
 // DialFunc connects to an address on the pod network.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
+// Observe wraps a client's transport to see its requests: a controller passes its chain transport
+// (chainhooks.Transport), which reports the calls made within a reconcile to the chain sink as dashboard
+// calls (method, URL, status code, latency).
+type Observe func(next http.RoundTripper) http.RoundTripper
+
 // NewDialing is New with the connections made by dial (nil: from this process's own network), such as
-// rayctl's dialer into the node network namespace, where pod IPs are reachable.
-func NewDialing(baseURL string, dial DialFunc) *Client {
+// rayctl's dialer into the node network namespace, where pod IPs are reachable, and the transport wrapped
+// by observe (nil: not wrapped).
+func NewDialing(baseURL string, dial DialFunc, observe Observe) *Client {
 	if dial == nil {
 		dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
 	}
@@ -168,7 +172,11 @@ func NewDialing(baseURL string, dial DialFunc) *Client {
 		IdleConnTimeout:       30 * time.Second,
 		MaxIdleConnsPerHost:   2,
 	}
-	return NewWithHTTPClient(baseURL, &http.Client{Transport: chainhooks.Transport(transport), Timeout: RequestTimeout})
+	var rt http.RoundTripper = transport
+	if observe != nil {
+		rt = observe(transport)
+	}
+	return NewWithHTTPClient(baseURL, &http.Client{Transport: rt, Timeout: RequestTimeout})
 }
 
 // NewWithHTTPClient returns a client that sends its requests through hc.
