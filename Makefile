@@ -92,7 +92,7 @@ FUZZ_TARGETS := \
 	./pkg/apiserver/validation:FuzzValidatePod \
 	./pkg/apiserver/validation:FuzzValidateService \
 	./pkg/apiserver/validation:FuzzValidateJob \
-	./pkg/controllers/raycluster:FuzzRayCluster
+	./pkg/controllers/ray/raycluster:FuzzRayCluster
 
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

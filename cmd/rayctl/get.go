@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/controllers/ray/raycluster"
 )
 
 func newGetCommand(g *globalFlags) *cobra.Command {

@@ -34,7 +34,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/chain/render"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/controllers/ray/raycluster"
 )
 
 // Sample is the embedded RayJob the demo applies unless Config.File names another.

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/rayctl/rayctl/pkg/controllers/endpoints"
+	"github.com/rayctl/rayctl/pkg/controllers/kube/endpoints"
 	rdns "github.com/rayctl/rayctl/pkg/dns"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )

@@ -1,6 +1,6 @@
 // Package gatewayproxy is the data plane of rayctl's Gateway: an HTTP reverse proxy that routes each
 // request by a Table (which port it came in on, its host, path, method and headers) to one of the rule's
-// backends, chosen by weight. The Gateway controller (pkg/controllers/gateway) computes the Table from a
+// backends, chosen by weight. The Gateway controller (pkg/controllers/ray/gateway) computes the Table from a
 // Gateway and its HTTPRoutes and stores it as JSON in a ConfigMap; `rayctl gateway-proxy`, run in a pod
 // the controller makes, follows that ConfigMap and serves it. The package knows nothing of the Gateway
 // API's types: the controller has resolved listeners, route attachment, precedence and Services.

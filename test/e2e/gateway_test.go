@@ -1,6 +1,6 @@
 package e2e
 
-// rayctl's own Gateway (pkg/controllers/gateway, `rayctl up --gateway-api`): a GatewayClass naming
+// rayctl's own Gateway (pkg/controllers/ray/gateway, `rayctl up --gateway-api`): a GatewayClass naming
 // rayctl.dev/gateway-controller is accepted, a Gateway of it is programmed (its proxy pod running
 // `rayctl gateway-proxy`), HTTPRoutes attach with the status a conformant implementation writes, and
 // requests through `kubectl port-forward` to the Gateway's Service follow the routes' matches and weights.

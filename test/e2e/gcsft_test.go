@@ -20,7 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rayctl/rayctl/pkg/controllers/raycluster"
+	"github.com/rayctl/rayctl/pkg/controllers/ray/raycluster"
 	"github.com/rayctl/rayctl/pkg/rayparams"
 	raysimgcs "github.com/rayctl/rayctl/pkg/raysim/gcs"
 )
