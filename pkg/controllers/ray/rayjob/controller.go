@@ -19,7 +19,6 @@ package rayjob
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -123,10 +122,8 @@ func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(
 // and the reconcile concurrency; the requeue period stays the RayJob's own (3 s). The manager's scheme
 // must know ray.io/v1, core/v1 and batch/v1.
 func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
-	for _, kind := range []string{"RayJob", "RayCluster"} {
-		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
-			return fmt.Errorf("rayjob controller: the manager's scheme lacks ray.io/v1 %s", kind)
-		}
+	if err := ctrlset.RequireKinds(mgr.GetScheme(), "rayjob", rayv1.GroupVersion, "RayJob", "RayCluster"); err != nil {
+		return err
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env)
 	o.OfflinePods = o.OfflinePods || env.OfflinePods

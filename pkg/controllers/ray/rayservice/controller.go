@@ -23,7 +23,6 @@ package rayservice
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -119,10 +118,8 @@ func Setup(mgr manager.Manager, env ctrlset.Env) error { return Options{}.Setup(
 // register Options{Resolver: …}.Setup). The registry's Env supplies the event recorder, the chain hooks
 // and the reconcile concurrency. The manager's scheme must know ray.io/v1 and core/v1.
 func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
-	for _, kind := range []string{"RayService", "RayCluster"} {
-		if !mgr.GetScheme().Recognizes(rayv1.GroupVersion.WithKind(kind)) {
-			return fmt.Errorf("rayservice controller: the manager's scheme lacks ray.io/v1 %s", kind)
-		}
+	if err := ctrlset.RequireKinds(mgr.GetScheme(), "rayservice", rayv1.GroupVersion, "RayService", "RayCluster"); err != nil {
+		return err
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env)
 	if o.NewClient == nil && env.PodDial != nil {
