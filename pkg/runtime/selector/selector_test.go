@@ -303,18 +303,20 @@ func TestAutoWithoutContainerdSaysWhatRunsOtherImages(t *testing.T) {
 	if c.Name != Process || !strings.Contains(c.Reason, why) {
 		t.Fatalf("auto chose %s: %s", c.Name, c.Reason)
 	}
-	sb, err := c.Runtime.RunSandbox(ctx(t), runtime.SandboxConfig{PodUID: "uid-" + randHex(6), Namespace: "default", Name: "submitter", Dir: t.TempDir()})
+	// (KubeRay's light-weight submitter image is no example: the process runtime runs its /submitter as
+	// rayctl's own.)
+	sb, err := c.Runtime.RunSandbox(ctx(t), runtime.SandboxConfig{PodUID: "uid-" + randHex(6), Namespace: "default", Name: "web", Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Runtime.RemoveSandbox(context.Background(), sb.PodUID) })
-	id, err := c.Runtime.CreateContainer(ctx(t), sb, runtime.ContainerConfig{Name: "c", Image: "quay.io/kuberay/submitter:v1.7.0",
-		Command: []string{"/submitter"}, LogPath: filepath.Join(sb.Config.Dir, "c.log")})
+	id, err := c.Runtime.CreateContainer(ctx(t), sb, runtime.ContainerConfig{Name: "c", Image: "docker.io/library/nginx:1.27",
+		Command: []string{"/docker-entrypoint.sh"}, LogPath: filepath.Join(sb.Config.Dir, "c.log")})
 	if err == nil {
 		t.Cleanup(func() { _ = c.Runtime.RemoveContainer(context.Background(), id) })
 		err = c.Runtime.StartContainer(ctx(t), id)
 	}
-	const want = "/submitter: not found on this host (the process runtime runs host programs; other images run on containerd, not used here: no containerd binary on PATH (apt-get install containerd runc))"
+	const want = "/docker-entrypoint.sh: not found on this host (the process runtime runs host programs; other images run on containerd, not used here: no containerd binary on PATH (apt-get install containerd runc))"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a pod of another image: %v, want %q", err, want)
 	}
