@@ -37,14 +37,14 @@ const Name = "daemonset"
 
 var kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
-// Reconciler syncs one DaemonSet with its pods.
-type Reconciler struct {
-	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
-	// Reader reads revisions just written from the API server.
-	Reader client.Reader
-	// Recorder records the DaemonSet's events.
-	Recorder record.EventRecorder
+// reconciler syncs one DaemonSet with its pods.
+type reconciler struct {
+	// client reads through the manager's cache and writes to the API server.
+	client client.Client
+	// reader reads revisions just written from the API server.
+	reader client.Reader
+	// recorder records the DaemonSet's events.
+	recorder record.EventRecorder
 
 	hooks *chainhooks.Hooks
 	exp   *workload.Expectations
@@ -53,8 +53,8 @@ type Reconciler struct {
 // Setup is the ctrlset.SetupFunc of this controller: For DaemonSets, Owns their pods and
 // ControllerRevisions, and a Node's changes go to every DaemonSet.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = env.Hooks, env.Recorder
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), exp: workload.NewExpectations()}
+	r.hooks, r.recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.DaemonSet{}).
 		Owns(&corev1.Pod{}).
@@ -65,9 +65,9 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 }
 
 // all maps a Node to every DaemonSet.
-func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &appsv1.DaemonSetList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.client.List(ctx, list); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, len(list.Items))
@@ -78,9 +78,9 @@ func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Reque
 }
 
 // Reconcile brings the DaemonSet req names one step closer to one up-to-date pod per eligible node.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ds := &appsv1.DaemonSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ds); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, ds); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.Forget(req.NamespacedName)
 		}
@@ -94,14 +94,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
+	if err := r.client.List(ctx, nodes); err != nil {
 		return reconcile.Result{}, err
 	}
-	pods, err := workload.ClaimPods(ctx, r.Client, ds, kind, sel, nil)
+	pods, err := workload.ClaimPods(ctx, r.client, ds, kind, sel, nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	revs, err := workload.SyncRevisions(ctx, r.Client, r.Reader, ds, kind, &ds.Spec.Template, ds.Status.CollisionCount)
+	revs, err := workload.SyncRevisions(ctx, r.client, r.reader, ds, kind, &ds.Spec.Template, ds.Status.CollisionCount)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -192,11 +192,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ds.Spec.RevisionHistoryLimit != nil {
 		limit = *ds.Spec.RevisionHistoryLimit
 	}
-	errs = append(errs, workload.TrimRevisions(ctx, r.Client, revs, limit, live))
+	errs = append(errs, workload.TrimRevisions(ctx, r.client, revs, limit, live))
 	if !apiequality.Semantic.DeepEqual(&ds.Status, st) {
 		updated := ds.DeepCopy()
 		updated.Status = *st
-		if err := r.Client.Status().Update(ctx, updated); err != nil {
+		if err := r.client.Status().Update(ctx, updated); err != nil {
 			errs = append(errs, fmt.Errorf("writing the status of daemonset %s/%s: %w", ds.Namespace, ds.Name, err))
 		} else {
 			r.hooks.StatusWritten(ctx, updated, chain.F("desired", st.DesiredNumberScheduled), chain.F("ready", st.NumberReady), chain.F("updated", st.UpdatedNumberScheduled))
@@ -221,26 +221,26 @@ func maxUnavailable(ds *appsv1.DaemonSet, nodes int) int {
 	return n
 }
 
-func (r *Reconciler) create(ctx context.Context, ds *appsv1.DaemonSet, rev *appsv1.ControllerRevision, node string) error {
+func (r *reconciler) create(ctx context.Context, ds *appsv1.DaemonSet, rev *appsv1.ControllerRevision, node string) error {
 	pod := workload.NewPod(&ds.Spec.Template, ds, kind, "", ds.Name+"-")
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = rev.Labels[appsv1.ControllerRevisionHashLabelKey]
 	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = rev.Labels[appsv1.ControllerRevisionHashLabelKey]
 	pod.Spec.NodeName = node
-	if err := r.Client.Create(ctx, pod); err != nil {
-		r.Recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+	if err := r.client.Create(ctx, pod); err != nil {
+		r.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		return err
 	}
 	r.exp.Created(client.ObjectKeyFromObject(ds), pod.Name)
-	r.Recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
+	r.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 	return nil
 }
 
-func (r *Reconciler) delete(ctx context.Context, ds *appsv1.DaemonSet, pod *corev1.Pod) error {
-	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-		r.Recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+func (r *reconciler) delete(ctx context.Context, ds *appsv1.DaemonSet, pod *corev1.Pod) error {
+	if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		r.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 		return err
 	}
 	r.exp.Deleted(client.ObjectKeyFromObject(ds), pod.UID)
-	r.Recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
+	r.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
 	return nil
 }

@@ -71,12 +71,12 @@ var (
 	rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 )
 
-// Reconciler syncs one Deployment with its ReplicaSets.
-type Reconciler struct {
-	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
-	// Recorder records the Deployment's events.
-	Recorder record.EventRecorder
+// reconciler syncs one Deployment with its ReplicaSets.
+type reconciler struct {
+	// client reads through the manager's cache and writes to the API server.
+	client client.Client
+	// recorder records the Deployment's events.
+	recorder record.EventRecorder
 
 	hooks *chainhooks.Hooks
 	exp   *workload.Expectations
@@ -84,8 +84,8 @@ type Reconciler struct {
 
 // Setup is the ctrlset.SetupFunc of this controller: For Deployments, Owns their ReplicaSets.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = env.Hooks, env.Recorder
+	r := &reconciler{client: mgr.GetClient(), exp: workload.NewExpectations()}
+	r.hooks, r.recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.Deployment{}).
 		Owns(&appsv1.ReplicaSet{}).
@@ -95,7 +95,7 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 
 // pass is one reconcile of one Deployment.
 type pass struct {
-	r     *Reconciler
+	r     *reconciler
 	d     *appsv1.Deployment
 	newRS *appsv1.ReplicaSet
 	old   []*appsv1.ReplicaSet // oldest first
@@ -105,9 +105,9 @@ type pass struct {
 }
 
 // Reconcile brings the Deployment req names one step closer to its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	d := &appsv1.Deployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, d); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.Forget(req.NamespacedName)
 		}
@@ -121,14 +121,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	list := &appsv1.ReplicaSetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(d.Namespace)); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(d.Namespace)); err != nil {
 		return reconcile.Result{}, err
 	}
 	all := make([]*appsv1.ReplicaSet, len(list.Items))
 	for i := range list.Items {
 		all[i] = &list.Items[i]
 	}
-	owned, err := workload.Claim(ctx, r.Client, d, kind, sel, all)
+	owned, err := workload.Claim(ctx, r.client, d, kind, sel, all)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -275,7 +275,7 @@ func (p *pass) ensureNewRS(ctx context.Context) error {
 	} else if revision(p.newRS) < rev || !maps.Equal(p.annotationsFor(p.newRS, max(rev, revision(p.newRS))), p.newRS.Annotations) {
 		rs := p.newRS.DeepCopy()
 		rs.Annotations = p.annotationsFor(rs, max(rev, revision(p.newRS)))
-		if err := p.r.Client.Update(ctx, rs); err != nil {
+		if err := p.r.client.Update(ctx, rs); err != nil {
 			return err
 		}
 		p.newRS = rs
@@ -287,7 +287,7 @@ func (p *pass) ensureNewRS(ctx context.Context) error {
 			d.Annotations = map[string]string{}
 		}
 		d.Annotations[RevisionAnnotation] = want
-		if err := p.r.Client.Update(ctx, d); err != nil {
+		if err := p.r.client.Update(ctx, d); err != nil {
 			return err
 		}
 		p.d = d
@@ -324,11 +324,11 @@ func (p *pass) createNewRS(ctx context.Context, rev int64) error {
 		Spec: appsv1.ReplicaSetSpec{Replicas: &start, MinReadySeconds: d.Spec.MinReadySeconds, Selector: sel, Template: *t},
 	}
 	rs.Annotations = p.annotationsFor(rs, rev)
-	err := p.r.Client.Create(ctx, rs)
+	err := p.r.client.Create(ctx, rs)
 	if apierrors.IsAlreadyExists(err) {
 		// A ReplicaSet of that name with another template: count the collision so the next hash differs.
 		existing := &appsv1.ReplicaSet{}
-		if gerr := p.r.Client.Get(ctx, client.ObjectKeyFromObject(rs), existing); gerr == nil && metav1.IsControlledBy(existing, d) && equalIgnoringHash(&existing.Spec.Template, &d.Spec.Template) {
+		if gerr := p.r.client.Get(ctx, client.ObjectKeyFromObject(rs), existing); gerr == nil && metav1.IsControlledBy(existing, d) && equalIgnoringHash(&existing.Spec.Template, &d.Spec.Template) {
 			p.newRS = existing
 			return nil
 		}
@@ -338,17 +338,17 @@ func (p *pass) createNewRS(ctx context.Context, rev int64) error {
 			n = *d.Status.CollisionCount + 1
 		}
 		updated.Status.CollisionCount = &n
-		if uerr := p.r.Client.Status().Update(ctx, updated); uerr != nil {
+		if uerr := p.r.client.Status().Update(ctx, updated); uerr != nil {
 			return uerr
 		}
 		return fmt.Errorf("replicaset %s exists with another template; collisionCount now %d", rs.Name, n)
 	}
 	if err != nil {
-		p.r.Recorder.Eventf(d, corev1.EventTypeWarning, "FailedCreate", "Failed to create new replica set %q: %v", rs.Name, err)
+		p.r.recorder.Eventf(d, corev1.EventTypeWarning, "FailedCreate", "Failed to create new replica set %q: %v", rs.Name, err)
 		return err
 	}
 	p.r.exp.Created(client.ObjectKeyFromObject(d), rs.Name)
-	p.r.Recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", rs.Name, start)
+	p.r.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d", rs.Name, start)
 	p.newRS = rs
 	p.setProgressing(corev1.ConditionTrue, reasonNewRSCreated, fmt.Sprintf("Created new replica set %q", rs.Name))
 	return nil
@@ -403,7 +403,7 @@ func (p *pass) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int32) error 
 	updated := rs.DeepCopy()
 	updated.Spec.Replicas = &n
 	updated.Annotations = ann
-	if err := p.r.Client.Update(ctx, updated); err != nil {
+	if err := p.r.client.Update(ctx, updated); err != nil {
 		return err
 	}
 	*rs = *updated
@@ -412,7 +412,7 @@ func (p *pass) scale(ctx context.Context, rs *appsv1.ReplicaSet, n int32) error 
 		if n < from {
 			dir = "down"
 		}
-		p.r.Recorder.Eventf(p.d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", dir, rs.Name, from, n)
+		p.r.recorder.Eventf(p.d, corev1.EventTypeNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", dir, rs.Name, from, n)
 	}
 	return nil
 }
@@ -501,7 +501,7 @@ func (p *pass) cleanup(ctx context.Context) error {
 	var errs []error
 	for i := 0; i < len(empty)-int(limit); i++ {
 		rs := empty[i]
-		if err := p.r.Client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil {
+		if err := p.r.client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -585,7 +585,7 @@ func (p *pass) writeStatus(ctx context.Context) (time.Duration, error) {
 		deadline := c.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second)
 		if p.now.After(deadline) {
 			setCondition(st, appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonDeadlineExceeded, fmt.Sprintf("ReplicaSet %q has timed out progressing.", p.newRS.Name), p.now)
-			p.r.Recorder.Eventf(d, corev1.EventTypeWarning, reasonDeadlineExceeded, "Deployment %q has timed out progressing.", d.Name)
+			p.r.recorder.Eventf(d, corev1.EventTypeWarning, reasonDeadlineExceeded, "Deployment %q has timed out progressing.", d.Name)
 		} else {
 			wait = deadline.Sub(p.now) + time.Second
 		}
@@ -595,7 +595,7 @@ func (p *pass) writeStatus(ctx context.Context) (time.Duration, error) {
 	}
 	updated := d.DeepCopy()
 	updated.Status = *st
-	if err := p.r.Client.Status().Update(ctx, updated); err != nil {
+	if err := p.r.client.Status().Update(ctx, updated); err != nil {
 		return 0, fmt.Errorf("writing the status of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	p.r.hooks.StatusWritten(ctx, updated, chain.F("replicas", st.Replicas), chain.F("updated", st.UpdatedReplicas), chain.F("available", st.AvailableReplicas))

@@ -30,9 +30,9 @@ type content struct {
 func (c *content) remaining() bool { return len(c.counts) > 0 || c.discoveryErr != nil }
 
 // deleteContent deletes every namespaced object of namespace and reports what is left.
-func (r *Reconciler) deleteContent(ctx context.Context, namespace string) (*content, error) {
+func (r *reconciler) deleteContent(ctx context.Context, namespace string) (*content, error) {
 	c := &content{counts: map[string]int{}, finalizers: map[string]int{}}
-	resources, err := deletableResources(r.Discovery)
+	resources, err := deletableResources(r.discovery)
 	if err != nil {
 		var partial *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &partial) {
@@ -87,8 +87,8 @@ func deletableResources(d discovery.DiscoveryInterface) ([]resource, error) {
 }
 
 // deleteResource deletes the objects of one resource in namespace and counts those still present.
-func (r *Reconciler) deleteResource(ctx context.Context, namespace string, res resource, c *content) error {
-	client := r.Metadata.Resource(res.gvr).Namespace(namespace)
+func (r *reconciler) deleteResource(ctx context.Context, namespace string, res resource, c *content) error {
+	client := r.metadata.Resource(res.gvr).Namespace(namespace)
 	collected := false
 	if res.deleteCollection {
 		err := client.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})

@@ -32,22 +32,22 @@ import (
 // Name is the controller's name, in logs and metrics.
 const Name = "namespace"
 
-// Reconciler empties and finally removes one terminating namespace.
-type Reconciler struct {
-	// Client reads namespaces through the manager's cache and writes them to the API server.
-	Client client.Client
-	// Metadata lists and deletes the namespace's content, whatever its kind.
-	Metadata metadata.Interface
-	// Discovery finds the namespaced resources.
-	Discovery discovery.DiscoveryInterface
-	// ReportConditions writes the Namespace*Failure / *Remaining conditions to the namespace's status on
+// reconciler empties and finally removes one terminating namespace.
+type reconciler struct {
+	// client reads namespaces through the manager's cache and writes them to the API server.
+	client client.Client
+	// metadata lists and deletes the namespace's content, whatever its kind.
+	metadata metadata.Interface
+	// discovery finds the namespaced resources.
+	discovery discovery.DiscoveryInterface
+	// reportConditions writes the Namespace*Failure / *Remaining conditions to the namespace's status on
 	// every pass. Off by default: rayctl's namespace store lets the generic store delete a namespace
 	// on any update once its deletionTimestamp is set and metadata.finalizers is empty, whatever
 	// spec.finalizers says, so a status write would remove a namespace that still has content.
-	ReportConditions bool
-	// RecheckAfter is how long to wait before looking again at content that is still going away
+	reportConditions bool
+	// recheckAfter is how long to wait before looking again at content that is still going away
 	// (pods terminating gracefully, objects held by finalizers); zero means one second.
-	RecheckAfter time.Duration
+	recheckAfter time.Duration
 }
 
 // Setup registers the controller with mgr: it watches namespaces that carry a deletionTimestamp.
@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg *rest.Config) error {
 	return ctrlset.RunStandalone(ctx, cfg, Setup, ctrlset.Env{Name: Name})
 }
 
-func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconciler, error) {
+func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*reconciler, error) {
 	md, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -76,13 +76,13 @@ func newReconciler(c client.Client, cfg *rest.Config, hc *http.Client) (*Reconci
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{Client: c, Metadata: md, Discovery: disc, ReportConditions: true}, nil
+	return &reconciler{client: c, metadata: md, discovery: disc, reportConditions: true}, nil
 }
 
 // Reconcile moves the namespace req names one step further towards its removal.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if ns.DeletionTimestamp == nil {
@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	content, err := r.deleteContent(ctx, ns.Name)
-	if r.ReportConditions {
+	if r.reportConditions {
 		if serr := r.writeConditions(ctx, ns, content.conditions()); serr != nil && !apierrors.IsNotFound(serr) {
 			err = errors.Join(err, serr)
 		}
@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if content.remaining() {
-		after := r.RecheckAfter
+		after := r.recheckAfter
 		if after <= 0 {
 			after = time.Second
 		}
@@ -121,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	ns.Spec.Finalizers = kept
-	if err := r.Client.SubResource("finalize").Update(ctx, ns); err != nil {
+	if err := r.client.SubResource("finalize").Update(ctx, ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
@@ -134,9 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // deleteNamespace deletes ns once more, the step that removes it once its spec.finalizers are empty.
-func (r *Reconciler) deleteNamespace(ctx context.Context, ns *corev1.Namespace) error {
+func (r *reconciler) deleteNamespace(ctx context.Context, ns *corev1.Namespace) error {
 	uid := ns.UID
-	err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &uid})
+	err := r.client.Delete(ctx, ns, client.Preconditions{UID: &uid})
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		// Conflict: the namespace was recreated under the same name (new UID), or a finalizer came back;
 		// either way the next event decides.
@@ -155,7 +155,7 @@ func hasFinalizer(ns *corev1.Namespace, f corev1.FinalizerName) bool {
 }
 
 // writeConditions sets conds on the namespace's status, writing only when something changed.
-func (r *Reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, conds []corev1.NamespaceCondition) error {
+func (r *reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, conds []corev1.NamespaceCondition) error {
 	updated := ns.DeepCopy()
 	now := metav1.Now()
 	changed := false
@@ -183,7 +183,7 @@ func (r *Reconciler) writeConditions(ctx context.Context, ns *corev1.Namespace, 
 	if !changed {
 		return nil
 	}
-	if err := r.Client.Status().Update(ctx, updated); err != nil {
+	if err := r.client.Status().Update(ctx, updated); err != nil {
 		return err
 	}
 	*ns = *updated

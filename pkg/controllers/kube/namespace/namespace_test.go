@@ -21,7 +21,7 @@ import (
 
 var in *framework.Instance
 
-// conditionsReported matches the controller's ReportConditions in this test.
+// conditionsReported matches the controller's reportConditions in this test.
 const conditionsReported = true
 
 func TestMain(m *testing.M) {

@@ -38,12 +38,12 @@ const burst = 500
 
 var kind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
-// Reconciler syncs one ReplicaSet with its pods.
-type Reconciler struct {
-	// Client reads through the manager's cache (which must hold every pod) and writes to the API server.
-	Client client.Client
-	// Recorder records the ReplicaSet's events.
-	Recorder record.EventRecorder
+// reconciler syncs one ReplicaSet with its pods.
+type reconciler struct {
+	// client reads through the manager's cache (which must hold every pod) and writes to the API server.
+	client client.Client
+	// recorder records the ReplicaSet's events.
+	recorder record.EventRecorder
 
 	hooks *chainhooks.Hooks
 	exp   *workload.Expectations
@@ -52,8 +52,8 @@ type Reconciler struct {
 // Setup is the ctrlset.SetupFunc of this controller: For ReplicaSets, Owns their pods, and orphan pods
 // go to the ReplicaSets that select them.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), exp: workload.NewExpectations()}
-	r.hooks, r.Recorder = env.Hooks, env.Recorder
+	r := &reconciler{client: mgr.GetClient(), exp: workload.NewExpectations()}
+	r.hooks, r.recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.ReplicaSet{}).
 		Owns(&corev1.Pod{}).
@@ -63,12 +63,12 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 }
 
 // selecting maps an orphan pod to the ReplicaSets of its namespace whose selector matches it.
-func (r *Reconciler) selecting(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *reconciler) selecting(ctx context.Context, obj client.Object) []reconcile.Request {
 	if metav1.GetControllerOf(obj) != nil {
 		return nil
 	}
 	list := &appsv1.ReplicaSetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -82,9 +82,9 @@ func (r *Reconciler) selecting(ctx context.Context, obj client.Object) []reconci
 }
 
 // Reconcile brings the ReplicaSet req names one step closer to spec.replicas pods.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	rs := &appsv1.ReplicaSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, rs); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.Forget(req.NamespacedName)
 		}
@@ -94,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ok {
 		return reconcile.Result{}, nil
 	}
-	pods, err := workload.ClaimPods(ctx, r.Client, rs, kind, sel, nil)
+	pods, err := workload.ClaimPods(ctx, r.client, rs, kind, sel, nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // manage creates or deletes pods towards spec.replicas.
-func (r *Reconciler) manage(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
+func (r *reconciler) manage(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
 	want := int32(1)
 	if rs.Spec.Replicas != nil {
 		want = *rs.Spec.Replicas
@@ -127,26 +127,26 @@ func (r *Reconciler) manage(ctx context.Context, rs *appsv1.ReplicaSet, active [
 	case diff > 0:
 		for i := 0; i < min(diff, burst); i++ {
 			pod := workload.NewPod(&rs.Spec.Template, rs, kind, "", rs.Name+"-")
-			if err := r.Client.Create(ctx, pod); err != nil {
+			if err := r.client.Create(ctx, pod); err != nil {
 				if apierrors.IsAlreadyExists(err) {
 					continue
 				}
-				r.Recorder.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+				r.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 				return err
 			}
 			r.exp.Created(key, pod.Name)
-			r.Recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
+			r.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
 		}
 	case diff < 0:
 		victims := append([]*corev1.Pod(nil), active...)
 		sort.SliceStable(victims, func(i, j int) bool { return lessEstablished(victims[i], victims[j]) })
 		for _, p := range victims[:min(-diff, burst)] {
-			if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
-				r.Recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+			if err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+				r.recorder.Eventf(rs, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 				return err
 			}
 			r.exp.Deleted(key, p.UID)
-			r.Recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+			r.recorder.Eventf(rs, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 		}
 	}
 	return nil
@@ -182,7 +182,7 @@ func restarts(p *corev1.Pod) int32 {
 
 // writeStatus writes the counts if they changed; it returns how long until a ready pod becomes
 // available.
-func (r *Reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) (time.Duration, error) {
+func (r *reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) (time.Duration, error) {
 	st := rs.Status.DeepCopy()
 	st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas = int32(len(active)), 0, 0, 0
 	st.ObservedGeneration = rs.Generation
@@ -207,7 +207,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, act
 	}
 	updated := rs.DeepCopy()
 	updated.Status = *st
-	if err := r.Client.Status().Update(ctx, updated); err != nil {
+	if err := r.client.Status().Update(ctx, updated); err != nil {
 		return 0, fmt.Errorf("writing the status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 	}
 	r.hooks.StatusWritten(ctx, updated, chain.F("replicas", st.Replicas), chain.F("ready", st.ReadyReplicas), chain.F("available", st.AvailableReplicas))

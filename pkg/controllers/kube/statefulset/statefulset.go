@@ -53,15 +53,15 @@ const claimRetry = 10 * time.Second
 
 var kind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 
-// Reconciler syncs one StatefulSet with its pods, claims and revisions.
-type Reconciler struct {
-	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
-	// Reader reads from the API server directly: claims (which the cache does not hold) and revisions
+// reconciler syncs one StatefulSet with its pods, claims and revisions.
+type reconciler struct {
+	// client reads through the manager's cache and writes to the API server.
+	client client.Client
+	// reader reads from the API server directly: claims (which the cache does not hold) and revisions
 	// just written.
-	Reader client.Reader
-	// Recorder records the StatefulSet's events.
-	Recorder record.EventRecorder
+	reader client.Reader
+	// recorder records the StatefulSet's events.
+	recorder record.EventRecorder
 
 	hooks *chainhooks.Hooks
 }
@@ -69,8 +69,8 @@ type Reconciler struct {
 // Setup is the ctrlset.SetupFunc of this controller: For StatefulSets, Owns their pods and
 // ControllerRevisions.
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	r.hooks, r.Recorder = env.Hooks, env.Recorder
+	r := &reconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader()}
+	r.hooks, r.recorder = env.Hooks, env.Recorder
 	return r.hooks.NewControllerManagedBy(mgr).
 		For(&appsv1.StatefulSet{}).
 		Owns(&corev1.Pod{}).
@@ -81,7 +81,7 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 
 // pass is one reconcile of one StatefulSet.
 type pass struct {
-	r       *Reconciler
+	r       *reconciler
 	s       *appsv1.StatefulSet
 	revs    *workload.Revisions
 	current *appsv1.ControllerRevision
@@ -91,9 +91,9 @@ type pass struct {
 }
 
 // Reconcile brings the StatefulSet req names one step closer to its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	s := &appsv1.StatefulSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.DeletionTimestamp != nil {
@@ -103,11 +103,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ok {
 		return reconcile.Result{}, nil
 	}
-	owned, err := workload.ClaimPods(ctx, r.Client, s, kind, sel, func(p *corev1.Pod) bool { _, ok := ordinal(s, p); return ok })
+	owned, err := workload.ClaimPods(ctx, r.client, s, kind, sel, func(p *corev1.Pod) bool { _, ok := ordinal(s, p); return ok })
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	revs, err := workload.SyncRevisions(ctx, r.Client, r.Reader, s, kind, &s.Spec.Template, s.Status.CollisionCount)
+	revs, err := workload.SyncRevisions(ctx, r.client, r.reader, s, kind, &s.Spec.Template, s.Status.CollisionCount)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if s.Spec.RevisionHistoryLimit != nil {
 		limit = *s.Spec.RevisionHistoryLimit
 	}
-	terr := workload.TrimRevisions(ctx, r.Client, revs, limit, live)
+	terr := workload.TrimRevisions(ctx, r.client, revs, limit, live)
 	if err := errors.Join(err, serr, terr); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -188,7 +188,7 @@ func (p *pass) run(ctx context.Context) error {
 			}
 		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
 			if pod.DeletionTimestamp == nil {
-				p.r.Recorder.Eventf(p.s, corev1.EventTypeWarning, "RecreatingFailedPod", "StatefulSet %s/%s is recreating failed Pod %s", p.s.Namespace, p.s.Name, pod.Name)
+				p.r.recorder.Eventf(p.s, corev1.EventTypeWarning, "RecreatingFailedPod", "StatefulSet %s/%s is recreating failed Pod %s", p.s.Namespace, p.s.Name, pod.Name)
 				if err := p.deletePod(ctx, pod); err != nil || p.ordered() {
 					return err
 				}
@@ -245,8 +245,8 @@ func (p *pass) rollOut(ctx context.Context) error {
 	for ord := last - 1; ord >= first+partition; ord-- {
 		pod := p.pods[ord]
 		if pod.Labels[appsv1.ControllerRevisionHashLabelKey] != p.revs.Update.Name {
-			p.r.Recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, p.s.Name)
-			return p.r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			p.r.recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, p.s.Name)
+			return p.r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 		}
 	}
 	return nil
@@ -261,12 +261,12 @@ func maxOrdinal(pods map[int]*corev1.Pod) int {
 }
 
 func (p *pass) deletePod(ctx context.Context, pod *corev1.Pod) error {
-	err := p.r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	err := p.r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	if client.IgnoreNotFound(err) != nil {
-		p.r.Recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, p.s.Name, err)
+		p.r.recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, p.s.Name, err)
 		return err
 	}
-	p.r.Recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, p.s.Name)
+	p.r.recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, p.s.Name)
 	return nil
 }
 
@@ -310,14 +310,14 @@ func (p *pass) createPod(ctx context.Context, ord int) error {
 			pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
 		}
 	}
-	if err := p.r.Client.Create(ctx, pod); err != nil {
+	if err := p.r.client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
-		p.r.Recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", name, p.s.Name, err)
+		p.r.recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", name, p.s.Name, err)
 		return err
 	}
-	p.r.Recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", name, p.s.Name)
+	p.r.recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", name, p.s.Name)
 	return nil
 }
 
@@ -325,7 +325,7 @@ func (p *pass) createPod(ctx context.Context, ord int) error {
 // A claim that cannot be read or made is a Warning event, and the pod waits.
 func (p *pass) ensureClaim(ctx context.Context, c *corev1.PersistentVolumeClaim, name string) (bool, error) {
 	existing := &corev1.PersistentVolumeClaim{}
-	err := p.r.Reader.Get(ctx, client.ObjectKey{Namespace: p.s.Namespace, Name: name}, existing)
+	err := p.r.reader.Get(ctx, client.ObjectKey{Namespace: p.s.Namespace, Name: name}, existing)
 	if err == nil {
 		return true, nil
 	}
@@ -339,14 +339,14 @@ func (p *pass) ensureClaim(ctx context.Context, c *corev1.PersistentVolumeClaim,
 			ref.Controller = nil
 			claim.OwnerReferences = []metav1.OwnerReference{*ref}
 		}
-		if err = p.r.Client.Create(ctx, claim); err == nil || apierrors.IsAlreadyExists(err) {
+		if err = p.r.client.Create(ctx, claim); err == nil || apierrors.IsAlreadyExists(err) {
 			if err == nil {
-				p.r.Recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s for Pod %s in StatefulSet %s success", name, strings.TrimPrefix(name, c.Name+"-"), p.s.Name)
+				p.r.recorder.Eventf(p.s, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s for Pod %s in StatefulSet %s success", name, strings.TrimPrefix(name, c.Name+"-"), p.s.Name)
 			}
 			return true, nil
 		}
 	}
-	p.r.Recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %s",
+	p.r.recorder.Eventf(p.s, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %s",
 		name, strings.TrimPrefix(name, c.Name+"-"), p.s.Name, err)
 	p.wait = workload.MinRequeue(p.wait, claimRetry)
 	return false, nil
@@ -388,7 +388,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	}
 	updated := s.DeepCopy()
 	updated.Status = *st
-	if err := p.r.Client.Status().Update(ctx, updated); err != nil {
+	if err := p.r.client.Status().Update(ctx, updated); err != nil {
 		return fmt.Errorf("writing the status of statefulset %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	p.r.hooks.StatusWritten(ctx, updated, chain.F("replicas", st.Replicas), chain.F("ready", st.ReadyReplicas), chain.F("updated", st.UpdatedReplicas))

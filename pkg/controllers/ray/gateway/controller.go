@@ -81,25 +81,25 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 		o.ProxyImage = DefaultProxyImage
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env).WithDefaults(0)
-	r := &Reconciler{client: mgr.GetClient(), opts: o}
+	r := &reconciler{client: mgr.GetClient(), opts: o}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("gatewayclass").
 		For(&gwv1.GatewayClass{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.(*gwv1.GatewayClass).Spec.ControllerName == ControllerName
 		}))).Complete(&classReconciler{client: mgr.GetClient()}); err != nil {
 		return err
 	}
-	return r.SetupWithManager(mgr)
+	return r.setupWithManager(mgr)
 }
 
-// Reconciler programs the Gateways of rayctl's GatewayClasses.
-type Reconciler struct {
+// reconciler programs the Gateways of rayctl's GatewayClasses.
+type reconciler struct {
 	client client.Client
 	opts   Options
 }
 
-// SetupWithManager wires the watches: For Gateway; Owns the proxy's Deployment, Service and ConfigMap;
+// setupWithManager wires the watches: For Gateway; Owns the proxy's Deployment, Service and ConfigMap;
 // the GatewayClasses, HTTPRoutes, ReferenceGrants and backend Services a Gateway depends on.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+func (r *reconciler) setupWithManager(mgr manager.Manager) error {
 	return r.opts.Hooks.NewControllerManagedBy(mgr).
 		For(&gwv1.Gateway{}).
 		Owns(&appsv1.Deployment{}).
@@ -113,7 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 }
 
 // Reconcile programs one Gateway: its proxy, its routing table, and the status of it and its routes.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	gw := &gwv1.Gateway{}
 	if err := r.client.Get(ctx, req.NamespacedName, gw); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -147,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // readWorld reads what gw's routing depends on: every HTTPRoute, the Services they name, the
 // ReferenceGrants and (for selector-allowed routes) the namespaces.
-func (r *Reconciler) readWorld(ctx context.Context, gw *gwv1.Gateway) (world, error) {
+func (r *reconciler) readWorld(ctx context.Context, gw *gwv1.Gateway) (world, error) {
 	w := world{services: map[types.NamespacedName]*corev1.Service{}, namespaces: map[string]*corev1.Namespace{}}
 	routes := &gwv1.HTTPRouteList{}
 	if err := r.client.List(ctx, routes); err != nil {
@@ -207,7 +207,7 @@ func ourParentStatus(s gwv1.RouteParentStatus, routeNS string, gw *gwv1.Gateway)
 }
 
 // writeGatewayStatus writes gw's conditions, address and listeners, if they changed.
-func (r *Reconciler) writeGatewayStatus(ctx context.Context, gw *gwv1.Gateway, p plan, svc *corev1.Service, dep *appsv1.Deployment) error {
+func (r *reconciler) writeGatewayStatus(ctx context.Context, gw *gwv1.Gateway, p plan, svc *corev1.Service, dep *appsv1.Deployment) error {
 	gen := gw.Generation
 	st := gw.Status.DeepCopy()
 	invalid := 0
@@ -281,7 +281,7 @@ func inProxyName(dep *appsv1.Deployment) string {
 
 // writeRouteStatuses writes, on each route that names gw (or did), this controller's parent entries
 // for gw, leaving other parents' and other controllers' entries alone.
-func (r *Reconciler) writeRouteStatuses(ctx context.Context, gw *gwv1.Gateway, p plan, w world) error {
+func (r *reconciler) writeRouteStatuses(ctx context.Context, gw *gwv1.Gateway, p plan, w world) error {
 	results := map[types.NamespacedName][]parentResult{}
 	for _, rr := range p.routes {
 		results[client.ObjectKeyFromObject(rr.route)] = rr.parents

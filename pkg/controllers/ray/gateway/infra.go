@@ -56,7 +56,7 @@ func infraFor(gw *gwv1.Gateway, class *gwv1.GatewayClass, image string) infra {
 
 // ensureInfra creates or updates the proxy's objects, owned by gw, and returns its Service and
 // Deployment as they now are.
-func (r *Reconciler) ensureInfra(ctx context.Context, gw *gwv1.Gateway, inf infra, table []byte) (*corev1.Service, *appsv1.Deployment, error) {
+func (r *reconciler) ensureInfra(ctx context.Context, gw *gwv1.Gateway, inf infra, table []byte) (*corev1.Service, *appsv1.Deployment, error) {
 	meta := func(o client.Object) error {
 		o.SetLabels(mergeLabels(o.GetLabels(), inf.labels))
 		return controllerutil.SetControllerReference(gw, o, r.client.Scheme())

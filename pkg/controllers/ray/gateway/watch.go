@@ -12,16 +12,16 @@ import (
 )
 
 // gatewaysOfClass maps a GatewayClass to the Gateways of that class.
-func (r *Reconciler) gatewaysOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *reconciler) gatewaysOfClass(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.gatewaysWhere(ctx, func(gw *gwv1.Gateway) bool { return string(gw.Spec.GatewayClassName) == o.GetName() })
 }
 
 // allGateways maps anything to every Gateway (ReferenceGrants are few and rarely change).
-func (r *Reconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *reconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
 	return r.gatewaysWhere(ctx, func(*gwv1.Gateway) bool { return true })
 }
 
-func (r *Reconciler) gatewaysWhere(ctx context.Context, keep func(*gwv1.Gateway) bool) []reconcile.Request {
+func (r *reconciler) gatewaysWhere(ctx context.Context, keep func(*gwv1.Gateway) bool) []reconcile.Request {
 	list := &gwv1.GatewayList{}
 	if err := r.client.List(ctx, list); err != nil {
 		return nil
@@ -37,7 +37,7 @@ func (r *Reconciler) gatewaysWhere(ctx context.Context, keep func(*gwv1.Gateway)
 
 // gatewaysOfRoute maps an HTTPRoute to the Gateways it names, and those whose status entries it carries
 // (so a Gateway it left removes its entry).
-func (r *Reconciler) gatewaysOfRoute(_ context.Context, o client.Object) []reconcile.Request {
+func (r *reconciler) gatewaysOfRoute(_ context.Context, o client.Object) []reconcile.Request {
 	rt, ok := o.(*gwv1.HTTPRoute)
 	if !ok {
 		return nil
@@ -70,7 +70,7 @@ func (r *Reconciler) gatewaysOfRoute(_ context.Context, o client.Object) []recon
 
 // gatewaysOfService maps a Service to the Gateway owning it (the proxy's) and to the Gateways of the
 // routes that name it as a backend.
-func (r *Reconciler) gatewaysOfService(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *reconciler) gatewaysOfService(ctx context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	if owner := metav1.GetControllerOf(o); owner != nil && owner.Kind == "Gateway" {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: owner.Name}})

@@ -195,7 +195,7 @@ func authSecret(c *rayv1.RayCluster) (*corev1.Secret, error) {
 
 // reconcileAuthSecret makes c's token Secret when c asks for token authentication with a token of the
 // controller's making (no authOptions.secretName), before any Pod that reads it.
-func (r *Reconciler) reconcileAuthSecret(ctx context.Context, c *rayv1.RayCluster) error {
+func (r *reconciler) reconcileAuthSecret(ctx context.Context, c *rayv1.RayCluster) error {
 	if !TokenAuth(&c.Spec, r.ports != nil) || (c.Spec.AuthOptions != nil && ptr.Deref(c.Spec.AuthOptions.SecretName, "") != "") {
 		return nil
 	}

@@ -186,7 +186,7 @@ func autoscalerObjectMeta(c *rayv1.RayCluster, name string) metav1.ObjectMeta {
 // reconcileAutoscalerRBAC creates what the autoscaler sidecar needs, as KubeRay does, before the head
 // Pod: its ServiceAccount (unless the head template names one, which the user must then create), its
 // Role and its RoleBinding. Existing objects are left as they are.
-func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, c *rayv1.RayCluster) error {
+func (r *reconciler) reconcileAutoscalerRBAC(ctx context.Context, c *rayv1.RayCluster) error {
 	if !AutoscalingEnabled(c) {
 		return nil
 	}

@@ -72,8 +72,8 @@ const (
 // maxClusterNameLength keeps `<name>-serve-svc` within 63 characters, as KubeRay requires.
 const maxClusterNameLength = 53
 
-// Reconciler reconciles RayClusters.
-type Reconciler struct {
+// reconciler reconciles RayClusters.
+type reconciler struct {
 	client       client.Client
 	recorder     record.EventRecorder
 	hooks        *chainhooks.Hooks
@@ -93,10 +93,10 @@ type Reconciler struct {
 	indexed bool
 }
 
-// NewReconciler returns a Reconciler that reads through c (normally the manager's cached client)
+// newReconciler returns a reconciler that reads through c (normally the manager's cached client)
 // and takes its recorder, hooks and timings from env.
-func NewReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *Reconciler {
-	r := &Reconciler{
+func newReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *reconciler {
+	r := &reconciler{
 		client: c, secrets: c, recorder: env.Recorder, hooks: env.Hooks, build: build,
 		expect:       expectations.New(expectations.DefaultTimeout),
 		requeueAfter: env.RequeueAfter, resync: env.ResyncPeriod,
@@ -110,9 +110,9 @@ func NewReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *Reconc
 
 // Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := NewReconciler(mgr.GetClient(), env, BuildOptions{})
+	r := newReconciler(mgr.GetClient(), env, BuildOptions{})
 	r.secrets = mgr.GetAPIReader()
-	return r.SetupWithManager(mgr, env.ReconcileConcurrency)
+	return r.setupWithManager(mgr, env.ReconcileConcurrency)
 }
 
 // specLabelsOrAnnotationsChanged is KubeRay's predicate on RayCluster events: a status write (which
@@ -120,12 +120,12 @@ func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 var specLabelsOrAnnotationsChanged = chainhooks.Named("generation, labels or annotations changed",
 	predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 
-// SetupWithManager wires the controller as KubeRay does: For(&RayCluster{}) with
+// setupWithManager wires the controller as KubeRay does: For(&RayCluster{}) with
 // specLabelsOrAnnotationsChanged, Owns(&Pod{}) and Owns(&Service{}) without predicates, through the
 // chain hooks' builder so that each hop is observed. It indexes the cache's Pods and Services by their
 // ray.io/cluster label, so that listing one cluster's children does not go through every Pod of the
 // namespace.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *reconciler) setupWithManager(mgr ctrl.Manager, concurrency int) error {
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}} {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexCluster, clusterOf); err != nil {
 			return err
@@ -143,7 +143,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 // Reconcile brings one RayCluster's head Service and Pods to what its spec asks for, then writes its
 // status if that changed. It requeues after RequeueAfter when it changed something and after the
 // resync period otherwise; errors go back to the rate limiter (which then ignores RequeueAfter).
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var c rayv1.RayCluster
 	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
@@ -268,7 +268,7 @@ func clusterOf(obj client.Object) []string {
 // inCluster are the list options that pick c's children matching sel (which names the cluster): through
 // the cluster index when the client reads an indexed cache, else by labels alone. The index only
 // narrows the list; the labels still decide.
-func (r *Reconciler) inCluster(c *rayv1.RayCluster, sel client.MatchingLabels, opts ...client.ListOption) []client.ListOption {
+func (r *reconciler) inCluster(c *rayv1.RayCluster, sel client.MatchingLabels, opts ...client.ListOption) []client.ListOption {
 	opts = append(opts, client.InNamespace(c.Namespace), sel)
 	if r.indexed {
 		opts = append(opts, client.MatchingFields{indexCluster: c.Name})
@@ -278,7 +278,7 @@ func (r *Reconciler) inCluster(c *rayv1.RayCluster, sel client.MatchingLabels, o
 
 // observe lists the cluster's Pods and head Service from the cache. computeStatus only reads them, so
 // they are the cache's own objects, not copies.
-func (r *Reconciler) observe(ctx context.Context, c *rayv1.RayCluster) (observed, error) {
+func (r *reconciler) observe(ctx context.Context, c *rayv1.RayCluster) (observed, error) {
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, r.inCluster(c, client.MatchingLabels{rayparams.LabelCluster: c.Name}, client.UnsafeDisableDeepCopy)...); err != nil {
 		return observed{}, err
@@ -288,7 +288,7 @@ func (r *Reconciler) observe(ctx context.Context, c *rayv1.RayCluster) (observed
 }
 
 // headService returns the head Service from the cache (nil if none), found by KubeRay's labels.
-func (r *Reconciler) headService(ctx context.Context, c *rayv1.RayCluster, opts ...client.ListOption) (*corev1.Service, error) {
+func (r *reconciler) headService(ctx context.Context, c *rayv1.RayCluster, opts ...client.ListOption) (*corev1.Service, error) {
 	var svcs corev1.ServiceList
 	sel := headServiceLabels(c.Name)
 	delete(sel, rayparams.LabelAppName)
@@ -306,7 +306,7 @@ func (r *Reconciler) headService(ctx context.Context, c *rayv1.RayCluster, opts 
 	}
 }
 
-func (r *Reconciler) reconcileHeadService(ctx context.Context, c *rayv1.RayCluster) error {
+func (r *reconciler) reconcileHeadService(ctx context.Context, c *rayv1.RayCluster) error {
 	existing, err := r.headService(ctx, c)
 	if err != nil || existing != nil {
 		return err
@@ -327,7 +327,7 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, c *rayv1.RayClust
 
 // createService creates one of c's Services, with KubeRay's events; one that exists already (the
 // cache has not caught up with an earlier create) is not an error.
-func (r *Reconciler) createService(ctx context.Context, c *rayv1.RayCluster, svc *corev1.Service) error {
+func (r *reconciler) createService(ctx context.Context, c *rayv1.RayCluster, svc *corev1.Service) error {
 	if err := r.client.Create(ctx, svc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the cache has not caught up with an earlier create
@@ -345,7 +345,7 @@ func group(c *rayv1.RayCluster, name string) expectations.Group {
 }
 
 // satisfied asks the expectations of a group against the cache.
-func (r *Reconciler) satisfied(ctx context.Context, c *rayv1.RayCluster, name string) bool {
+func (r *reconciler) satisfied(ctx context.Context, c *rayv1.RayCluster, name string) bool {
 	return r.expect.Satisfied(group(c, name), func(pod string) (bool, error) {
 		// Only whether it is there matters: the cache's own Pod, not a deep copy.
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: pod}, &corev1.Pod{},
@@ -360,7 +360,7 @@ func (r *Reconciler) satisfied(ctx context.Context, c *rayv1.RayCluster, name st
 // listPods lists c's Pods matching sel from the cache. They are the cache's own objects, not copies
 // (every reconcile lists them, and a copy of each Pod was most of what a reconcile allocated): read
 // them, delete them, never change them.
-func (r *Reconciler) listPods(ctx context.Context, c *rayv1.RayCluster, sel client.MatchingLabels) ([]corev1.Pod, error) {
+func (r *reconciler) listPods(ctx context.Context, c *rayv1.RayCluster, sel client.MatchingLabels) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	err := r.client.List(ctx, &pods, r.inCluster(c, sel, client.UnsafeDisableDeepCopy)...)
 	return pods.Items, err
@@ -368,7 +368,7 @@ func (r *Reconciler) listPods(ctx context.Context, c *rayv1.RayCluster, sel clie
 
 // deleteAll deletes every Pod of c matching sel in one call, if any is still active; it reports
 // whether it deleted anything.
-func (r *Reconciler) deleteAll(ctx context.Context, c *rayv1.RayCluster, sel client.MatchingLabels) (bool, error) {
+func (r *reconciler) deleteAll(ctx context.Context, c *rayv1.RayCluster, sel client.MatchingLabels) (bool, error) {
 	pods, err := r.listPods(ctx, c, sel)
 	if err != nil {
 		return false, err
@@ -385,7 +385,7 @@ func (r *Reconciler) deleteAll(ctx context.Context, c *rayv1.RayCluster, sel cli
 	return true, r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(c.Namespace), sel)
 }
 
-func (r *Reconciler) reconcilePods(ctx context.Context, c *rayv1.RayCluster) error {
+func (r *reconciler) reconcilePods(ctx context.Context, c *rayv1.RayCluster) error {
 	all := client.MatchingLabels{rayparams.LabelCluster: c.Name}
 	switch suspendStatus(c.Status.Conditions) {
 	case rayv1.RayClusterSuspending:
@@ -416,7 +416,7 @@ func (r *Reconciler) reconcilePods(ctx context.Context, c *rayv1.RayCluster) err
 	return nil
 }
 
-func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) error {
+func (r *reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) error {
 	if !r.satisfied(ctx, c, "") {
 		return nil // the cache has not seen our last head create/delete yet
 	}
@@ -468,7 +468,7 @@ func (r *Reconciler) reconcileHead(ctx context.Context, c *rayv1.RayCluster) err
 	}
 }
 
-func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec) error {
+func (r *reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec) error {
 	if !r.satisfied(ctx, c, g.GroupName) {
 		return nil
 	}
@@ -553,7 +553,7 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, c *rayv1.RayCluster, 
 }
 
 // createWorker creates one worker Pod of group g in slot.
-func (r *Reconciler) createWorker(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, slot ReplicaSlot) error {
+func (r *reconciler) createWorker(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, slot ReplicaSlot) error {
 	o := r.build
 	plan, err := r.workerPlan(ctx, c)
 	if err != nil {
@@ -573,7 +573,7 @@ func (r *Reconciler) createWorker(ctx context.Context, c *rayv1.RayCluster, g *r
 
 // deleteWorker deletes worker Pod p of the group key names, saying why in its event. A Pod already
 // gone is not an error.
-func (r *Reconciler) deleteWorker(ctx context.Context, c *rayv1.RayCluster, key expectations.Group, p *corev1.Pod, why string) error {
+func (r *reconciler) deleteWorker(ctx context.Context, c *rayv1.RayCluster, key expectations.Group, p *corev1.Pod, why string) error {
 	if err := r.client.Delete(ctx, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -590,7 +590,7 @@ func (r *Reconciler) deleteWorker(ctx context.Context, c *rayv1.RayCluster, key 
 // warnRayVersion records a Warning on c when its spec.rayVersion names another Ray than the host's Ray
 // that runs its head pod's image on this node. It is said once per head pod created, never a failure:
 // the cluster runs on the host's Ray all the same.
-func (r *Reconciler) warnRayVersion(c *rayv1.RayCluster, head *corev1.Pod) {
+func (r *reconciler) warnRayVersion(c *rayv1.RayCluster, head *corev1.Pod) {
 	if r.hostRay == nil || c.Spec.RayVersion == "" || len(head.Spec.Containers) == 0 {
 		return
 	}

@@ -25,7 +25,7 @@ func headKey(c *rayv1.RayCluster) string { return c.Namespace + "/" + c.Name }
 
 // headBlock returns c's head block: the one its head Service (svc, nil if none yet) records, else the
 // one this controller gave it, else a new one.
-func (r *Reconciler) headBlock(ctx context.Context, c *rayv1.RayCluster, svc *corev1.Service) (rayports.Block, error) {
+func (r *reconciler) headBlock(ctx context.Context, c *rayv1.RayCluster, svc *corev1.Service) (rayports.Block, error) {
 	var recorded *rayports.Block
 	if svc != nil {
 		if b, ok := rayports.FromAnnotations(svc.Annotations); ok {
@@ -36,7 +36,7 @@ func (r *Reconciler) headBlock(ctx context.Context, c *rayv1.RayCluster, svc *co
 }
 
 // blocksInUse are the blocks the cache's Pods and Services record.
-func (r *Reconciler) blocksInUse(ctx context.Context) (map[rayports.Block]bool, error) {
+func (r *reconciler) blocksInUse(ctx context.Context) (map[rayports.Block]bool, error) {
 	used := map[rayports.Block]bool{}
 	for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}} {
 		if err := r.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
@@ -58,7 +58,7 @@ func (r *Reconciler) blocksInUse(ctx context.Context) (map[rayports.Block]bool, 
 }
 
 // headPlan is the port plan of c's head Pod (nil where pods have networks of their own).
-func (r *Reconciler) headPlan(ctx context.Context, c *rayv1.RayCluster) (*PortPlan, error) {
+func (r *reconciler) headPlan(ctx context.Context, c *rayv1.RayCluster) (*PortPlan, error) {
 	if r.ports == nil {
 		return nil, nil
 	}
@@ -74,7 +74,7 @@ func (r *Reconciler) headPlan(ctx context.Context, c *rayv1.RayCluster) (*PortPl
 }
 
 // workerPlan is the port plan of a new worker Pod of c: a block of its own, joining the head's.
-func (r *Reconciler) workerPlan(ctx context.Context, c *rayv1.RayCluster) (*PortPlan, error) {
+func (r *reconciler) workerPlan(ctx context.Context, c *rayv1.RayCluster) (*PortPlan, error) {
 	plan, err := r.headPlan(ctx, c)
 	if plan == nil || err != nil {
 		return plan, err

@@ -54,7 +54,7 @@ type replica struct {
 // reconcileReplicas brings a multi-host group to its desired number of whole replicas. Each pass
 // takes at most one kind of step and ends there when it deleted anything, so creations wait until
 // the cache has seen the deletions (expectations).
-func (r *Reconciler) reconcileReplicas(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, pods []corev1.Pod) error {
+func (r *reconciler) reconcileReplicas(ctx context.Context, c *rayv1.RayCluster, g *rayv1.WorkerGroupSpec, pods []corev1.Pod) error {
 	key := group(c, g.GroupName)
 	hosts := int(numOfHosts(g))
 	byName := map[string]*replica{}
@@ -161,7 +161,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, c *rayv1.RayCluster,
 }
 
 // deleteReplica deletes every Pod of a replica.
-func (r *Reconciler) deleteReplica(ctx context.Context, c *rayv1.RayCluster, key expectations.Group, rp *replica, why string) error {
+func (r *reconciler) deleteReplica(ctx context.Context, c *rayv1.RayCluster, key expectations.Group, rp *replica, why string) error {
 	for _, p := range rp.pods {
 		if err := r.deleteWorker(ctx, c, key, p, fmt.Sprintf("replica %s goes whole: %s", rp.name, why)); err != nil {
 			return err
@@ -205,7 +205,7 @@ func HeadlessWorkerService(c *rayv1.RayCluster) *corev1.Service {
 
 // reconcileHeadlessWorkerService makes the headless worker Service once c has a multi-host group. As
 // in KubeRay, it stays if the group goes (its owner reference removes it with the cluster).
-func (r *Reconciler) reconcileHeadlessWorkerService(ctx context.Context, c *rayv1.RayCluster) error {
+func (r *reconciler) reconcileHeadlessWorkerService(ctx context.Context, c *rayv1.RayCluster) error {
 	if !multiHost(c) {
 		return nil
 	}

@@ -79,12 +79,12 @@ type WorkerGroupNetworkPolicyRules struct {
 	NetworkPolicyRules `json:",inline"`
 }
 
-// NetworkPolicyReconciler makes a RayCluster's NetworkPolicies as KubeRay v1.7 does: with
+// networkPolicyReconciler makes a RayCluster's NetworkPolicies as KubeRay v1.7 does: with
 // spec.networkPolicy set, one for the head (<cluster>-head) and one per worker group
 // (<cluster>-workers-<group>), each isolating its pods in the mode's directions while letting the
 // cluster's own pods through (and, for a K8sJobMode RayJob's cluster, the job's submitter to the
 // dashboard), plus the user's rules; owned by the cluster, and removed when the field or the group goes.
-type NetworkPolicyReconciler struct {
+type networkPolicyReconciler struct {
 	client   client.Client
 	scheme   *runtime.Scheme
 	recorder record.EventRecorder
@@ -92,7 +92,7 @@ type NetworkPolicyReconciler struct {
 
 // SetupNetworkPolicy is the ctrlset.SetupFunc of the NetworkPolicy controller.
 func SetupNetworkPolicy(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := &NetworkPolicyReconciler{client: mgr.GetClient(), scheme: mgr.GetScheme(), recorder: env.Recorder}
+	r := &networkPolicyReconciler{client: mgr.GetClient(), scheme: mgr.GetScheme(), recorder: env.Recorder}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayCluster"))
 	return ctrl.NewControllerManagedBy(mgr).
@@ -104,7 +104,7 @@ func SetupNetworkPolicy(mgr ctrl.Manager, env ctrlset.Env) error {
 }
 
 // Reconcile brings one RayCluster's NetworkPolicies to what its spec.networkPolicy asks for.
-func (r *NetworkPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *networkPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rayv1.GroupVersion.WithKind("RayCluster"))
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil || u.GetDeletionTimestamp() != nil {
@@ -317,7 +317,7 @@ func defaultProtocols(spec *networkingv1.NetworkPolicySpec) {
 
 // createOrUpdate makes p (controlled by c), or brings an existing one of c's to p's spec and labels; one
 // of the same name that c does not control is left alone, with a Warning.
-func (r *NetworkPolicyReconciler) createOrUpdate(ctx context.Context, c *rayv1.RayCluster, p *networkingv1.NetworkPolicy) error {
+func (r *networkPolicyReconciler) createOrUpdate(ctx context.Context, c *rayv1.RayCluster, p *networkingv1.NetworkPolicy) error {
 	if err := controllerutil.SetControllerReference(c, p, r.scheme); err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func (r *NetworkPolicyReconciler) createOrUpdate(ctx context.Context, c *rayv1.R
 }
 
 // deleteStale deletes c's NetworkPolicies whose names keep does not hold.
-func (r *NetworkPolicyReconciler) deleteStale(ctx context.Context, c *rayv1.RayCluster, keep map[string]bool) error {
+func (r *networkPolicyReconciler) deleteStale(ctx context.Context, c *rayv1.RayCluster, keep map[string]bool) error {
 	var list networkingv1.NetworkPolicyList
 	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{rayparams.LabelCluster: c.Name}); err != nil {
 		return err

@@ -36,7 +36,7 @@ func TestRayVersionWarning(t *testing.T) {
 		{"no rayVersion", "", "rayproject/ray:2.46.0", hostRay, ""},
 	} {
 		rec := record.NewFakeRecorder(4)
-		r := NewReconciler(nil, ctrlset.Env{Recorder: rec, Hooks: chainhooks.New(Name, nil), HostRayVersion: tc.hostRay}, BuildOptions{})
+		r := newReconciler(nil, ctrlset.Env{Recorder: rec, Hooks: chainhooks.New(Name, nil), HostRayVersion: tc.hostRay}, BuildOptions{})
 		c := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: rayv1.RayClusterSpec{RayVersion: tc.version}}
 		head := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "ray-head", Image: tc.image}}}}
 		r.warnRayVersion(c, head)

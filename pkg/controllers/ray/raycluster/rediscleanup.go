@@ -127,7 +127,7 @@ func jobFinished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 
 // setFinalizer adds or removes the Redis cleanup finalizer with a merge patch (an update from the typed
 // object would drop the fields KubeRay v1.7 added, which the typed RayCluster does not know).
-func (r *Reconciler) setFinalizer(ctx context.Context, c *rayv1.RayCluster, add bool) error {
+func (r *reconciler) setFinalizer(ctx context.Context, c *rayv1.RayCluster, add bool) error {
 	orig := c.DeepCopy()
 	if add {
 		controllerutil.AddFinalizer(c, rayparams.FinalizerRedisCleanup)
@@ -140,7 +140,7 @@ func (r *Reconciler) setFinalizer(ctx context.Context, c *rayv1.RayCluster, add 
 // reconcileRedisCleanup runs the Redis cleanup steps of a fault-tolerant c. done says the pass ends here
 // with res and err: the finalizer was just added (the rest follows on the next pass, as in KubeRay), or
 // c is being deleted.
-func (r *Reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayCluster) (res ctrl.Result, done bool, err error) {
+func (r *reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayCluster) (res ctrl.Result, done bool, err error) {
 	if !GCSFaultToleranceEnabled(c) {
 		if !c.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(c, rayparams.FinalizerRedisCleanup) {
 			// Fault tolerance was turned off after the finalizer was added (the annotation removed, say):
@@ -164,7 +164,7 @@ func (r *Reconciler) reconcileRedisCleanup(ctx context.Context, c *rayv1.RayClus
 
 // cleanUpRedis is one pass over a deleted fault-tolerant c: Pods first, then the cleanup Job, then the
 // finalizer.
-func (r *Reconciler) cleanUpRedis(ctx context.Context, c *rayv1.RayCluster) (ctrl.Result, error) {
+func (r *reconciler) cleanUpRedis(ctx context.Context, c *rayv1.RayCluster) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	head := client.MatchingLabels{rayparams.LabelCluster: c.Name, rayparams.LabelNodeType: string(rayv1.HeadNode)}
 	if _, err := r.deleteAll(ctx, c, head); err != nil {

@@ -98,19 +98,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Reconciler reconciles RayJobs.
-type Reconciler struct {
+// reconciler reconciles RayJobs.
+type reconciler struct {
 	client client.Client
 	opts   Options
 }
 
-// NewReconciler returns a reconciler that reads and writes through c.
-func NewReconciler(c client.Client, opts Options) *Reconciler {
+// newReconciler returns a reconciler that reads and writes through c.
+func newReconciler(c client.Client, opts Options) *reconciler {
 	opts = opts.withDefaults()
 	if opts.Secrets == nil {
 		opts.Secrets = c
 	}
-	return &Reconciler{client: c, opts: opts}
+	return &reconciler{client: c, opts: opts}
 }
 
 // Setup is the ctrlset.SetupFunc of this controller with the default Options (pkg/controlplane
@@ -133,13 +133,13 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	if o.Secrets == nil {
 		o.Secrets = mgr.GetAPIReader()
 	}
-	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
+	return newReconciler(mgr.GetClient(), o).setupWithManager(mgr)
 }
 
-// SetupWithManager watches every change of RayJobs (no predicates, as KubeRay)
+// setupWithManager watches every change of RayJobs (no predicates, as KubeRay)
 // and of the RayClusters, Services and batch Jobs they control — For RayJob,
 // Owns RayCluster, Service and Job, each handler observed by the chain hooks.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+func (r *reconciler) setupWithManager(mgr manager.Manager) error {
 	return r.opts.Hooks.NewControllerManagedBy(mgr).
 		For(&rayv1.RayJob{}).
 		Owns(&rayv1.RayCluster{}).
@@ -150,7 +150,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 }
 
 // Reconcile moves one RayJob one step along its states.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	job := &rayv1.RayJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {

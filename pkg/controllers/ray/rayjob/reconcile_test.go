@@ -140,7 +140,7 @@ func jobCond(t batchv1.JobConditionType, reason string) batchv1.JobCondition {
 }
 
 type harness struct {
-	r      *Reconciler
+	r      *reconciler
 	c      client.Client
 	api    *fakeAPI
 	events *record.FakeRecorder
@@ -152,7 +152,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	c := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(objs...).
 		WithStatusSubresource(&rayv1.RayJob{}, &rayv1.RayCluster{}, &batchv1.Job{}).Build()
 	h := &harness{c: c, api: &fakeAPI{jobs: map[string]*raydashboard.JobInfo{}}, events: record.NewFakeRecorder(100)}
-	h.r = NewReconciler(c, Options{
+	h.r = newReconciler(c, Options{
 		Resolver:   func(context.Context, *rayv1.RayCluster) (string, error) { return "http://fake:8265", nil },
 		NewJobsAPI: func(string) JobsAPI { return h.api },
 		ReconcilerOptions: ctrlset.ReconcilerOptions{

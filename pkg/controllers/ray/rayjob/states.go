@@ -25,7 +25,7 @@ import (
 // pass is one reconcile of one RayJob: the state handlers change job.Status
 // in memory and run() writes it once at the end if it differs from orig.
 type pass struct {
-	r    *Reconciler
+	r    *reconciler
 	log  logr.Logger
 	job  *rayv1.RayJob
 	orig *rayv1.RayJob

@@ -87,8 +87,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Reconciler reconciles RayServices.
-type Reconciler struct {
+// reconciler reconciles RayServices.
+type reconciler struct {
 	client  client.Client
 	opts    Options
 	configs deployedConfigs
@@ -101,13 +101,13 @@ type Reconciler struct {
 	uids map[types.NamespacedName]types.UID
 }
 
-// NewReconciler returns a reconciler that reads and writes through c.
-func NewReconciler(c client.Client, opts Options) *Reconciler {
+// newReconciler returns a reconciler that reads and writes through c.
+func newReconciler(c client.Client, opts Options) *reconciler {
 	opts = opts.withDefaults()
 	if opts.Secrets == nil {
 		opts.Secrets = c
 	}
-	return &Reconciler{client: c, opts: opts, deleteAt: map[types.UID]map[types.UID]time.Time{},
+	return &reconciler{client: c, opts: opts, deleteAt: map[types.UID]map[types.UID]time.Time{},
 		uids: map[types.NamespacedName]types.UID{}}
 }
 
@@ -133,16 +133,16 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	} else if !meta.IsNoMatchError(err) {
 		return err
 	}
-	return NewReconciler(mgr.GetClient(), o).SetupWithManager(mgr)
+	return newReconciler(mgr.GetClient(), o).setupWithManager(mgr)
 }
 
 // specLabelsOrAnnotationsChanged is KubeRay's predicate on RayServices: status writes do not requeue.
 var specLabelsOrAnnotationsChanged = chainhooks.Named("generation, labels or annotations changed",
 	predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 
-// SetupWithManager wires KubeRay's watches: For RayService (spec, label or annotation changes),
+// setupWithManager wires KubeRay's watches: For RayService (spec, label or annotation changes),
 // Owns RayCluster and Service; Serve's progress is polled every RequeueAfter.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+func (r *reconciler) setupWithManager(mgr manager.Manager) error {
 	return r.opts.Hooks.NewControllerManagedBy(mgr).
 		For(&rayv1.RayService{}, specLabelsOrAnnotationsChanged).
 		Owns(&rayv1.RayCluster{}).
@@ -152,7 +152,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 }
 
 // Reconcile moves one RayService one step towards its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	rs := &rayv1.RayService{}
 	if err := r.client.Get(ctx, req.NamespacedName, rs); err != nil {
@@ -181,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // remember notes the UID of the RayService key names; a new UID (the RayService was recreated) drops
 // what was kept for the old one.
-func (r *Reconciler) remember(key types.NamespacedName, uid types.UID) {
+func (r *reconciler) remember(key types.NamespacedName, uid types.UID) {
 	r.mu.Lock()
 	old, ok := r.uids[key]
 	r.uids[key] = uid
@@ -192,7 +192,7 @@ func (r *Reconciler) remember(key types.NamespacedName, uid types.UID) {
 }
 
 // forget drops what was kept for a RayService that is gone.
-func (r *Reconciler) forget(key types.NamespacedName) {
+func (r *reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	uid, ok := r.uids[key]
 	delete(r.uids, key)
@@ -203,7 +203,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 }
 
 // drop forgets the deletion times and deployed configs kept for the RayService uid.
-func (r *Reconciler) drop(uid types.UID) {
+func (r *reconciler) drop(uid types.UID) {
 	r.mu.Lock()
 	delete(r.deleteAt, uid)
 	r.mu.Unlock()

@@ -32,7 +32,7 @@ func incrementalService() *rayv1.RayService {
 func TestTrafficSplit(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rs := incrementalService()
-	p := &pass{r: &Reconciler{opts: Options{GatewayAPI: true}}, rs: rs, now: now, requeue: time.Hour}
+	p := &pass{r: &reconciler{opts: Options{GatewayAPI: true}}, rs: rs, now: now, requeue: time.Hour}
 	if a, b := p.trafficSplit(false); a != 100 || b != 0 {
 		t.Errorf("pending not ready: %d/%d, want 100/0", a, b)
 	}
@@ -65,7 +65,7 @@ func TestTrafficSplit(t *testing.T) {
 // traffic and capacity are back, dropping the pending cluster.
 func TestIncrementalPromotionAndRollback(t *testing.T) {
 	rs := incrementalService()
-	p := &pass{r: &Reconciler{opts: Options{GatewayAPI: true}}, rs: rs}
+	p := &pass{r: &reconciler{opts: Options{GatewayAPI: true}}, rs: rs}
 	pending := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
 	if p.incrementalPromotion(pending) {
 		t.Error("promoted with traffic still on the old cluster")

@@ -34,7 +34,7 @@ import (
 
 // pass is one reconcile of one RayService.
 type pass struct {
-	r    *Reconciler
+	r    *reconciler
 	log  logr.Logger
 	rs   *rayv1.RayService
 	orig *rayv1.RayService

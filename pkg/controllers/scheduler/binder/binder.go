@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -45,8 +44,8 @@ import (
 // Name is the binder's name, as registered in the controller set (ctrlset).
 const Name = "binder"
 
-// Config configures a binder.
-type Config struct {
+// Options configures a binder.
+type Options struct {
 	// SchedulerName is the spec.schedulerName served (default "default-scheduler"); the binder's events
 	// come from it.
 	SchedulerName string
@@ -58,12 +57,12 @@ type Config struct {
 	InsufficientHint string
 }
 
-// Binder binds pending pods to nodes. It places one pod at a time against per-node accounts that the
+// reconciler binds pending pods to nodes. It places one pod at a time against per-node accounts that the
 // pod informer keeps up to date (which keeps the accounting exact without summing every pod for each
 // placement) and binds up to bindWorkers at once (a binding is a round trip to the API server). It
 // reads pods and nodes through the manager's cache, which must hold every Pod and Node.
-type Binder struct {
-	cfg      Config
+type reconciler struct {
+	opts     Options
 	client   client.Client
 	recorder record.EventRecorder
 
@@ -79,28 +78,31 @@ type Binder struct {
 	unschedulable map[types.NamespacedName]bool
 }
 
-// Setup is the ctrlset.SetupFunc of the binder with the default Config, Env.InsufficientHint as its hint.
-func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	return Config{InsufficientHint: env.InsufficientHint}.Setup(mgr, env)
-}
+// Setup is the ctrlset.SetupFunc of the binder with the default Options (pkg/controlplane registers it in
+// its group).
+func Setup(mgr ctrl.Manager, env ctrlset.Env) error { return Options{}.Setup(mgr, env) }
 
 // Setup adds a binder with this configuration to mgr, in the ctrlset.SetupFunc shape: For pending Pods
 // that name the scheduler; Watches Nodes (a node added, or changed in what placement reads) and Pods
-// (one that leaves a node or finishes) to try the unschedulable pods again.
-func (c Config) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	if c.SchedulerName == "" {
-		c.SchedulerName = corev1.DefaultSchedulerName
+// (one that leaves a node or finishes) to try the unschedulable pods again. An empty InsufficientHint
+// takes env's.
+func (o Options) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
+	if o.InsufficientHint == "" {
+		o.InsufficientHint = env.InsufficientHint
 	}
-	if c.RetryPeriod <= 0 {
-		c.RetryPeriod = 30 * time.Second
+	if o.SchedulerName == "" {
+		o.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if o.RetryPeriod <= 0 {
+		o.RetryPeriod = 30 * time.Second
 	}
 	h := env.Hooks
-	b := &Binder{
-		cfg: c, client: mgr.GetClient(),
+	b := &reconciler{
+		opts: o, client: mgr.GetClient(),
 		accounts:      newAccounts(),
 		unschedulable: map[types.NamespacedName]bool{},
 	}
-	b.recorder = env.EventRecorderFor(c.SchedulerName)
+	b.recorder = env.EventRecorderFor(o.SchedulerName)
 	// The accounts follow the cache's pods through an event handler of their own on the Pod informer
 	// (not a watch of the controller: it adds no hop to the trigger chain).
 	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{})
@@ -114,7 +116,7 @@ func (c Config) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 	b.accountsSynced = reg.HasSynced
 	retry := handler.EnqueueRequestsFromMapFunc(b.unschedulablePods)
 	return h.NewControllerManagedBy(mgr).
-		For(&corev1.Pod{}, chainhooks.Named("pending for "+c.SchedulerName, predicate.NewPredicateFuncs(b.pendingOrGone))).
+		For(&corev1.Pod{}, chainhooks.Named("pending for "+o.SchedulerName, predicate.NewPredicateFuncs(b.pendingOrGone))).
 		Watches(&corev1.Node{}, "unschedulable pods", retry, nodeAddedOrChanged).
 		Watches(&corev1.Pod{}, "unschedulable pods", retry, leftNodeOrFinished).
 		Watches(&corev1.Pod{}, "unschedulable pods", handler.EnqueueRequestsFromMapFunc(b.unschedulableAfterBinding), podBound).
@@ -126,18 +128,13 @@ func (c Config) Setup(mgr ctrl.Manager, env ctrlset.Env) error {
 // bindWorkers is how many pods are bound at once.
 const bindWorkers = 4
 
-// Run runs a binder with this configuration alone, with a manager of its own, until ctx ends.
-func (c Config) Run(ctx context.Context, cfg *rest.Config) error {
-	return ctrlset.RunStandalone(ctx, cfg, c.Setup, ctrlset.Env{Name: Name})
-}
-
-func (b *Binder) pending(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == b.cfg.SchedulerName && pod.DeletionTimestamp == nil &&
+func (b *reconciler) pending(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == b.opts.SchedulerName && pod.DeletionTimestamp == nil &&
 		!terminal(pod)
 }
 
 // pendingOrGone passes a pending pod's events, and every deletion (the reconcile forgets the pod).
-func (b *Binder) pendingOrGone(obj client.Object) bool {
+func (b *reconciler) pendingOrGone(obj client.Object) bool {
 	pod, ok := obj.(*corev1.Pod)
 	return ok && (b.pending(pod) || pod.DeletionTimestamp != nil)
 }
@@ -190,7 +187,7 @@ var podBound = chainhooks.Named("pod bound to a node", predicate.Funcs{
 
 // unschedulableAfterBinding maps a pod's binding to the pods waiting for a pod to match their pod
 // affinity, or for pods in other domains to even out their topology spread.
-func (b *Binder) unschedulableAfterBinding(_ context.Context, _ client.Object) []reconcile.Request {
+func (b *reconciler) unschedulableAfterBinding(_ context.Context, _ client.Object) []reconcile.Request {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []reconcile.Request
@@ -205,7 +202,7 @@ func (b *Binder) unschedulableAfterBinding(_ context.Context, _ client.Object) [
 // unschedulablePods maps any event to every pod waiting for room. A pod's event here is one that
 // frees room (leftNodeOrFinished): the accounts drop the pod first, so the pods tried again see the
 // room even when the accounts' own handler has not yet had the event.
-func (b *Binder) unschedulablePods(_ context.Context, obj client.Object) []reconcile.Request {
+func (b *reconciler) unschedulablePods(_ context.Context, obj client.Object) []reconcile.Request {
 	if p, ok := obj.(*corev1.Pod); ok {
 		b.accounts.left(p.UID)
 	}
@@ -244,7 +241,7 @@ func equalMaps(a, b map[string]string) bool {
 
 // Reconcile places one pod: it binds it to the fitting node with the most cpu left or, when none fits,
 // marks it unschedulable and tries again after the retry period (or sooner, when room may have come).
-func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (b *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := b.client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -263,7 +260,7 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	if node == "" {
-		return reconcile.Result{RequeueAfter: b.cfg.RetryPeriod},
+		return reconcile.Result{RequeueAfter: b.opts.RetryPeriod},
 			b.markUnschedulable(ctx, req.NamespacedName, pod, unschedulableMessage(nodes, reasons, unhelpful))
 	}
 	b.forget(req.NamespacedName)
@@ -274,7 +271,7 @@ func (b *Binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 // node from now on), or says why no node fits: the nodes looked at, per reason how many refused, and how
 // many refused for a reason no preemption could cure. Placements are made one at a time, against the
 // accounts, so two pods never both take the last room; the bindings that follow run in parallel.
-func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known bool, count int, reasons map[string]int, unhelpful int, err error) {
+func (b *reconciler) place(ctx context.Context, pod *corev1.Pod) (node string, known bool, count int, reasons map[string]int, unhelpful int, err error) {
 	if b.accountsSynced != nil && !b.accountsSynced() && !toolscache.WaitForCacheSync(ctx.Done(), b.accountsSynced) {
 		return "", false, 0, nil, 0, ctx.Err()
 	}
@@ -302,7 +299,7 @@ func (b *Binder) place(ctx context.Context, pod *corev1.Pod) (node string, known
 
 // namespaceLabels returns a lookup of namespaces' labels through the cache, for pod affinity terms
 // with a namespaceSelector (asked for only then).
-func (b *Binder) namespaceLabels(ctx context.Context) func(string) map[string]string {
+func (b *reconciler) namespaceLabels(ctx context.Context) func(string) map[string]string {
 	return func(name string) map[string]string {
 		ns := &corev1.Namespace{}
 		if err := b.client.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
@@ -313,13 +310,13 @@ func (b *Binder) namespaceLabels(ctx context.Context) func(string) map[string]st
 }
 
 // forget drops a pod that no longer waits from the unschedulable ones.
-func (b *Binder) forget(key types.NamespacedName) {
+func (b *reconciler) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	delete(b.unschedulable, key)
 	b.mu.Unlock()
 }
 
-func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
+func (b *reconciler) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
@@ -337,13 +334,13 @@ func (b *Binder) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 }
 
 // markUnschedulable records why the pod waits, writing PodScheduled only when it changes.
-func (b *Binder) markUnschedulable(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, message string) error {
+func (b *reconciler) markUnschedulable(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, message string) error {
 	b.mu.Lock()
 	b.unschedulable[key] = pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil || hasHardSpread(pod)
 	b.mu.Unlock()
 	event := message
-	if b.cfg.InsufficientHint != "" && strings.Contains(message, " Insufficient ") {
-		event += " " + b.cfg.InsufficientHint
+	if b.opts.InsufficientHint != "" && strings.Contains(message, " Insufficient ") {
+		event += " " + b.opts.InsufficientHint
 	}
 	b.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", event)
 	for _, c := range pod.Status.Conditions {

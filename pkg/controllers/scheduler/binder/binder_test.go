@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/controllers/scheduler/binder"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
@@ -51,7 +52,8 @@ func setup(t *testing.T) *env {
 func (e *env) startBinder() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- binder.Config{SchedulerName: schedulerName}.Run(ctx, e.inst.Config) }()
+	opts := binder.Options{SchedulerName: schedulerName}
+	go func() { done <- ctrlset.RunStandalone(ctx, e.inst.Config, opts.Setup, ctrlset.Env{Name: binder.Name}) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -28,7 +28,7 @@ func pendingPod(name string, labels map[string]string, req ...string) *corev1.Po
 	return p
 }
 
-// decide runs one placement of pod over nodes with the pods already placed, as Binder.place does, and
+// decide runs one placement of pod over nodes with the pods already placed, as reconciler.place does, and
 // returns the node chosen or the FailedScheduling message.
 func decide(pod *corev1.Pod, nodes []*corev1.Node, placed []placedPod) (string, string) {
 	p := &placement{pod: pod, required: nodeaffinity.GetRequiredNodeAffinity(pod), nodeLabels: map[string]map[string]string{},
