@@ -27,7 +27,7 @@ func parseObjectArg(arg string) (kind, name string, err error) {
 	}
 	kind, ok = chain.ParseKind(k)
 	if !ok {
-		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service and job", k)
+		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service, job, gateway and httproute", k)
 	}
 	return kind, n, nil
 }

@@ -30,8 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -39,6 +37,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
@@ -82,14 +82,19 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env).WithDefaults(0)
 	r := &reconciler{client: mgr.GetClient(), opts: o}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("gatewayclass").
-		For(&gwv1.GatewayClass{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.(*gwv1.GatewayClass).Spec.ControllerName == ControllerName
-		}))).Complete(&classReconciler{client: mgr.GetClient()}); err != nil {
+	classHooks := o.Hooks.Sub("class")
+	if err := classHooks.NewControllerManagedBy(mgr).
+		For(&gwv1.GatewayClass{}, claimedClass).
+		Complete(&classReconciler{client: mgr.GetClient(), hooks: classHooks}); err != nil {
 		return err
 	}
 	return r.setupWithManager(mgr)
 }
+
+// claimedClass passes the GatewayClasses that name ControllerName.
+var claimedClass = chainhooks.Named("controllerName is rayctl's", predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.(*gwv1.GatewayClass).Spec.ControllerName == ControllerName
+}))
 
 // reconciler programs the Gateways of rayctl's GatewayClasses.
 type reconciler struct {
@@ -269,7 +274,11 @@ func (r *reconciler) writeGatewayStatus(ctx context.Context, gw *gwv1.Gateway, p
 	}
 	gw = gw.DeepCopy()
 	gw.Status = *st
-	return r.client.Status().Update(ctx, gw)
+	if err := r.client.Status().Update(ctx, gw); err != nil {
+		return err
+	}
+	r.opts.Hooks.StatusWritten(ctx, gw, chain.F("accepted", string(accepted.Status)), chain.F("programmed", string(programmed.Status)))
+	return nil
 }
 
 func inProxyName(dep *appsv1.Deployment) string {
@@ -307,7 +316,11 @@ func (r *reconciler) writeRouteStatuses(ctx context.Context, gw *gwv1.Gateway, p
 				return nil
 			}
 			cur.Status.Parents = next
-			return r.client.Status().Update(ctx, cur)
+			if err := r.client.Status().Update(ctx, cur); err != nil {
+				return err
+			}
+			r.opts.Hooks.StatusWritten(ctx, cur, routeSummary(cur, gw)...)
+			return nil
 		})
 		if client.IgnoreNotFound(err) != nil {
 			return err
@@ -338,6 +351,24 @@ func routeParents(rt *gwv1.HTTPRoute, gw *gwv1.Gateway, prs []parentResult) []gw
 	return out
 }
 
+// routeSummary is what a route's status write says of its parent entries for gw, for the chain:
+// accepted and resolvedRefs, with their reasons.
+func routeSummary(rt *gwv1.HTTPRoute, gw *gwv1.Gateway) []chain.Field {
+	var out []chain.Field
+	for _, s := range rt.Status.Parents {
+		if !ourParentStatus(s, rt.Namespace, gw) {
+			continue
+		}
+		if c := meta.FindStatusCondition(s.Conditions, string(gwv1.RouteConditionAccepted)); c != nil {
+			out = append(out, chain.F("accepted", string(c.Status)+"/"+c.Reason))
+		}
+		if c := meta.FindStatusCondition(s.Conditions, string(gwv1.RouteConditionResolvedRefs)); c != nil {
+			out = append(out, chain.F("resolvedRefs", string(c.Status)+"/"+c.Reason))
+		}
+	}
+	return out
+}
+
 func parentKey(ref gwv1.ParentReference) string {
 	b, _ := json.Marshal(ref)
 	return string(b)
@@ -346,6 +377,7 @@ func parentKey(ref gwv1.ParentReference) string {
 // classReconciler accepts the GatewayClasses that name ControllerName.
 type classReconciler struct {
 	client client.Client
+	hooks  *chainhooks.Hooks
 }
 
 // Reconcile marks a claimed GatewayClass Accepted (and its version supported).
@@ -368,5 +400,9 @@ func (c *classReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 	gc.Status = *st
-	return reconcile.Result{}, c.client.Status().Update(ctx, gc)
+	if err := c.client.Status().Update(ctx, gc); err != nil {
+		return reconcile.Result{}, err
+	}
+	c.hooks.StatusWritten(ctx, gc, chain.F("accepted", string(accepted.Status)))
+	return reconcile.Result{}, nil
 }

@@ -32,6 +32,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
@@ -255,13 +256,16 @@ func (p *pass) reconcileGatewayObjects(ctx context.Context, active, pending *ray
 		if err := controllerutil.SetControllerReference(c, svc, p.r.client.Scheme()); err != nil {
 			return nil, err
 		}
-		if err := p.r.client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := p.r.client.Create(ctx, svc); {
+		case err == nil:
+			p.r.opts.Hooks.Wrote(ctx, svc, chain.Create)
+		case !apierrors.IsAlreadyExists(err):
 			return nil, err
 		}
 	}
 	opts := rs.Spec.UpgradeStrategy.ClusterUpgradeOptions
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: gatewayName(rs), Namespace: rs.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, p.r.client, gw, func() error {
+	if _, err := p.r.opts.Hooks.CreateOrUpdate(ctx, p.r.client, gw, func() error {
 		gw.Spec.GatewayClassName = gwv1.ObjectName(opts.GatewayClassName)
 		gw.Spec.Listeners = []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: gatewayListenerPort}}
 		return controllerutil.SetControllerReference(rs, gw, p.r.client.Scheme())
@@ -283,7 +287,7 @@ func (p *pass) reconcileGatewayObjects(ctx context.Context, active, pending *ray
 		refs = append(refs, backend(pending, pendingW))
 	}
 	rt := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: httpRouteName(rs), Namespace: rs.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, p.r.client, rt, func() error {
+	if _, err := p.r.opts.Hooks.CreateOrUpdate(ctx, p.r.client, rt, func() error {
 		rt.Spec.ParentRefs = []gwv1.ParentReference{{Name: gwv1.ObjectName(gw.Name), Namespace: &ns}}
 		rt.Spec.Rules = []gwv1.HTTPRouteRule{{
 			Matches:     []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: ptr.To(gwv1.PathMatchPathPrefix), Value: ptr.To("/")}}},
