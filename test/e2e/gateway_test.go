@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -21,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,6 +30,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -234,7 +237,8 @@ func TestGatewayRoutes(t *testing.T) {
 // through `kubectl port-forward` to the Gateway, a change of rayClusterConfig moves traffic to the new
 // cluster in stepSizePercent steps (the status's trafficRoutedPercent passes through values between 0
 // and 100), no request fails, and the upgrade ends with the new cluster active and answering every
-// request.
+// request; `rayctl trace` shows the HTTPRoute write and the Gateway's hops it caused. Then a second
+// upgrade, reverted mid-way, rolls back (testIncrementalRollback), still with no failed request.
 func TestRayServiceIncrementalUpgrade(t *testing.T) {
 	in := gatewayInstance(t)
 	e := newRayEnv(t, in)
@@ -311,14 +315,111 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 	e.waitFor(t, 30*time.Second, "more requests answered by the new cluster", func(context.Context) (bool, string, error) {
 		return load.counts()[newName] > before+10, fmt.Sprint(load.counts()), nil
 	})
-	failures := load.stop()
 	byCluster := load.counts()
-	t.Logf("requests through the Gateway: %d answered, by cluster %v; %d failed", load.ok.Load(), byCluster, load.failed.Load())
 	if byCluster[old] == 0 || byCluster[newName] == 0 {
 		t.Errorf("answers by cluster %v; want both %s and %s", byCluster, old, newName)
 	}
+	checkRouteTrace(t, e, name)
+	testIncrementalRollback(t, e, name, newName, load)
+	failures := load.stop()
+	t.Logf("requests through the Gateway: %d answered, by cluster %v; %d failed", load.ok.Load(), load.counts(), load.failed.Load())
 	if len(failures) > 0 {
-		t.Errorf("%d requests through the Gateway failed during the upgrade:\n%s", len(failures), strings.Join(failures, "\n"))
+		t.Errorf("%d requests through the Gateway failed during the upgrade and the rollback:\n%s", len(failures), strings.Join(failures, "\n"))
+	}
+}
+
+// checkRouteTrace checks that `rayctl trace rayservice/NAME` shows, in order, the RayService's latest
+// HTTPRoute write, the API server accepting it, and rayctl's Gateway controller reconciling the Gateway
+// and writing its proxy's routing table.
+func checkRouteTrace(t *testing.T, e *rayEnv, name string) {
+	t.Helper()
+	out, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns, "-o", "json")
+	must(t, "rayctl trace", err)
+	var steps []chain.Step
+	if err := json.Unmarshal([]byte(out), &steps); err != nil {
+		t.Fatalf("rayctl trace -o json: %v\n%s", err, out)
+	}
+	want := []hopPattern{
+		{"rayservice", chain.ObjectWrite, "HTTPRoute", "updated"},
+		{"gateway", chain.InformerEvent, "HTTPRoute", ""},
+		{"gateway", chain.ReconcileStart, "Gateway", name + "-gateway"},
+		{"gateway", chain.ObjectWrite, "ConfigMap", "updated"},
+	}
+	if i, lines := matchInOrder(steps, want); i < len(want) {
+		t.Errorf("rayctl trace rayservice/%s lacks, in order, %s (matched %d of %d hops); trace:\n%s", name, want[i], i, len(want), lines)
+	}
+	if !slices.ContainsFunc(steps, func(s chain.Step) bool { return s.Hop == chain.APIWrite && s.Object.Kind == chain.KindHTTPRoute }) {
+		t.Errorf("rayctl trace rayservice/%s has no API write of its HTTPRoute", name)
+	}
+}
+
+// testIncrementalRollback: a second upgrade of the RayService (whose active cluster is active), reverted
+// by the user once the new cluster carries some traffic, rolls back as KubeRay v1.7 does: the RayService
+// gets RollbackInProgress (DesiredClusterSpecChanged), traffic returns to the active cluster in
+// stepSizePercent steps, the rollback completes (RollbackInProgress gone, UpgradeInProgress False with
+// NoPendingCluster, the active cluster unchanged at 100% capacity and traffic) and the pending cluster is
+// deleted, while load keeps every request answered.
+func testIncrementalRollback(t *testing.T, e *rayEnv, name, active string, load *steadyLoad) {
+	t.Helper()
+	// A slower interval than the first upgrade's, so that the revert lands while traffic is split.
+	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.2"},"upgradeStrategy":{"clusterUpgradeOptions":{"intervalSeconds":4}}}}`)
+	_, err := e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	must(t, "patching rayClusterConfig for a second upgrade", err)
+	rs := e.waitService(t, name, "the second upgrade's new cluster carrying half the traffic", 3*time.Minute, func(rs *rayv1.RayService) bool {
+		w := ptr.Deref(rs.Status.PendingServiceStatus.TrafficRoutedPercent, 0)
+		return w >= 50 && w < 100
+	})
+	pending := rs.Status.PendingServiceStatus.RayClusterName
+	if rs.Status.ActiveServiceStatus.RayClusterName != active {
+		t.Fatalf("during the second upgrade the active cluster is %s; want %s", rs.Status.ActiveServiceStatus.RayClusterName, active)
+	}
+	atRevert := ptr.Deref(rs.Status.ActiveServiceStatus.TrafficRoutedPercent, 0)
+	servedByPending := load.counts()[pending]
+	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`), metav1.PatchOptions{})
+	must(t, "reverting rayClusterConfig", err)
+	t.Logf("reverted with %d%% of traffic on the active cluster %s, the pending %s having answered %d requests", atRevert, active, pending, servedByPending)
+	if servedByPending == 0 {
+		t.Errorf("the pending cluster %s answered no request before the revert", pending)
+	}
+
+	rollback := e.waitService(t, name, "RollbackInProgress True", 30*time.Second, func(rs *rayv1.RayService) bool {
+		return meta.IsStatusConditionTrue(rs.Status.Conditions, string(rayv1.RollbackInProgress))
+	})
+	c := meta.FindStatusCondition(rollback.Status.Conditions, string(rayv1.RollbackInProgress))
+	if c.Reason != "DesiredClusterSpecChanged" || c.Message != "Goal state reverted to original cluster, rolling back." {
+		t.Errorf("RollbackInProgress: %s %q; want KubeRay's DesiredClusterSpecChanged, \"Goal state reverted to original cluster, rolling back.\"", c.Reason, c.Message)
+	}
+	back := map[int32]bool{}
+	rs = e.waitService(t, name, "the rollback complete", 2*time.Minute, func(rs *rayv1.RayService) bool {
+		if w := ptr.Deref(rs.Status.ActiveServiceStatus.TrafficRoutedPercent, 0); w > atRevert && w < 100 && rs.Status.PendingServiceStatus.RayClusterName != "" {
+			back[w] = true
+		}
+		return meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RollbackInProgress)) == nil &&
+			rs.Status.PendingServiceStatus.RayClusterName == "" && serviceReady(rs)
+	})
+	t.Logf("traffic back on %s passed through %v%%", active, slices.Sorted(maps.Keys(back)))
+	if atRevert < 75 && len(back) == 0 {
+		t.Errorf("traffic went back from %d%% to 100%% with no step between", atRevert)
+	}
+	a := rs.Status.ActiveServiceStatus
+	if a.RayClusterName != active || ptr.Deref(a.TrafficRoutedPercent, 0) != 100 || ptr.Deref(a.TargetCapacity, 0) != 100 {
+		t.Errorf("after the rollback the active cluster is %s at %d%% traffic, %d%% capacity; want %s at 100%% and 100%%",
+			a.RayClusterName, ptr.Deref(a.TrafficRoutedPercent, 0), ptr.Deref(a.TargetCapacity, 0), active)
+	}
+	if u := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.UpgradeInProgress)); u == nil || u.Status != metav1.ConditionFalse || u.Reason != string(rayv1.NoPendingCluster) {
+		t.Errorf("after the rollback UpgradeInProgress is %+v; want False, NoPendingCluster", u)
+	}
+	e.waitFor(t, 2*time.Minute, "the pending cluster "+pending+" deleted", func(ctx context.Context) (bool, string, error) {
+		_, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, pending, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there", client404(err)
+	})
+	// From here on every request is the active cluster's.
+	before := load.counts()
+	e.waitFor(t, 30*time.Second, "more requests answered by "+active, func(context.Context) (bool, string, error) {
+		return load.counts()[active] > before[active]+10, fmt.Sprint(load.counts()), nil
+	})
+	if after := load.counts(); after[pending] != before[pending] {
+		t.Errorf("the deleted pending cluster %s answered %d requests after the rollback", pending, after[pending]-before[pending])
 	}
 }
 

@@ -5,8 +5,12 @@
 // <gateway>-<gatewayclass> with the listeners' ports, and a ConfigMap of the same name holding the
 // routing table the proxy follows (its ServiceAccount may read that ConfigMap and nothing else). The
 // table comes from the HTTPRoutes attached to the Gateway's listeners: path (Exact, PathPrefix,
-// RegularExpression), header, query parameter and method matches, hostnames, and backendRefs to
-// Services with weights. Filters, HTTPS/TLS listeners and other route kinds are not implemented.
+// RegularExpression), header, query parameter and method matches, hostnames, backendRefs to Services
+// with weights, the filters RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite
+// and RequestMirror (on rules and on backends) and the rules' request and backendRequest timeouts. A
+// rule with another filter (CORS) is dropped with the route's PartiallyInvalid condition (Accepted
+// False, UnsupportedValue, when no rule is left); HTTPS/TLS listeners and other route kinds are not
+// implemented.
 //
 // Status is written as a conformant implementation writes it: GatewayClass Accepted and
 // SupportedVersion; Gateway Accepted and Programmed (once the proxy pod is ready), the Service's
@@ -174,22 +178,16 @@ func (r *reconciler) readWorld(ctx context.Context, gw *gwv1.Gateway) (world, er
 				w.namespaces[rt.Namespace] = ns
 			}
 		}
-		for _, rule := range rt.Spec.Rules {
-			for _, ref := range rule.BackendRefs {
-				key := types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}
-				if ref.Namespace != nil {
-					key.Namespace = string(*ref.Namespace)
-				}
-				if _, ok := w.services[key]; ok {
-					continue
-				}
-				svc := &corev1.Service{}
-				switch err := r.client.Get(ctx, key, svc); {
-				case err == nil:
-					w.services[key] = svc
-				case !apierrors.IsNotFound(err):
-					return w, err
-				}
+		for _, key := range serviceRefs(&rt) {
+			if _, ok := w.services[key]; ok {
+				continue
+			}
+			svc := &corev1.Service{}
+			switch err := r.client.Get(ctx, key, svc); {
+			case err == nil:
+				w.services[key] = svc
+			case !apierrors.IsNotFound(err):
+				return w, err
 			}
 		}
 	}
@@ -346,6 +344,11 @@ func routeParents(rt *gwv1.HTTPRoute, gw *gwv1.Gateway, prs []parentResult) []gw
 		setConditions(&s.Conditions,
 			condition(string(gwv1.RouteConditionAccepted), pr.accepted, pr.acceptedReason, pr.acceptMsg, rt.Generation),
 			condition(string(gwv1.RouteConditionResolvedRefs), pr.resolved, pr.resolvedReason, pr.resolvMsg, rt.Generation))
+		if pr.partial != "" {
+			setConditions(&s.Conditions, condition(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), pr.partial, rt.Generation))
+		} else {
+			meta.RemoveStatusCondition(&s.Conditions, string(gwv1.RouteConditionPartiallyInvalid))
+		}
 		out = append(out, s)
 	}
 	return out
