@@ -50,8 +50,9 @@ type Header struct {
 	Value string `json:"value"`
 }
 
-// HeaderModifier changes headers: Set replaces a header's values, Add adds a value to those it has,
-// Remove drops a header (names are case-insensitive).
+// HeaderModifier changes headers: Set replaces a header's values, Add appends a value to the header's
+// (joined with a comma, as the Gateway API's example shows: "foo" and add "bar" is "foo,bar"), Remove
+// drops a header (names are case-insensitive).
 type HeaderModifier struct {
 	Set    []Header `json:"set,omitempty"`
 	Add    []Header `json:"add,omitempty"`
@@ -64,7 +65,7 @@ func (m *HeaderModifier) apply(h http.Header) {
 		h.Set(s.Name, s.Value)
 	}
 	for _, a := range m.Add {
-		h.Add(a.Name, a.Value)
+		h.Set(a.Name, strings.Join(append(h.Values(a.Name), a.Value), ","))
 	}
 	for _, r := range m.Remove {
 		h.Del(r)

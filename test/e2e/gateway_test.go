@@ -112,6 +112,109 @@ spec:
       port: 8000
 `
 
+// gatewayFilters are HTTPRoutes of the Gateway web with filters and timeouts: /rewrite/… has its
+// request headers changed and its prefix rewritten to the echo backend's CGI script, and a response
+// header set; /old/… is redirected (301) to /new/…; /cgi-bin/slow has a 1 s request timeout; and a
+// route whose only rule has a CORS filter, which rayctl's Gateway does not implement.
+const gatewayFilters = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: filters
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /rewrite
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set:
+        - name: X-Set
+          value: set-by-gateway
+        add:
+        - name: X-Added
+          value: added
+        remove:
+        - X-Remove
+    - type: ResponseHeaderModifier
+      responseHeaderModifier:
+        set:
+        - name: X-Backend
+          value: changed-by-gateway
+    - type: URLRewrite
+      urlRewrite:
+        path:
+          type: ReplacePrefixMatch
+          replacePrefixMatch: /cgi-bin/echo
+    backendRefs:
+    - name: echo
+      port: 8000
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /old
+    filters:
+    - type: RequestRedirect
+      requestRedirect:
+        path:
+          type: ReplacePrefixMatch
+          replacePrefixMatch: /new
+        statusCode: 301
+  - matches:
+    - path:
+        type: Exact
+        value: /cgi-bin/slow
+    timeouts:
+      request: 1s
+    backendRefs:
+    - name: echo
+      port: 8000
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: cors
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /cors
+    filters:
+    - type: CORS
+      cors:
+        allowOrigins:
+        - https://example.com
+    backendRefs:
+    - name: web-a
+      port: 8000
+`
+
+// echoScripts are the echo backend's CGI scripts: echo answers the URI it got and its request headers
+// (HTTP_* variables) with the response header X-Backend: echo; slow answers after 30 s.
+const echoScripts = `mkdir -p /tmp/www/cgi-bin && cat > /tmp/www/cgi-bin/echo <<'EOF'
+#!/bin/sh
+echo "Content-Type: text/plain"
+echo "X-Backend: echo"
+echo
+echo "uri=$REQUEST_URI"
+env | grep ^HTTP_ | sort
+EOF
+cat > /tmp/www/cgi-bin/slow <<'EOF'
+#!/bin/sh
+sleep 30
+echo "Content-Type: text/plain"
+echo
+echo late
+EOF
+chmod +x /tmp/www/cgi-bin/echo /tmp/www/cgi-bin/slow && exec httpd -f -p 8000 -h /tmp/www`
+
 // gatewayInstance starts an instance serving the Gateway API, with a pod network of its own.
 func gatewayInstance(t *testing.T) *framework.Instance {
 	if os.Geteuid() != 0 {
@@ -123,7 +226,12 @@ func gatewayInstance(t *testing.T) *framework.Instance {
 // webBackend runs busybox httpd answering name on port 8000, behind a Service of that name.
 func webBackend(t *testing.T, ctx context.Context, in *framework.Instance, ns, name string) {
 	t.Helper()
-	script := fmt.Sprintf("mkdir -p /tmp/www && echo %s > /tmp/www/index.html && exec httpd -f -p 8000 -h /tmp/www", name)
+	httpdBackend(t, ctx, in, ns, name, fmt.Sprintf("mkdir -p /tmp/www && echo %s > /tmp/www/index.html && exec httpd -f -p 8000 -h /tmp/www", name))
+}
+
+// httpdBackend runs script (which serves port 8000) in a pod behind a Service, both named name.
+func httpdBackend(t *testing.T, ctx context.Context, in *framework.Instance, ns, name, script string) {
+	t.Helper()
 	pod := nodePod(name, corev1.RestartPolicyAlways, 1, nodeSh("web", script))
 	pod.Labels = map[string]string{"app": name}
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8000)}}, PeriodSeconds: 1}
@@ -148,7 +256,7 @@ func jsonpath(t *testing.T, ctx context.Context, in *framework.Instance, ns, wha
 // GatewayClass is Accepted; each HTTPRoute's parent entry says Accepted and ResolvedRefs (False,
 // BackendNotFound, for the route to a missing Service); through the port-forward, the header match wins
 // over the split, the split is exactly 3:1 over 40 requests, the missing backend answers 500 and an
-// unrouted path 404.
+// unrouted path 404; then filters and timeouts (checkGatewayFilters).
 func TestGatewayRoutes(t *testing.T) {
 	in := gatewayInstance(t)
 	ctx := testContext(t)
@@ -159,6 +267,7 @@ func TestGatewayRoutes(t *testing.T) {
 	})
 	webBackend(t, ctx, in, ns, "web-a")
 	webBackend(t, ctx, in, ns, "web-b")
+	httpdBackend(t, ctx, in, ns, "echo", echoScripts)
 	out, stderr, err := in.Kubectl(ctx, strings.ReplaceAll(gatewayRoutes, "CLASS", class), "apply", "-n", ns, "-f", "-")
 	must(t, "applying the Gateway and its routes: "+out+stderr, err)
 
@@ -229,6 +338,70 @@ func TestGatewayRoutes(t *testing.T) {
 	}
 	if code, _, err := httpGet(ctx, base+"/missing"); err != nil || code != http.StatusInternalServerError {
 		t.Errorf("GET /missing (a backend that does not resolve): %d %v; want 500", code, err)
+	}
+	checkGatewayFilters(t, ctx, in, ns, base)
+}
+
+// checkGatewayFilters applies gatewayFilters and checks, through the port-forward at base, the header
+// changes and the rewrite the echo backend sees, the response header change, the redirect, and the
+// request timeout's 504; and the CORS route's status: Accepted False, UnsupportedValue.
+func checkGatewayFilters(t *testing.T, ctx context.Context, in *framework.Instance, ns, base string) {
+	t.Helper()
+	out, stderr, err := in.Kubectl(ctx, gatewayFilters, "apply", "-n", ns, "-f", "-")
+	must(t, "applying the routes with filters: "+out+stderr, err)
+	parents := func(route string) string {
+		return jsonpath(t, ctx, in, ns, "httproute/"+route, `{range .status.parents[*]}{range .conditions[*]}{.type}={.status}/{.reason};{end}{end}`)
+	}
+	for route, want := range map[string]string{
+		"filters": "Accepted=True/Accepted;ResolvedRefs=True/ResolvedRefs;",
+		"cors":    "Accepted=False/UnsupportedValue;ResolvedRefs=True/ResolvedRefs;",
+	} {
+		eventually(t, ctx, nodeTimeout, "HTTPRoute "+route+"'s parent status", func(ctx context.Context) (bool, error) { return parents(route) == want, nil })
+	}
+	t.Logf("the CORS route: %s", jsonpath(t, ctx, in, ns, "httproute/cors", `{.status.parents[0].conditions[?(@.type=="Accepted")].message}`))
+
+	noRedirect := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(path string, header map[string]string) (*http.Response, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := noRedirect.Do(req)
+		must(t, "GET "+path+" through the Gateway", err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	// The proxy follows the table in its ConfigMap: wait for the new routes to be served.
+	var resp *http.Response
+	var body string
+	eventually(t, ctx, nodeTimeout, "the rewritten route answering", func(context.Context) (bool, error) {
+		resp, body = send("/rewrite/x?y=1", map[string]string{"X-Set": "from-client", "X-Added": "first", "X-Remove": "gone"})
+		return resp.StatusCode == http.StatusOK && strings.Contains(body, "uri="), nil
+	})
+	for _, want := range []string{"uri=/cgi-bin/echo/x?y=1\n", "HTTP_X_SET=set-by-gateway\n", "HTTP_X_ADDED=first,added\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the echo backend saw %q; want %q in it", body, want)
+		}
+	}
+	if strings.Contains(body, "HTTP_X_REMOVE") {
+		t.Errorf("the echo backend saw the removed header X-Remove: %q", body)
+	}
+	if got := resp.Header.Get("X-Backend"); got != "changed-by-gateway" {
+		t.Errorf("the response's X-Backend is %q; want the ResponseHeaderModifier's changed-by-gateway", got)
+	}
+	resp, _ = send("/old/page?q=1", nil)
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "http://127.0.0.1/new/page?q=1" {
+		t.Errorf("GET /old/page?q=1: %d Location %q; want 301 to http://127.0.0.1/new/page?q=1 (the listener's port 80 left out)", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body = send("/cgi-bin/slow", nil)
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("GET /cgi-bin/slow (a 30 s answer, a 1 s request timeout): %d %q; want 504", resp.StatusCode, body)
+	}
+	// The CORS rule is dropped: /cors falls to the split route's catch-all.
+	if resp, _ = send("/cors", nil); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), ns+"/web-") {
+		t.Errorf("GET /cors: %d from %q; want the split route's answer", resp.StatusCode, resp.Header.Get("X-Rayctl-Gateway-Backend"))
 	}
 }
 
