@@ -217,10 +217,16 @@ chmod +x /tmp/www/cgi-bin/echo /tmp/www/cgi-bin/slow && exec httpd -f -p 8000 -h
 
 // gatewayInstance starts an instance serving the Gateway API, with a pod network of its own.
 func gatewayInstance(t *testing.T) *framework.Instance {
+	needPodNetwork(t)
+	return framework.StartTest(t, "--gateway-api")
+}
+
+// needPodNetwork skips a test where rayctl's Gateway cannot run: its proxy and its backends need a pod
+// network of rayctl's own.
+func needPodNetwork(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the Gateway's proxy and its backends need a pod network of rayctl's own: run as root")
 	}
-	return framework.StartTest(t, "--gateway-api")
 }
 
 // webBackend runs busybox httpd answering name on port 8000, behind a Service of that name.
