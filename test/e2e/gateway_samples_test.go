@@ -9,7 +9,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -103,25 +102,7 @@ func testIncrementalUpgradeSample(t *testing.T, e *rayEnv) {
 	old := rs.Status.ActiveServiceStatus.RayClusterName
 	e.waitProgrammed(t, name+"-gateway")
 
-	_, local := portForward(t, e.ctx, e.in, e.ns, nil, "svc/"+name+"-gateway-istio", 80)
-	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
-	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err.Error()
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
-			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
-		}
-		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
-	})
-	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
-		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
-	})
+	load := e.fruitLoadThroughGateway(t, "svc/"+name+"-gateway-istio")
 
 	_, err := e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.52.0"}}}`), metav1.PatchOptions{})
 	must(t, "patching rayClusterConfig", err)

@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -444,26 +443,7 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 		return jsonpath(t, ctx, in, e.ns, "gateway/"+name+"-gateway", `{.status.conditions[?(@.type=="Programmed")].status}`) == "True", nil
 	})
 
-	_, local := portForward(t, e.ctx, in, e.ns, nil, "svc/"+name+"-gateway-"+class, 80)
-	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
-	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err.Error()
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
-			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
-		}
-		// The proxy names the backend: <namespace>/<cluster>-serve-svc:8000.
-		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
-	})
-	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
-		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
-	})
+	load := e.fruitLoadThroughGateway(t, "svc/"+name+"-gateway-"+class)
 
 	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`)
 	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
@@ -512,12 +492,7 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 // and writing its proxy's routing table.
 func checkRouteTrace(t *testing.T, e *rayEnv, name string) {
 	t.Helper()
-	out, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns, "-o", "json")
-	must(t, "rayctl trace", err)
-	var steps []chain.Step
-	if err := json.Unmarshal([]byte(out), &steps); err != nil {
-		t.Fatalf("rayctl trace -o json: %v\n%s", err, out)
-	}
+	steps := e.traceSteps(t, "rayservice/"+name)
 	want := []hopPattern{
 		{"rayservice", chain.ObjectWrite, "HTTPRoute", "updated"},
 		{"gateway", chain.InformerEvent, "HTTPRoute", ""},
@@ -600,6 +575,34 @@ func testIncrementalRollback(t *testing.T, e *rayEnv, name, active string, load 
 	if after := load.counts(); after[pending] != before[pending] {
 		t.Errorf("the deleted pending cluster %s answered %d requests after the rollback", pending, after[pending]-before[pending])
 	}
+}
+
+// fruitLoadThroughGateway starts a steady load of GET /fruit/mango (raysim Serve's fruit_app) through
+// `kubectl port-forward` to a RayService's Gateway Service svc, labelling each answer with the cluster
+// that gave it, once the first requests are answered.
+func (e *rayEnv) fruitLoadThroughGateway(t *testing.T, svc string) *steadyLoad {
+	t.Helper()
+	_, local := portForward(t, e.ctx, e.in, e.ns, nil, svc, 80)
+	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
+	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err.Error()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
+			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
+		}
+		// The proxy names the backend: <namespace>/<cluster>-serve-svc:8000.
+		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
+	})
+	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
+		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
+	})
+	return load
 }
 
 // steadyLoad sends one request after another (20 ms apart) until stopped, counting answers by the label

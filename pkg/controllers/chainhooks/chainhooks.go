@@ -135,14 +135,19 @@ func (h *Hooks) Wrote(ctx context.Context, obj client.Object, verb chain.Outcome
 
 // CreateOrUpdate is controllerutil.CreateOrUpdate that tells the sink what it did to obj during the
 // reconcile of ctx: a create or an update (an ObjectWrite with the resourceVersion the API server
-// returned); nothing when obj was already as mutate wants it.
+// returned); nothing when obj was already as mutate wants it, nor for an update the API server found
+// changed nothing (its resourceVersion kept: a field mutate left out that the server defaults).
 func (h *Hooks) CreateOrUpdate(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
-	res, err := controllerutil.CreateOrUpdate(ctx, c, obj, mutate)
+	var before string
+	res, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
+		before = obj.GetResourceVersion()
+		return mutate()
+	})
 	switch {
 	case err != nil:
 	case res == controllerutil.OperationResultCreated:
 		h.Wrote(ctx, obj, chain.Create)
-	case res == controllerutil.OperationResultUpdated:
+	case res == controllerutil.OperationResultUpdated && obj.GetResourceVersion() != before:
 		h.Wrote(ctx, obj, chain.Update)
 	}
 	return res, err

@@ -95,6 +95,10 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	return r.setupWithManager(mgr)
 }
 
+// routeSpecChanged passes an HTTPRoute's creation, deletion and spec changes, not the status writes
+// (this controller's own among them).
+var routeSpecChanged = chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{})
+
 // claimedClass passes the GatewayClasses that name ControllerName.
 var claimedClass = chainhooks.Named("controllerName is rayctl's", predicate.NewPredicateFuncs(func(o client.Object) bool {
 	return o.(*gwv1.GatewayClass).Spec.ControllerName == ControllerName
@@ -107,14 +111,14 @@ type reconciler struct {
 }
 
 // setupWithManager wires the watches: For Gateway; Owns the proxy's Deployment, Service and ConfigMap;
-// the GatewayClasses, HTTPRoutes, ReferenceGrants and backend Services a Gateway depends on.
+// the GatewayClasses, HTTPRoutes (their spec), ReferenceGrants and backend Services a Gateway depends on.
 func (r *reconciler) setupWithManager(mgr manager.Manager) error {
 	return r.opts.Hooks.NewControllerManagedBy(mgr).
 		For(&gwv1.Gateway{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&gwv1.GatewayClass{}, "gateway class of the gateway", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
-		Watches(&gwv1.HTTPRoute{}, "route's parent gateway", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfRoute)).
+		Watches(&gwv1.HTTPRoute{}, "route's parent gateway", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfRoute), routeSpecChanged).
 		Watches(&gwv1.ReferenceGrant{}, "reference grant", handler.EnqueueRequestsFromMapFunc(r.allGateways)).
 		Watches(&corev1.Service{}, "proxy or backend service", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfService)).
 		MaxConcurrentReconciles(r.opts.MaxConcurrentReconciles).
