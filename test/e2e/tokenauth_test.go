@@ -31,8 +31,8 @@ const authSample = "ray-cluster.auth.yaml"
 // cluster completes, its controller and its submitter sending the token. Then, on raysim: KubeRay's
 // ray-cluster.auth.secret-ref.yaml uses the user's Secret; a RayService's cluster with a token gets Ready,
 // its controller sending the token too; `rayctl demo` of an HTTPMode RayJob on such a cluster shows the
-// job's log, read from the dashboard with the token; enableK8sTokenAuth falls back to the Secret's token
-// with a Warning; and `rayctl get token` refuses a cluster without token authentication.
+// job's log, read from the dashboard with the token; and `rayctl get token` refuses a cluster without
+// token authentication. (enableK8sTokenAuth: TestK8sTokenAuth.)
 func TestTokenAuth(t *testing.T) {
 	hostRay(t)
 	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
@@ -107,17 +107,6 @@ func TestTokenAuth(t *testing.T) {
 		if err != nil || !regexp.MustCompile(`(?m)^  logs +hello from ray job$`).MatchString(out) {
 			t.Errorf("rayctl demo of a RayJob whose cluster requires a token: %v\n%s\nwant its log line (hello from ray job)", err, out)
 		}
-	})
-	// enableK8sTokenAuth (Ray reviewing its callers' service account tokens with the API server) is not
-	// set up: such a cluster runs with the token of its Secret, and a Warning says so.
-	t.Run("K8sTokenAuthFallsBackToTheSecret", func(t *testing.T) {
-		k8s := strings.Replace(fmt.Sprintf(conformanceCluster, "k8s-auth", simImage), "spec:\n",
-			"spec:\n  authOptions: {mode: token, enableK8sTokenAuth: true}\n", 1)
-		kubectl(t, e.ctx, in, e.ns, k8s, "apply", "-f", "-")
-		_, head, _ := e.waitClusterReady(t, "k8s-auth", 0)
-		e.waitKindEvent(t, "RayCluster", "k8s-auth", "UnsupportedField", "authOptions.enableK8sTokenAuth: true")
-		token := authSecretToken(t, e, "k8s-auth")
-		wantTokenRequired(t, e, head, token)
 	})
 	t.Run("RayctlGetTokenOfAnOpenCluster", func(t *testing.T) {
 		kubectl(t, e.ctx, in, e.ns, fmt.Sprintf(conformanceCluster, "open", simImage), "apply", "-f", "-")

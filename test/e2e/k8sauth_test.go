@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayctl/rayctl/test/e2e/framework"
+)
+
+// k8sAuthSample is KubeRay's RayCluster with Kubernetes-delegated token authentication
+// (authOptions.enableK8sTokenAuth), with its ServiceAccount and the roles Ray needs: ray-authenticator
+// (TokenReviews and SubjectAccessReviews, bound cluster-wide to the account) and ray-writer (verb ray:write
+// on rayclusters, bound in the namespace default). It names namespace default in its bindings, so it runs
+// there.
+const k8sAuthSample = "ray-cluster.kubernetes.auth.yaml"
+
+// TestK8sTokenAuth runs KubeRay's ray-cluster.kubernetes.auth.yaml unchanged on real Ray and, with raysim's
+// image and another name, on raysim, side by side in namespace default. Each cluster gets ready with no
+// token Secret, its Ray containers set up as KubeRay v1.7 sets them (RAY_ENABLE_K8S_TOKEN_AUTH, the ray-token
+// projection); its dashboard answers a job submission without a token 401, with a service account token
+// whose account lacks ray:write or with garbage 403, and takes the token of the sample's account (bound to
+// ray-writer), raysim as Ray (compared case by case); `rayctl get token` prints such a token (its
+// --service-account another account's); and Ray's own `ray job submit` from the host through `rayctl
+// kubectl port-forward` is refused without RAY_AUTH_TOKEN and with the other account's, and runs with it.
+func TestK8sTokenAuth(t *testing.T) {
+	hostRay(t)
+	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
+	e := raySetup(t, in)
+	e.ns = "default"
+	realRaySlots <- struct{}{}
+	t.Cleanup(func() { <-realRaySlots })
+	e.ctx = framework.TestContext(t, 15*time.Minute)
+
+	e.applySample(t, k8sAuthSample)
+	b, err := os.ReadFile(kubeRaySample(t, k8sAuthSample))
+	must(t, "reading "+k8sAuthSample, err)
+	sim := strings.ReplaceAll(strings.Replace(string(b), "name: ray-cluster-with-k8s-auth", "name: raysim-cluster-with-k8s-auth", 1), "rayproject/ray:nightly", simImage)
+	kubectl(t, e.ctx, in, e.ns, sim, "apply", "-f", "-")
+	_, err = in.Client.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ray-reader"}}, metav1.CreateOptions{})
+	must(t, "creating service account ray-reader", err)
+
+	var targets []*rayTarget
+	for _, name := range []string{"ray-cluster-with-k8s-auth", "raysim-cluster-with-k8s-auth"} {
+		_, head, _ := e.waitClusterReady(t, name, 1)
+		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
+	}
+	token := func(t *testing.T, cluster string, args ...string) string {
+		t.Helper()
+		out, err := in.Rayctl(e.ctx, append([]string{"get", "token", cluster, "-n", e.ns}, args...)...)
+		if err != nil || strings.Count(out, ".") != 2 || strings.ContainsAny(out, " \n") {
+			t.Fatalf("rayctl get token %s %v: %v %q; want a service account token (a JWT) and nothing else", cluster, args, err, out)
+		}
+		return out
+	}
+	writer := token(t, targets[0].name)
+	reader := token(t, targets[0].name, "--service-account", "ray-reader")
+	t.Run("Conformance", func(t *testing.T) {
+		compareSides(t, targets[0], targets[1], k8sAuthConformanceCases(writer, reader))
+	})
+	for _, r := range targets {
+		t.Run(r.name, func(t *testing.T) {
+			t.Run("NoSecret", func(t *testing.T) {
+				if _, err := in.Client.CoreV1().Secrets(e.ns).Get(e.ctx, r.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Errorf("Secret %s: %v; want none (Kubernetes checks the tokens)", r.name, err)
+				}
+			})
+			t.Run("PodsSetUp", func(t *testing.T) { checkK8sAuthPods(t, e, r.name) })
+			t.Run("RayJobSubmitThroughPortForward", func(t *testing.T) {
+				port, pfOut := portForwardDashboard(t, e.ctx, in, e.ns, r.name)
+				submit := func(env ...string) (string, error) {
+					return asUser(e.ctx, in.Credential, append(userEnv(in), env...), hostRay(t), "job", "submit",
+						"--address", fmt.Sprintf("http://127.0.0.1:%d", port), "--", "echo", "k8s-token-accepted")
+				}
+				if out, err := submit("RAY_AUTH_MODE=disabled"); err == nil || !strings.Contains(out, "Unauthorized: Missing authentication token") {
+					t.Errorf("ray job submit without a token: %v\n%s\nwant a refusal (401)", err, out)
+				}
+				if out, err := submit("RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+reader); err == nil || !strings.Contains(out, "Forbidden: Invalid authentication token") {
+					t.Errorf("ray job submit with the token of an account without ray:write: %v\n%s\nwant a refusal (403)", err, out)
+				}
+				out, err := submit("RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+token(t, r.name))
+				if err != nil || !strings.Contains(out, "k8s-token-accepted") || !strings.Contains(out, "succeeded") {
+					t.Errorf("ray job submit with the token of the sample's account: %v\n%s\nport-forward said:\n%s", err, out, pfOut.String())
+				}
+			})
+		})
+	}
+}
+
+// k8sAuthConformanceCases are the dashboard's answers to callers of a cluster with Kubernetes-delegated
+// token authentication: writer is the token of an account with ray:write on every RayCluster of the
+// namespace, reader of one without.
+func k8sAuthConformanceCases(writer, reader string) []conformanceCase {
+	answer := func(t *testing.T, r *rayTarget, method, path, body string, header http.Header) string {
+		code, out := r.httpWith(t, method, path, body, header)
+		return fmt.Sprintf("HTTP %d\n%s", code, out)
+	}
+	bearer := func(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
+	const job = `{"entrypoint": "echo never"}`
+	return []conformanceCase{
+		{name: "a submission without a token", run: func(t *testing.T, r *rayTarget) string {
+			return answer(t, r, http.MethodPost, "/api/jobs/", job, nil)
+		}},
+		{name: "a submission with a token Kubernetes does not know", run: func(t *testing.T, r *rayTarget) string {
+			return answer(t, r, http.MethodPost, "/api/jobs/", job, bearer("not-a-token"))
+		}},
+		{name: "a submission by an account without ray:write", run: func(t *testing.T, r *rayTarget) string {
+			return answer(t, r, http.MethodPost, "/api/jobs/", job, bearer(reader))
+		}},
+		{name: "the job list by an account without ray:write", run: func(t *testing.T, r *rayTarget) string {
+			return answer(t, r, http.MethodGet, "/api/jobs/", "", bearer(reader))
+		}},
+		{name: "the job list by the sample's account", run: func(t *testing.T, r *rayTarget) string {
+			code, _ := r.httpWith(t, http.MethodGet, "/api/jobs/", "", bearer(writer))
+			return fmt.Sprintf("HTTP %d", code)
+		}},
+		{name: "X-Ray-Authorization by the sample's account", run: func(t *testing.T, r *rayTarget) string {
+			code, _ := r.httpWith(t, http.MethodGet, "/api/jobs/", "", http.Header{"X-Ray-Authorization": {"Bearer " + writer}})
+			return fmt.Sprintf("HTTP %d", code)
+		}},
+		{name: "gcs_healthz without a token", run: func(t *testing.T, r *rayTarget) string {
+			return answer(t, r, http.MethodGet, "/api/gcs_healthz", "", nil)
+		}},
+	}
+}
+
+// checkK8sAuthPods checks that every Ray container of cluster's pods (and the worker's GCS wait) has
+// RAY_AUTH_MODE=token, RAY_ENABLE_K8S_TOKEN_AUTH=true and the ray-token volume at Ray's path, no
+// RAY_AUTH_TOKEN, and runs as the sample's service account.
+func checkK8sAuthPods(t *testing.T, e *rayEnv, cluster string) {
+	pods, err := e.clusterPods(e.ctx, cluster, "")
+	must(t, "listing "+cluster+"'s pods", err)
+	want := map[string][]string{"head": {"ray-head"}, "worker": {"wait-gcs-ready", "ray-worker"}}
+	for _, p := range pods {
+		if p.Spec.ServiceAccountName != "ray-cluster-with-k8s-auth" {
+			t.Errorf("pod %s runs as service account %q", p.Name, p.Spec.ServiceAccountName)
+		}
+		byName := map[string]corev1.Container{}
+		for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			byName[c.Name] = c
+		}
+		for _, name := range want[p.Labels["ray.io/node-type"]] {
+			c := byName[name]
+			env := map[string]string{}
+			for _, v := range c.Env {
+				env[v.Name] = v.Value
+			}
+			_, token := env["RAY_AUTH_TOKEN"]
+			var mounted bool
+			for _, m := range c.VolumeMounts {
+				mounted = mounted || (m.Name == "ray-token" && m.MountPath == "/var/run/secrets/ray.io/serviceaccount")
+			}
+			if env["RAY_AUTH_MODE"] != "token" || env["RAY_ENABLE_K8S_TOKEN_AUTH"] != "true" || token || !mounted {
+				t.Errorf("pod %s, container %s: env %v, ray-token mounted %v", p.Name, name, env, mounted)
+			}
+		}
+	}
+}
