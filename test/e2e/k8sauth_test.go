@@ -6,13 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
 // k8sAuthSample is KubeRay's RayCluster with Kubernetes-delegated token authentication
@@ -31,13 +28,8 @@ const k8sAuthSample = "ray-cluster.kubernetes.auth.yaml"
 // --service-account another account's); and Ray's own `ray job submit` from the host through `rayctl
 // kubectl port-forward` is refused without RAY_AUTH_TOKEN and with the other account's, and runs with it.
 func TestK8sTokenAuth(t *testing.T) {
-	hostRay(t)
-	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
-	e := raySetup(t, in)
+	in, e := startAuthTest(t)
 	e.ns = "default"
-	realRaySlots <- struct{}{}
-	t.Cleanup(func() { <-realRaySlots })
-	e.ctx = framework.TestContext(t, 15*time.Minute)
 
 	e.applySample(t, k8sAuthSample)
 	b, err := os.ReadFile(kubeRaySample(t, k8sAuthSample))

@@ -34,12 +34,7 @@ const authSample = "ray-cluster.auth.yaml"
 // job's log, read from the dashboard with the token; and `rayctl get token` refuses a cluster without
 // token authentication. (enableK8sTokenAuth: TestK8sTokenAuth.)
 func TestTokenAuth(t *testing.T) {
-	hostRay(t)
-	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
-	e := raySetup(t, in)
-	realRaySlots <- struct{}{}
-	t.Cleanup(func() { <-realRaySlots })
-	e.ctx = framework.TestContext(t, 15*time.Minute)
+	in, e := startAuthTest(t)
 
 	e.applySample(t, authSample)
 	kubectl(t, e.ctx, in, e.ns, authSampleOnRaysim(t, authSample, "raysim-cluster-with-auth"), "apply", "-f", "-")
@@ -115,6 +110,19 @@ func TestTokenAuth(t *testing.T) {
 			t.Errorf("rayctl get token of a cluster without authOptions: %v %q, want a refusal saying why", err, out)
 		}
 	})
+}
+
+// startAuthTest starts rayctl for a test of Ray's authentication on real Ray and raysim side by side: the
+// process runtime, host Ray, a node with room for two of KubeRay's auth samples (4 CPUs and 8 GiB a pod),
+// one of the real-Ray slots, and 15 minutes.
+func startAuthTest(t *testing.T) (*framework.Instance, *rayEnv) {
+	hostRay(t)
+	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
+	e := raySetup(t, in)
+	realRaySlots <- struct{}{}
+	t.Cleanup(func() { <-realRaySlots })
+	e.ctx = framework.TestContext(t, 15*time.Minute)
+	return in, e
 }
 
 // wantTokenRequired checks that head's dashboard refuses the job list without a token (401) and serves it
