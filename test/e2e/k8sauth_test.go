@@ -6,10 +6,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
 // k8sAuthSample is KubeRay's RayCluster with Kubernetes-delegated token authentication
@@ -27,63 +30,98 @@ const k8sAuthSample = "ray-cluster.kubernetes.auth.yaml"
 // ray-writer), raysim as Ray (compared case by case); `rayctl get token` prints such a token (its
 // --service-account another account's); and Ray's own `ray job submit` from the host through `rayctl
 // kubectl port-forward` is refused without RAY_AUTH_TOKEN and with the other account's, and runs with it.
+// The pods run in the process runtime as root, each in a mount namespace of its own where the kubelet
+// mounts the service account token and CA at the paths Ray reads.
 func TestK8sTokenAuth(t *testing.T) {
 	in, e := startAuthTest(t)
 	e.ns = "default"
-
 	e.applySample(t, k8sAuthSample)
 	b, err := os.ReadFile(kubeRaySample(t, k8sAuthSample))
 	must(t, "reading "+k8sAuthSample, err)
 	sim := strings.ReplaceAll(strings.Replace(string(b), "name: ray-cluster-with-k8s-auth", "name: raysim-cluster-with-k8s-auth", 1), "rayproject/ray:nightly", simImage)
 	kubectl(t, e.ctx, in, e.ns, sim, "apply", "-f", "-")
-	_, err = in.Client.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ray-reader"}}, metav1.CreateOptions{})
-	must(t, "creating service account ray-reader", err)
 
 	var targets []*rayTarget
 	for _, name := range []string{"ray-cluster-with-k8s-auth", "raysim-cluster-with-k8s-auth"} {
 		_, head, _ := e.waitClusterReady(t, name, 1)
 		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
 	}
-	token := func(t *testing.T, cluster string, args ...string) string {
-		t.Helper()
-		out, err := in.Rayctl(e.ctx, append([]string{"get", "token", cluster, "-n", e.ns}, args...)...)
-		if err != nil || strings.Count(out, ".") != 2 || strings.ContainsAny(out, " \n") {
-			t.Fatalf("rayctl get token %s %v: %v %q; want a service account token (a JWT) and nothing else", cluster, args, err, out)
-		}
-		return out
-	}
-	writer := token(t, targets[0].name)
-	reader := token(t, targets[0].name, "--service-account", "ray-reader")
+	writer, reader := k8sAuthTokens(t, e, targets[0].name)
 	t.Run("Conformance", func(t *testing.T) {
 		compareSides(t, targets[0], targets[1], k8sAuthConformanceCases(writer, reader))
 	})
 	for _, r := range targets {
-		t.Run(r.name, func(t *testing.T) {
-			t.Run("NoSecret", func(t *testing.T) {
-				if _, err := in.Client.CoreV1().Secrets(e.ns).Get(e.ctx, r.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-					t.Errorf("Secret %s: %v; want none (Kubernetes checks the tokens)", r.name, err)
-				}
-			})
-			t.Run("PodsSetUp", func(t *testing.T) { checkK8sAuthPods(t, e, r.name) })
-			t.Run("RayJobSubmitThroughPortForward", func(t *testing.T) {
-				port, pfOut := portForwardDashboard(t, e.ctx, in, e.ns, r.name)
-				submit := func(env ...string) (string, error) {
-					return asUser(e.ctx, in.Credential, append(userEnv(in), env...), hostRay(t), "job", "submit",
-						"--address", fmt.Sprintf("http://127.0.0.1:%d", port), "--", "echo", "k8s-token-accepted")
-				}
-				if out, err := submit("RAY_AUTH_MODE=disabled"); err == nil || !strings.Contains(out, "Unauthorized: Missing authentication token") {
-					t.Errorf("ray job submit without a token: %v\n%s\nwant a refusal (401)", err, out)
-				}
-				if out, err := submit("RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+reader); err == nil || !strings.Contains(out, "Forbidden: Invalid authentication token") {
-					t.Errorf("ray job submit with the token of an account without ray:write: %v\n%s\nwant a refusal (403)", err, out)
-				}
-				out, err := submit("RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+token(t, r.name))
-				if err != nil || !strings.Contains(out, "k8s-token-accepted") || !strings.Contains(out, "succeeded") {
-					t.Errorf("ray job submit with the token of the sample's account: %v\n%s\nport-forward said:\n%s", err, out, pfOut.String())
-				}
-			})
-		})
+		t.Run(r.name, func(t *testing.T) { k8sAuthCluster(t, e, r.name, reader) })
 	}
+}
+
+// TestK8sTokenAuthRootless runs KubeRay's ray-cluster.kubernetes.auth.yaml unchanged on real Ray under a
+// rootless `rayctl up` (an ordinary user's, in rayctl's user namespace): there too each pod's mount
+// namespace has the service account token and CA at the paths Ray reads, so the cluster gets ready and Ray
+// answers as in TestK8sTokenAuth.
+func TestK8sTokenAuthRootless(t *testing.T) {
+	ctx := framework.TestContext(t, 15*time.Minute)
+	in := startLaptop(t, ctx, "--node-capacity", "cpu=48,memory=96Gi")
+	if !strings.Contains(in.Output.String(), "(rootless)") {
+		t.Fatalf("rayctl up as uid %d does not run rootless:\n%s", laptopUID, in.Output.String())
+	}
+	realRaySlots <- struct{}{}
+	t.Cleanup(func() { <-realRaySlots })
+	e := newRayEnv(t, in)
+	e.ctx, e.ns = ctx, "default"
+	e.applySample(t, k8sAuthSample)
+	const name = "ray-cluster-with-k8s-auth"
+	e.waitClusterReady(t, name, 1)
+	_, reader := k8sAuthTokens(t, e, name)
+	k8sAuthCluster(t, e, name, reader)
+}
+
+// k8sAuthTokens returns, as `rayctl get token` issues them for cluster, a token of the sample's service
+// account (writer, with ray:write) and of a new account ray-reader (without).
+func k8sAuthTokens(t *testing.T, e *rayEnv, cluster string) (writer, reader string) {
+	_, err := e.in.Client.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ray-reader"}}, metav1.CreateOptions{})
+	must(t, "creating service account ray-reader", err)
+	return k8sAuthToken(t, e, cluster), k8sAuthToken(t, e, cluster, "--service-account", "ray-reader")
+}
+
+// k8sAuthToken runs `rayctl get token cluster args...` and checks it printed a service account token.
+func k8sAuthToken(t *testing.T, e *rayEnv, cluster string, args ...string) string {
+	t.Helper()
+	out, err := e.in.Rayctl(e.ctx, append([]string{"get", "token", cluster, "-n", e.ns}, args...)...)
+	if err != nil || strings.Count(out, ".") != 2 || strings.ContainsAny(out, " \n") {
+		t.Fatalf("rayctl get token %s %v: %v %q; want a service account token (a JWT) and nothing else", cluster, args, err, out)
+	}
+	return out
+}
+
+// k8sAuthCluster checks a ready cluster of KubeRay's ray-cluster.kubernetes.auth.yaml: no token Secret,
+// its pods set up as KubeRay v1.7 sets them, and Ray's `ray job submit` from the host through `rayctl
+// kubectl port-forward` refused without a token (401) and with reader's (403), and run with a token
+// `rayctl get token` issues.
+func k8sAuthCluster(t *testing.T, e *rayEnv, cluster, reader string) {
+	t.Run("NoSecret", func(t *testing.T) {
+		if _, err := e.in.Client.CoreV1().Secrets(e.ns).Get(e.ctx, cluster, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Secret %s: %v; want none (Kubernetes checks the tokens)", cluster, err)
+		}
+	})
+	t.Run("PodsSetUp", func(t *testing.T) { checkK8sAuthPods(t, e, cluster) })
+	t.Run("RayJobSubmitThroughPortForward", func(t *testing.T) {
+		port, pfOut := portForwardDashboard(t, e.ctx, e.in, e.ns, cluster)
+		submit := func(env ...string) (string, error) {
+			return asUser(e.ctx, e.in.Credential, append(userEnv(e.in), env...), hostRay(t), "job", "submit",
+				"--address", fmt.Sprintf("http://127.0.0.1:%d", port), "--", "echo", "k8s-token-accepted")
+		}
+		if out, err := submit("RAY_AUTH_MODE=disabled"); err == nil || !strings.Contains(out, "Unauthorized: Missing authentication token") {
+			t.Errorf("ray job submit without a token: %v\n%s\nwant a refusal (401)", err, out)
+		}
+		if out, err := submit("RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+reader); err == nil || !strings.Contains(out, "Forbidden: Invalid authentication token") {
+			t.Errorf("ray job submit with the token of an account without ray:write: %v\n%s\nwant a refusal (403)", err, out)
+		}
+		out, err := submit("RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN="+k8sAuthToken(t, e, cluster))
+		if err != nil || !strings.Contains(out, "k8s-token-accepted") || !strings.Contains(out, "succeeded") {
+			t.Errorf("ray job submit with the token of the sample's account: %v\n%s\nport-forward said:\n%s", err, out, pfOut.String())
+		}
+	})
 }
 
 // k8sAuthConformanceCases are the dashboard's answers to callers of a cluster with Kubernetes-delegated
