@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -197,6 +198,13 @@ func ClusterToken(ctx context.Context, r, secrets client.Reader, c *rayv1.RayClu
 	}
 	return token, nil
 }
+
+// errK8sAuthUnplaced is why a cluster with Kubernetes-delegated token authentication gets no pods on a
+// node whose pods do not get their volumes at their mountPaths: Ray reads its service account token and
+// the cluster's CA at fixed paths, so it would authenticate nothing (its processes could not even start).
+var errK8sAuthUnplaced = errors.New("authOptions.enableK8sTokenAuth: Ray reads the service account token and CA at " +
+	"/var/run/secrets/kubernetes.io/serviceaccount and " + RayTokenMountPath + ", and this node's pods cannot have files there " +
+	"(the host-process runtime gives pods mount namespaces only as root on Linux); use authOptions.mode token without it")
 
 // validateAuth rejects what KubeRay v1.7 rejects of spec.authOptions.
 func validateAuth(spec *rayv1.RayClusterSpec) error {

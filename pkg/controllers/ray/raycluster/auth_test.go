@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
@@ -80,6 +81,27 @@ func TestK8sTokenAuthPods(t *testing.T) {
 		if ns, ok := env(&p.Spec.Containers[0], "RAY_CLUSTER_NAMESPACE"); !ok || ns.ValueFrom == nil || ns.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 			t.Errorf("%s: RAY_CLUSTER_NAMESPACE %+v", p.GenerateName, ns)
 		}
+	}
+}
+
+// TestK8sTokenAuthWithoutMountPaths: where pods do not get their volumes at their mountPaths (the
+// host-process runtime without mount namespaces), a cluster with enableK8sTokenAuth is refused with the
+// reason (the InvalidRayClusterSpec Warning, and no pods); elsewhere, and without it, it is not.
+func TestK8sTokenAuthWithoutMountPaths(t *testing.T) {
+	c := sampleCluster()
+	c.Spec.RayVersion = "2.60.0"
+	c.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	unplaced := newReconciler(nil, ctrlset.Env{PodMountsUnplaced: true}, BuildOptions{})
+	if err := unplaced.validateCluster(c); err == nil || !strings.Contains(err.Error(), "authOptions.enableK8sTokenAuth") ||
+		!strings.Contains(err.Error(), "/var/run/secrets/kubernetes.io/serviceaccount") {
+		t.Errorf("without mount paths: %v; want the field and the paths Ray reads", err)
+	}
+	if err := newReconciler(nil, ctrlset.Env{}, BuildOptions{}).validateCluster(c); err != nil {
+		t.Errorf("with mount namespaces: %v", err)
+	}
+	c.Spec.AuthOptions.EnableK8sTokenAuth = nil
+	if err := unplaced.validateCluster(c); err != nil {
+		t.Errorf("mode token alone, without mount paths: %v", err)
 	}
 }
 
