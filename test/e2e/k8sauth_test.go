@@ -41,11 +41,7 @@ func TestK8sTokenAuth(t *testing.T) {
 	sim := strings.ReplaceAll(strings.Replace(string(b), "name: ray-cluster-with-k8s-auth", "name: raysim-cluster-with-k8s-auth", 1), "rayproject/ray:nightly", simImage)
 	kubectl(t, e.ctx, in, e.ns, sim, "apply", "-f", "-")
 
-	var targets []*rayTarget
-	for _, name := range []string{"ray-cluster-with-k8s-auth", "raysim-cluster-with-k8s-auth"} {
-		_, head, _ := e.waitClusterReady(t, name, 1)
-		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
-	}
+	targets := e.readyHeads(t, "ray-cluster-with-k8s-auth", "raysim-cluster-with-k8s-auth")
 	writer, reader := k8sAuthTokens(t, e, targets[0].name)
 	t.Run("Conformance", func(t *testing.T) {
 		compareSides(t, targets[0], targets[1], k8sAuthConformanceCases(writer, reader))

@@ -39,11 +39,7 @@ func TestTokenAuth(t *testing.T) {
 	e.applySample(t, authSample)
 	kubectl(t, e.ctx, in, e.ns, authSampleOnRaysim(t, authSample, "raysim-cluster-with-auth"), "apply", "-f", "-")
 
-	var targets []*rayTarget
-	for _, name := range []string{"ray-cluster-with-auth", "raysim-cluster-with-auth"} {
-		_, head, _ := e.waitClusterReady(t, name, 1)
-		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
-	}
+	targets := e.readyHeads(t, "ray-cluster-with-auth", "raysim-cluster-with-auth")
 	tokens := map[string]string{}
 	for _, r := range targets {
 		tokens[r.name] = authSecretToken(t, e, r.name)
@@ -123,6 +119,16 @@ func startAuthTest(t *testing.T) (*framework.Instance, *rayEnv) {
 	t.Cleanup(func() { <-realRaySlots })
 	e.ctx = framework.TestContext(t, 15*time.Minute)
 	return in, e
+}
+
+// readyHeads waits for each RayCluster of names to be ready with its one worker and returns its head.
+func (e *rayEnv) readyHeads(t *testing.T, names ...string) []*rayTarget {
+	var targets []*rayTarget
+	for _, name := range names {
+		_, head, _ := e.waitClusterReady(t, name, 1)
+		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
+	}
+	return targets
 }
 
 // wantTokenRequired checks that head's dashboard refuses the job list without a token (401) and serves it
