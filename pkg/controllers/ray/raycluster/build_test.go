@@ -100,7 +100,7 @@ func TestHeadPod(t *testing.T) {
 		}
 	}
 	for name, path := range map[string]string{
-		"RAY_CLUSTER_NAME": "metadata.labels['ray.io/cluster']", "RAY_CLOUD_INSTANCE_ID": "metadata.name",
+		"RAY_CLUSTER_NAME": "metadata.labels['ray.io/cluster']", "RAY_CLUSTER_NAMESPACE": "metadata.namespace", "RAY_CLOUD_INSTANCE_ID": "metadata.name",
 		"RAY_NODE_TYPE_NAME": "metadata.labels['ray.io/group']",
 	} {
 		if e, ok := env(ray, name); !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != path {

@@ -91,6 +91,9 @@ type reconciler struct {
 	secrets client.Reader
 	// indexed: the client reads a cache that indexes Pods and Services by cluster (indexCluster).
 	indexed bool
+	// mountsUnplaced: the node's pods do not get their volumes at their mountPaths
+	// (ctrlset.Env.PodMountsUnplaced), so Ray cannot find its service account token (auth.go).
+	mountsUnplaced bool
 }
 
 // newReconciler returns a reconciler that reads through c (normally the manager's cached client)
@@ -105,6 +108,7 @@ func newReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *reconc
 	if env.HostNetworkPods {
 		r.ports = rayports.NewAllocator()
 	}
+	r.mountsUnplaced = env.PodMountsUnplaced
 	return r
 }
 
@@ -169,7 +173,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"The RayCluster metadata is invalid %s/%s: name must be at most %d characters", c.Namespace, c.Name, maxClusterNameLength)
 		return ctrl.Result{}, nil
 	}
-	if err := validateCluster(&c); err != nil {
+	if err := r.validateCluster(&c); err != nil {
 		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventInvalidSpec, "The RayCluster spec is invalid %s/%s: %v", c.Namespace, c.Name, err)
 		return ctrl.Result{}, nil
 	}
@@ -252,6 +256,18 @@ func validateCluster(c *rayv1.RayCluster) error {
 		return err
 	}
 	return validateGCSFaultTolerance(c)
+}
+
+// validateCluster is the function validateCluster plus what this node cannot run: Kubernetes-delegated token
+// authentication where pods do not get their volumes at their mountPaths (errK8sAuthUnplaced).
+func (r *reconciler) validateCluster(c *rayv1.RayCluster) error {
+	if err := validateCluster(c); err != nil {
+		return err
+	}
+	if r.mountsUnplaced && K8sTokenAuth(&c.Spec) {
+		return errK8sAuthUnplaced
+	}
+	return nil
 }
 
 // indexCluster is the cache index of Pods and Services by their ray.io/cluster label (clusterOf).
