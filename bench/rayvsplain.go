@@ -54,6 +54,9 @@ type rvpRun struct {
 	phases []time.Duration // in the order of the side's phase names
 	rss    int64
 	byKind map[string]int64
+	// worker (rayctl's sides): from the head's container start to the worker's Pod Running (its
+	// wait-gcs-ready init container ended and its Ray container started) and to its Ready.
+	worker [2]time.Duration
 }
 
 // rvpSide is one way of getting the cluster and the job run, and its measured runs.
@@ -166,7 +169,8 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			if err != nil {
 				return rvpRun{}, err
 			}
-			return rvpRun{total: s.complete, phases: rayjobHops(evs.Events, s, job.Name), rss: s.rss, byKind: s.rssByKind}, nil
+			phases, worker := rayjobHops(evs.Events, s, job.Name)
+			return rvpRun{total: s.complete, phases: phases, rss: s.rss, byKind: s.rssByKind, worker: worker}, nil
 		}
 	}
 	tmpl.Name = "bench"
@@ -222,7 +226,7 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			if err != nil {
 				return fmt.Errorf("%s: %w", side.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "rayvsplain run %d, %s: %v, RSS %s, phases %v\n", i, side.name, r.total.Round(time.Millisecond), mib(time.Duration(r.rss)), roundAll(r.phases))
+			fmt.Fprintf(os.Stderr, "rayvsplain run %d, %s: %v, RSS %s, phases %v, worker %v\n", i, side.name, r.total.Round(time.Millisecond), mib(time.Duration(r.rss)), roundAll(r.phases), roundAll(r.worker[:]))
 			if i > 0 {
 				side.runs = append(side.runs, r)
 			}
@@ -241,8 +245,9 @@ func roundAll(v []time.Duration) []time.Duration {
 
 // rayjobHops splits one RayJob run into rayctlPhases from the chain's events of its namespace: the
 // kubelet's first write showing each Pod seen, started (Running), Ready and Succeeded, the RayCluster's
-// first status write with state=ready, the RayJob's transitions, and the dashboard's job times.
-func rayjobHops(evs []chain.Event, s rayjobSample, job string) []time.Duration {
+// first status write with state=ready, the RayJob's transitions, and the dashboard's job times; and the
+// worker's course beside the head (rvpRun.worker).
+func rayjobHops(evs []chain.Event, s rayjobSample, job string) ([]time.Duration, [2]time.Duration) {
 	type podTimes struct{ seen, running, ready, succeeded time.Time }
 	pods := map[string]*podTimes{}
 	var clusterReady, jobRunning, jobComplete time.Time
@@ -303,7 +308,8 @@ func rayjobHops(evs []chain.Event, s rayjobSample, job string) []time.Duration {
 		// The worker got Ready first: the head's Ready is then the one the cluster waited for.
 		marks[4] = head.ready
 	}
-	return between(marks)
+	w := between([]time.Time{head.running, worker.running, worker.ready})
+	return between(marks), [2]time.Duration{w[0], w[0] + w[1]}
 }
 
 // between is the time from each mark to the next (zero where either is unknown).
@@ -677,6 +683,20 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 			"the kubelet's first Pod status write showing each Pod seen, started, Ready and Succeeded, the RayCluster's first status write with `state=ready`, "+
 			"the RayJob's transitions, and the job's `start_time` and `end_time` on the dashboard. Each row is the time from the row above:\n\n", s.name)
 		writePhaseTable(&b, s)
+	}
+	fmt.Fprintf(&b, "\nThe worker beside the head (rayctl's sides; from the head's container start, medians): its wait-gcs-ready init container "+
+		"ended and its Ray container started (the worker Pod Running), then its Pod Ready:\n\n| side | → worker Running | → worker Ready | each run |\n|---|---|---|---|\n")
+	for _, s := range sides {
+		if s == pr {
+			continue
+		}
+		var running, ready []time.Duration
+		var each []string
+		for _, r := range s.runs {
+			running, ready = append(running, r.worker[0]), append(ready, r.worker[1])
+			each = append(each, joinDur(r.worker[:1])+" / "+joinDur(r.worker[1:]))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.name, ms(medianDur(running)), ms(medianDur(ready)), strings.Join(each, ", "))
 	}
 	fmt.Fprintf(&b, "\nPlain Ray, step by step:\n\n")
 	writePhaseTable(&b, pr)
