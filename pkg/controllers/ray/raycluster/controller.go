@@ -22,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -114,9 +116,19 @@ func newReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *reconc
 
 // Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := newReconciler(mgr.GetClient(), env, BuildOptions{})
+	r := newReconciler(mgr.GetClient(), env, buildOptionsFromEnv(os.Getenv))
 	r.secrets = mgr.GetAPIReader()
 	return r.setupWithManager(mgr, env.ReconcileConcurrency)
+}
+
+// buildOptionsFromEnv reads the switches KubeRay's operator takes from its own environment, here
+// rayctl's: ENABLE_INIT_CONTAINER_INJECTION=false leaves out the workers' wait-gcs-ready init
+// container, ENABLE_PROBES_INJECTION=false the injected probes ("false" in any case, as KubeRay).
+func buildOptionsFromEnv(getenv func(string) string) BuildOptions {
+	return BuildOptions{
+		NoInitContainer: strings.EqualFold(getenv("ENABLE_INIT_CONTAINER_INJECTION"), "false"),
+		NoProbes:        strings.EqualFold(getenv("ENABLE_PROBES_INJECTION"), "false"),
+	}
 }
 
 // specLabelsOrAnnotationsChanged is KubeRay's predicate on RayCluster events: a status write (which
