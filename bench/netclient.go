@@ -1,8 +1,9 @@
 package main
 
-// The client and server of suites egress and services: Python run by the host's python3, on the host or
-// in a pod of the process runtime (which pulls no image: a pod's python3 is the host's, in the pod's own
-// network namespace), so that the host and every mode measure with the same program.
+// The client and server of suites egress and services: Python run by the system's python3 (hostPython3),
+// on the host or in a pod of the process runtime (which pulls no image: a pod runs the host's program its
+// command names, in the pod's own network namespace), so that the host and every mode measure with the
+// same program.
 
 import (
 	"context"
@@ -118,9 +119,10 @@ func clientArgs(n int, targets ...string) []string {
 	return append([]string{"-c", connClient, fmt.Sprint(n), fmt.Sprint(netConnWarmup)}, targets...)
 }
 
-// podPython3 is the python3 a process-runtime container runs (the first in its PATH), for the host's
-// client to be the same program.
-func podPython3() (string, error) {
+// hostPython3 is the system's python3, which the client and server run on, named by its path: the process
+// runtime looks a bare name up in rayctl's own PATH, where one under /root (pyenv) may come first, which
+// neither the pod user nor the laptop user may run.
+func hostPython3() (string, error) {
 	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
 		if p := filepath.Join(dir, "python3"); isExecutable(p) {
 			return p, nil
@@ -131,7 +133,7 @@ func podPython3() (string, error) {
 
 // hostClient runs the client on the host.
 func hostClient(n int, targets ...string) ([]connRun, error) {
-	python, err := podPython3()
+	python, err := hostPython3()
 	if err != nil {
 		return nil, err
 	}
@@ -143,17 +145,22 @@ func hostClient(n int, targets ...string) ([]connRun, error) {
 	return runs, json.Unmarshal(b, &runs)
 }
 
-// pyPod is a pod whose one container runs python3 with args.
-func pyPod(name string, labels map[string]string, args ...string) *corev1.Pod {
+// pyPod is a pod whose one container runs hostPython3 with args.
+func pyPod(name string, labels map[string]string, args ...string) (*corev1.Pod, error) {
+	python, err := hostPython3()
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever,
-		Containers:    []corev1.Container{{Name: name, Image: netImage, Command: append([]string{"python3"}, args...)}},
-	}}
+		Containers:    []corev1.Container{{Name: name, Image: netImage, Command: append([]string{python}, args...)}},
+	}}, err
 }
 
 // podClient runs the client in pod name of ns until it ends and returns what it measured.
 func podClient(ctx context.Context, kube kubernetes.Interface, ns, name string, n int, targets ...string) ([]connRun, error) {
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pyPod(name, nil, clientArgs(n, targets...)...), metav1.CreateOptions{}); err != nil {
+	pod, err := pyPod(name, nil, clientArgs(n, targets...)...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
 	var phase corev1.PodPhase

@@ -227,7 +227,10 @@ func servicesThroughUp(rayctl string, mode upMode) ([]connRun, error) {
 		return nil, err
 	}
 	labels := map[string]string{"app": "server"}
-	server := pyPod("server", labels, "-c", connServer, fmt.Sprint(egressBulk))
+	server, err := pyPod("server", labels, "-c", connServer, fmt.Sprint(egressBulk))
+	if err != nil {
+		return nil, err
+	}
 	if _, err := kube.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
