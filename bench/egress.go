@@ -3,9 +3,10 @@ package main
 // Suite egress: what pods' way out of the node costs (package egress: slirp4netns in the node
 // namespace). A "world" beyond the host — a network namespace of the bench's own behind a veth, which
 // the host routes to as to a LAN — answers a one-byte exchange per connection and streams 256 MiB on
-// another port. The same Python client (netclient.go) measures it from the host, then from a pod of a
-// `rayctl up` as root and of one as the laptop user (rootless), both on the process runtime (a network
-// namespace per pod), whose connections go through the node namespace's NAT and slirp4netns. For each,
+// another port. The same Python client (netclient.go) measures it from the host and from pods of two
+// `rayctl up` side by side, one as root and one as the laptop user (rootless), both on the process
+// runtime (a network namespace per pod), whose connections go through the node namespace's NAT and
+// slirp4netns; in rounds, each place in turn within a round. For each,
 // it records which process holds the host's end of the bulk connection (`ss -p`) and the CPU time
 // slirp4netns spent on the run: the path the packets took. Needs root.
 
@@ -26,8 +27,9 @@ import (
 )
 
 const (
-	egressConns    = 1000
-	egressBulk     = 256 << 20
+	egressConns    = 1000 // per place, in egressRounds rounds
+	egressRounds   = 4
+	egressBulk     = 256 << 20 // per round
 	egressNS       = "egress-bench"
 	egressWorldNS  = "rayctl-bench-world"
 	egressWorldDev = "rbworld0"
@@ -68,19 +70,41 @@ func runEgress(rayctl, out string) error {
 		owner = ""
 		return o
 	}
-	target := egressWorldIP + ":8080:8081"
-	host, err := hostClient(egressConns, target)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	insts, stopAll, err := startModes(ctx, rayctl, "egress", egressNS, []upMode{processRoot, processRootless})
+	defer stopAll()
 	if err != nil {
 		return fmt.Errorf("egress: %w", err)
 	}
-	rows := []egressRow{{from: "the host", run: host[0], owner: lastOwner()}}
-	for _, m := range []upMode{processRoot, processRootless} {
-		r, err := egressFromPod(rayctl, m, target)
-		if err != nil {
-			return fmt.Errorf("egress from a pod (%s): %w", m.name, err)
+	rows := []*egressRow{{from: "the host"}}
+	slirp := []int{0}
+	for _, in := range insts {
+		rows = append(rows, &egressRow{from: "a pod, " + in.mode.who(), line: in.line("egress")})
+		slirp = append(slirp, childNamed(in.up.Pid(), "slirp4netns"))
+	}
+	// In rounds, each place in turn within a round, so that the machine's other load falls on all alike.
+	target := egressWorldIP + ":8080:8081"
+	for round := range egressRounds {
+		for i, r := range rows {
+			cpu0 := procCPUSeconds(slirp[i])
+			var runs []connRun
+			if i == 0 {
+				runs, err = hostClient(egressConns/egressRounds, target)
+			} else {
+				runs, err = podClient(ctx, insts[i-1].kube, egressNS, fmt.Sprintf("client-%d", round), egressConns/egressRounds, target)
+			}
+			if err != nil {
+				return fmt.Errorf("egress from %s: %w (%s)", r.from, err, r.line)
+			}
+			r.run.add(runs[0])
+			if slirp[i] > 0 {
+				r.slirpCPU += procCPUSeconds(slirp[i]) - cpu0
+			}
+			if o := lastOwner(); r.owner == "" {
+				r.owner = o
+			}
 		}
-		r.owner = lastOwner()
-		rows = append(rows, r)
 	}
 	return writeEgress(out, rows, load)
 }
@@ -151,50 +175,6 @@ func startWorld(onBulk func(peer string)) (func(), error) {
 	return stop, err
 }
 
-// egressFromPod runs the client in a pod of a fresh `rayctl up` in mode and returns what it measured,
-// with the instance's egress line and the CPU time its slirp4netns spent meanwhile.
-func egressFromPod(rayctl string, mode upMode, target string) (egressRow, error) {
-	row := egressRow{from: "a pod, " + modeWho(mode)}
-	up, _, done, err := startMode(rayctl, "egress", mode)
-	defer done()
-	if err != nil {
-		return row, err
-	}
-	for _, l := range up.Startup {
-		if strings.HasPrefix(strings.TrimSpace(l), "egress") {
-			row.line = strings.TrimSpace(l)
-		}
-	}
-	kube, _, err := clients(up, 50, 100)
-	if err != nil {
-		return row, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := podNamespace(ctx, kube, egressNS); err != nil {
-		return row, err
-	}
-	slirp := childNamed(up.Pid(), "slirp4netns")
-	cpu0 := procCPUSeconds(slirp)
-	runs, err := podClient(ctx, kube, egressNS, "client", egressConns, target)
-	if err != nil {
-		return row, fmt.Errorf("%w (%s)", err, row.line)
-	}
-	if slirp > 0 {
-		row.slirpCPU = procCPUSeconds(slirp) - cpu0
-	}
-	row.run = runs[0]
-	return row, nil
-}
-
-// modeWho says how a mode runs rayctl: "root" or "rootless (uid N)", with its runtime.
-func modeWho(m upMode) string {
-	if m.user != nil {
-		return fmt.Sprintf("rootless (uid %d), process runtime", m.user.Uid)
-	}
-	return "root, process runtime"
-}
-
 // childNamed is the pid of the first process below pid whose name is comm (0: none).
 func childNamed(pid int, comm string) int {
 	for _, p := range descendants(pid) {
@@ -231,15 +211,17 @@ func socketOwner(addr string) string {
 	return fmt.Sprintf("%s (uid %s)", m[1], uid)
 }
 
-func writeEgress(out string, rows []egressRow, load string) error {
+func writeEgress(out string, rows []*egressRow, load string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Pods' way out (egress)\n\nMeasured %s. Machine: %s; load average %s when the suite started, %s when it ended.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), load, loadAverage())
 	fmt.Fprintf(&b, "A server beyond the host (a network namespace behind a veth, routed like a LAN) answers a one-byte exchange "+
-		"per TCP connection (%d connections, one after another, after %d to warm up) and streams %d MiB on another. The same Python client "+
-		"(bench/netclient.go, the host's python3) runs on the host, then in a pod of a fresh `rayctl up` as root and in one of a `rayctl up` "+
-		"run by the ordinary user rayctl-laptop (rootless: rayctl's node namespace inside a user namespace of its own), both on the process "+
-		"runtime (`%s`).\n\n", egressConns, netConnWarmup, egressBulk>>20, strings.Join(processRoot.args, " "))
+		"per TCP connection and streams %d MiB on another. The same Python client (bench/netclient.go, the system's python3) runs on "+
+		"the host and in pods of two `rayctl up` running side by side, both on the process runtime (`%s`): one as root, one run by the "+
+		"ordinary user rayctl-laptop (rootless: rayctl's node namespace inside a user namespace of its own). %d rounds, each place in turn "+
+		"within a round (so that the machine's other load falls on all alike), each run %d connections one after another after %d to warm "+
+		"up, then one download: %d connections and %d MiB per place in all.\n\n",
+		egressBulk>>20, strings.Join(processRoot.args, " "), egressRounds, egressConns/egressRounds, netConnWarmup, egressConns, egressRounds*egressBulk>>20)
 	b.WriteString("| from | connect + 1-byte exchange p50 | p90 | p99 | bulk download | host's end of the bulk connection (`ss -tnp`) | slirp4netns CPU during the run |\n|---|---|---|---|---|---|---|\n")
 	res := suiteResult{Suite: "egress", Title: "Pods' way out (egress)", Machine: machine() + "; load average " + load}
 	plot := plotSpec{File: "egress-connect.png", Title: "connect + 1-byte exchange to a server beyond the host", Kind: "cdf", XLabel: "ms"}
@@ -256,7 +238,20 @@ func writeEgress(out string, rows []egressRow, load string) error {
 			figure{Name: "bulk download, from " + r.from, Value: fmt.Sprintf("%.0f MiB/s", r.run.mbps())})
 		plot.Series = append(plot.Series, series{Name: "from " + r.from, Values: msValues(l)})
 	}
-	b.WriteString("\n")
+	viaSlirp := true
+	for _, r := range rows[1:] {
+		viaSlirp = viaSlirp && strings.HasPrefix(r.owner, "slirp4netns ")
+	}
+	if !viaSlirp {
+		b.WriteString("\nThe host's end of a pod's connection was not always slirp4netns's (see the column above).\n\n")
+	} else {
+		fmt.Fprintf(&b, "\nThe way the packets take, as measured: the host's end of a pod's connection is a socket of slirp4netns "+
+			"(the column above, read with `ss -tnp` in the host's namespace while the download ran), so the host's kernel never forwarded "+
+			"the pod's packets; they went pod → veth → bridge in rayctl's node namespace → masquerade (nftables, `rayctl-egress`) → the tap "+
+			"egress0 → slirp4netns, a user-mode TCP/IP stack reading the tap, which makes each connection again as its own socket in the "+
+			"host's namespace. As root and rootless that path is the same; only slirp4netns's uid differs. Its CPU (last column, "+
+			"`/proc/PID/stat` before and after each run) is the per-packet cost of that stack.\n\n")
+	}
 	for _, r := range rows[1:] {
 		l := r.run.latencies()
 		fmt.Fprintf(&b, "From %s, the way out costs %s per connection at the median (%s at p99) over the host's own; its `rayctl up` said `%s`.\n\n",

@@ -104,6 +104,13 @@ type connRun struct {
 	Secs  float64   `json:"secs"`
 }
 
+// add adds o's connections and download to r's.
+func (r *connRun) add(o connRun) {
+	r.US = append(r.US, o.US...)
+	r.Bytes += o.Bytes
+	r.Secs += o.Secs
+}
+
 func (r connRun) latencies() []time.Duration {
 	out := make([]time.Duration, len(r.US))
 	for i, us := range r.US {

@@ -132,13 +132,9 @@ func runServices(rayctl, out string) error {
 		}
 	}
 
-	var upRuns [][]connRun // per mode: pod IP, ClusterIP
-	for _, m := range servicesModes {
-		runs, err := servicesThroughUp(rayctl, m)
-		if err != nil {
-			return fmt.Errorf("services through rayctl up (%s): %w", m.name, err)
-		}
-		upRuns = append(upRuns, runs)
+	upRuns, err := servicesThroughUp(rayctl)
+	if err != nil {
+		return fmt.Errorf("services through rayctl up: %w", err)
 	}
 
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
@@ -208,50 +204,73 @@ func oneRequest(ns, addr string) (time.Duration, error) {
 // servicesModes are the ways the second part of suite services runs `rayctl up`.
 var servicesModes = []upMode{processRoot, processRootless}
 
-// servicesThroughUp runs a server pod, a Service in front of it and a client pod on a fresh `rayctl up`
-// in mode, and returns what the client measured to the pod IP and to the ClusterIP, in that order.
-func servicesThroughUp(rayctl string, mode upMode) ([]connRun, error) {
-	up, dir, done, err := startMode(rayctl, "services", mode)
-	defer done()
-	if err != nil {
-		return nil, err
-	}
-	kube, _, err := clients(up, 50, 100)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+// servicesRounds is how many client pods, in turns over servicesModes, measure the second part.
+const servicesRounds = 4
+
+// servicesThroughUp starts a `rayctl up` in each of servicesModes, runs in each a server pod and a
+// Service in front of it, then client pods in rounds, one instance after the other in each round. It
+// returns, per mode, what the clients measured to the pod IP and to the ClusterIP, in that order.
+func servicesThroughUp(rayctl string) ([][]connRun, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	const ns = "services-bench"
-	if err := podNamespace(ctx, kube, ns); err != nil {
+	insts, stop, err := startModes(ctx, rayctl, "services", ns, servicesModes)
+	defer stop()
+	if err != nil {
 		return nil, err
 	}
+	targets := make([][]string, len(insts))
+	for i, in := range insts {
+		if targets[i], err = serveBehindService(ctx, in, ns); err != nil {
+			return nil, fmt.Errorf("%s: %w", in.mode.who(), err)
+		}
+	}
+	runs := make([][]connRun, len(insts))
+	for round := range servicesRounds {
+		for i, in := range insts {
+			r, err := podClient(ctx, in.kube, ns, fmt.Sprintf("client-%d", round), servicesConns/servicesRounds, targets[i]...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", in.mode.who(), err)
+			}
+			if runs[i] == nil {
+				runs[i] = make([]connRun, len(r))
+			}
+			for k := range r {
+				runs[i][k].add(r[k])
+			}
+		}
+	}
+	return runs, nil
+}
+
+// serveBehindService runs the server pod in ns with a Service in front of it and returns the client's
+// targets: the pod IP's, then the ClusterIP's. The client retries its first connection to each until it
+// is answered (the server listening, the ClusterIP's endpoint programmed).
+func serveBehindService(ctx context.Context, in *upInstance, ns string) ([]string, error) {
 	labels := map[string]string{"app": "server"}
 	server, err := pyPod("server", labels, "-c", connServer, fmt.Sprint(egressBulk))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+	if _, err := in.kube.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "server"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{
 		{Name: "echo", Port: 8080, TargetPort: intstr.FromInt32(8080)}, {Name: "bulk", Port: 8081, TargetPort: intstr.FromInt32(8081)}}}}
-	if svc, err = kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if svc, err = in.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
 	podIP := ""
 	if err := poll(ctx, 2*time.Minute, func() bool {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
+		p, err := in.kube.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
 		if err == nil && p.Status.Phase == corev1.PodRunning {
 			podIP = p.Status.PodIP
 		}
 		return podIP != ""
 	}); err != nil {
-		return nil, fmt.Errorf("the server pod is not running (see %s): %w", filepath.Join(dir, "rayctl.log"), err)
+		return nil, fmt.Errorf("the server pod is not running (see %s): %w", filepath.Join(in.dir, "rayctl.log"), err)
 	}
-	// The client retries its first connection to each until it is answered: the server listening, the
-	// ClusterIP's endpoint programmed.
-	return podClient(ctx, kube, ns, "client", servicesConns, podIP+":8080:8081", svc.Spec.ClusterIP+":8080:8081")
+	return []string{podIP + ":8080:8081", svc.Spec.ClusterIP + ":8080:8081"}, nil
 }
 
 // writeServicesUp adds the second part's table and figures: runs holds, per servicesModes, the runs to
@@ -261,14 +280,15 @@ func writeServicesUp(b *strings.Builder, res *suiteResult, runs [][]connRun) {
 	fmt.Fprintf(b, "A fresh `rayctl up` (`%s`) as root, then one run by the ordinary user rayctl-laptop (uid 4242: rayctl's node "+
 		"namespace, bridge and nftables tables inside a user namespace of its own). In each, a server pod (the host's python3: "+
 		"a one-byte echo per connection on 8080, %d MiB on 8081) behind a ClusterIP Service, and a client pod (bench/netclient.go) that "+
-		"connects to the server's pod IP and to the ClusterIP in turns (connect, send a byte, read it back, close; %d connections each "+
-		"after %d to warm up), then downloads through each.\n\n", strings.Join(processRoot.args, " "), egressBulk>>20, servicesConns, netConnWarmup)
+		"connects to the server's pod IP and to the ClusterIP in turns (connect, send a byte, read it back, close), then downloads through each. "+
+		"Both instances run side by side; %d client pods per instance, the two instances' in turns, each %d connections per path after %d to "+
+		"warm up (%d per path in all).\n\n", strings.Join(processRoot.args, " "), egressBulk>>20, servicesRounds, servicesConns/servicesRounds, netConnWarmup, servicesConns)
 	b.WriteString("| mode, path | connect + 1-byte exchange p50 | p90 | p99 | bulk |\n|---|---|---|---|---|\n")
 	plot := plotSpec{File: "services-up-connect.png", Title: "Connect + 1-byte exchange through rayctl up: pod IP vs ClusterIP, root vs rootless",
 		Kind: "cdf", XLabel: "ms", YLabel: "share of connections"}
 	for i, m := range servicesModes {
 		for k, path := range []string{"pod IP", "ClusterIP"} {
-			name := modeWho(m) + ", " + path
+			name := m.who() + ", " + path
 			l := runs[i][k].latencies()
 			fmt.Fprintln(b, latencyRow(name, runs[i][k]))
 			res.Figures = append(res.Figures, figure{Name: "through rayctl up, " + name + ": connect + 1-byte exchange p50 / p99, bulk",
@@ -279,7 +299,7 @@ func writeServicesUp(b *strings.Builder, res *suiteResult, runs [][]connRun) {
 	b.WriteString("\n")
 	for i, m := range servicesModes {
 		d := percentile(runs[i][1].latencies(), 0.5) - percentile(runs[i][0].latencies(), 0.5)
-		fmt.Fprintf(b, "Through the ClusterIP, %s: %+.0f µs at the median.\n", modeWho(m), float64(d)/float64(time.Microsecond))
+		fmt.Fprintf(b, "Through the ClusterIP, %s: %+.0f µs at the median.\n", m.who(), float64(d)/float64(time.Microsecond))
 	}
 	res.Plots = append(res.Plots, plot)
 }

@@ -8,8 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rayctl/rayctl/pkg/instance"
 )
@@ -52,6 +56,64 @@ func startMode(rayctl, suite string, mode upMode) (up *instance.Process, dir str
 		remove()
 	}
 	return up, dir, done, err
+}
+
+// who says how m runs rayctl, for the tables: "root, process runtime", "rootless (uid 4242), process runtime".
+func (m upMode) who() string {
+	rt := "process runtime"
+	if i := slices.Index(m.args, "--runtime"); i >= 0 && i+1 < len(m.args) {
+		rt = m.args[i+1] + " runtime"
+	}
+	if m.user != nil {
+		return fmt.Sprintf("rootless (uid %d), %s", m.user.Uid, rt)
+	}
+	return "root, " + rt
+}
+
+// upInstance is a running `rayctl up` of a mode, with a client and a namespace for a suite's pods.
+type upInstance struct {
+	mode upMode
+	up   *instance.Process
+	dir  string
+	kube kubernetes.Interface
+}
+
+// startModes starts a `rayctl up` in each mode, one after another, and makes namespace ns in each, so
+// that a suite can measure them in turns (the machine's other load then falls on all alike). stop stops
+// them all and removes what they left; call it also when err is set.
+func startModes(ctx context.Context, rayctl, suite, ns string, modes []upMode) (insts []*upInstance, stop func(), err error) {
+	var dones []func()
+	stop = func() {
+		for i := len(dones) - 1; i >= 0; i-- {
+			dones[i]()
+		}
+	}
+	for _, m := range modes {
+		up, dir, done, err := startMode(rayctl, suite, m)
+		dones = append(dones, done)
+		if err != nil {
+			return nil, stop, fmt.Errorf("rayctl up, %s: %w", m.who(), err)
+		}
+		kube, _, err := clients(up, 50, 100)
+		if err == nil {
+			err = podNamespace(ctx, kube, ns)
+		}
+		if err != nil {
+			return nil, stop, fmt.Errorf("rayctl up, %s: %w", m.who(), err)
+		}
+		insts = append(insts, &upInstance{mode: m, up: up, dir: dir, kube: kube})
+	}
+	return insts, stop, nil
+}
+
+// line is what the instance's `rayctl up` printed on its start-up line for step (e.g. "egress").
+func (u *upInstance) line(step string) string {
+	for _, l := range u.up.Startup {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == step {
+			return strings.TrimSpace(l)
+		}
+	}
+	return "(no " + step + " line)"
 }
 
 // startUpAs runs `rayctl up --data-dir dir --port 0 args...` as the user cred names, as an ordinary user
