@@ -20,7 +20,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
@@ -51,24 +50,12 @@ func runEgress(rayctl, out string) error {
 		return errors.New("egress: the world namespace and the pod network need root")
 	}
 	load := loadAverage()
-	var mu sync.Mutex
-	owner := ""
-	stopWorld, err := startWorld(func(peer string) {
-		o := socketOwner(peer)
-		mu.Lock()
-		owner = o
-		mu.Unlock()
-	})
+	// Who holds the host's end of each download, as the world accepts it (one per run, read after it).
+	owners := make(chan string, 1)
+	stopWorld, err := startWorld(func(peer string) { owners <- socketOwner(peer) })
 	defer stopWorld()
 	if err != nil {
 		return fmt.Errorf("egress: the world namespace: %w", err)
-	}
-	lastOwner := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		o := owner
-		owner = ""
-		return o
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -101,9 +88,7 @@ func runEgress(rayctl, out string) error {
 			if slirp[i] > 0 {
 				r.slirpCPU += procCPUSeconds(slirp[i]) - cpu0
 			}
-			if o := lastOwner(); r.owner == "" {
-				r.owner = o
-			}
+			r.owner = <-owners
 		}
 	}
 	return writeEgress(out, rows, load)
