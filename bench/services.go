@@ -277,11 +277,11 @@ func serveBehindService(ctx context.Context, in *upInstance, ns string) ([]strin
 // the pod IP and to the ClusterIP.
 func writeServicesUp(b *strings.Builder, res *suiteResult, runs [][]connRun) {
 	fmt.Fprintf(b, "\n## Through `rayctl up`, as root and rootless\n\n")
-	fmt.Fprintf(b, "A fresh `rayctl up` (`%s`) as root, then one run by the ordinary user rayctl-laptop (uid 4242: rayctl's node "+
-		"namespace, bridge and nftables tables inside a user namespace of its own). In each, a server pod (the host's python3: "+
+	fmt.Fprintf(b, "Two fresh `rayctl up` (`%s`) side by side: one as root, one run by the ordinary user rayctl-laptop (uid 4242: rayctl's "+
+		"node namespace, bridge and nftables tables inside a user namespace of its own). In each, a server pod (the host's python3: "+
 		"a one-byte echo per connection on 8080, %d MiB on 8081) behind a ClusterIP Service, and a client pod (bench/netclient.go) that "+
 		"connects to the server's pod IP and to the ClusterIP in turns (connect, send a byte, read it back, close), then downloads through each. "+
-		"Both instances run side by side; %d client pods per instance, the two instances' in turns, each %d connections per path after %d to "+
+		"%d client pods per instance, the two instances' in turns, each %d connections per path after %d to "+
 		"warm up (%d per path in all).\n\n", strings.Join(processRoot.args, " "), egressBulk>>20, servicesRounds, servicesConns/servicesRounds, netConnWarmup, servicesConns)
 	b.WriteString("| mode, path | connect + 1-byte exchange p50 | p90 | p99 | bulk |\n|---|---|---|---|---|\n")
 	plot := plotSpec{File: "services-up-connect.png", Title: "Connect + 1-byte exchange through rayctl up: pod IP vs ClusterIP, root vs rootless",
