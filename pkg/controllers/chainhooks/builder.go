@@ -44,10 +44,13 @@ func (b *Builder) Owns(obj client.Object, preds ...NamedPredicate) *Builder {
 }
 
 // Watches maps obj's events to keys with mapper, observed under reason (e.g. "orphan pod selected").
-// Each event is reported as the cache delivers it, then filtered by preds (none: every event passes),
-// so a mapped watch's hops show in a trace whether or not it filters.
+// With preds, each event is reported and then filtered by them; without, the watch has no predicates.
 func (b *Builder) Watches(obj client.Object, reason string, mapper handler.EventHandler, preds ...NamedPredicate) *Builder {
-	b.b = b.b.Watches(obj, b.h.Handler(reason, mapper), b.h.Filter(preds...))
+	var opts []builder.WatchesOption
+	if len(preds) > 0 {
+		opts = append(opts, b.h.Filter(preds...))
+	}
+	b.b = b.b.Watches(obj, b.h.Handler(reason, mapper), opts...)
 	return b
 }
 
