@@ -51,8 +51,9 @@ type Header struct {
 }
 
 // HeaderModifier changes headers: Set replaces a header's values, Add appends a value to the header's
-// (joined with a comma, as the Gateway API's example shows: "foo" and add "bar" is "foo,bar"), Remove
-// drops a header (names are case-insensitive).
+// (joined with a comma, as the Gateway API's example shows: "foo" and add "bar" is "foo,bar"; but
+// Set-Cookie, whose values cannot be joined, gets a header line of its own), Remove drops a header
+// (names are case-insensitive).
 type HeaderModifier struct {
 	Set    []Header `json:"set,omitempty"`
 	Add    []Header `json:"add,omitempty"`
@@ -65,6 +66,10 @@ func (m *HeaderModifier) apply(h http.Header) {
 		h.Set(s.Name, s.Value)
 	}
 	for _, a := range m.Add {
+		if http.CanonicalHeaderKey(a.Name) == "Set-Cookie" {
+			h.Add(a.Name, a.Value)
+			continue
+		}
 		h.Set(a.Name, strings.Join(append(h.Values(a.Name), a.Value), ","))
 	}
 	for _, r := range m.Remove {

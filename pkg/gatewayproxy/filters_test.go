@@ -11,7 +11,8 @@ import (
 )
 
 // echo is a backend that answers the request it got: its method, path, Host and headers (name=values,
-// one a line, sorted by http.Header.Write), and sets X-Backend-Header: from-backend on the response.
+// one a line, sorted by http.Header.Write), and sets X-Backend-Header: from-backend and two cookies
+// (Set-Cookie a=1 and b=2) on the response.
 // A request to /slow is sent on got when it arrives, then waits for release (or the request's end)
 // before answering.
 func echo(t *testing.T, release <-chan struct{}) (addr string, got chan *http.Request) {
@@ -29,6 +30,8 @@ func echo(t *testing.T, release <-chan struct{}) (addr string, got chan *http.Re
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("X-Backend-Header", "from-backend")
 		w.Header().Set("X-Drop-Me", "x")
+		w.Header().Add("Set-Cookie", "a=1")
+		w.Header().Add("Set-Cookie", "b=2")
 		fmt.Fprintf(w, "%s %s %s %s\n", r.Method, r.URL.RequestURI(), r.Host, body)
 		_ = r.Header.Write(w)
 		got <- r
@@ -79,7 +82,7 @@ func TestFilters(t *testing.T) {
 			{Type: FilterRequestHeaderModifier, Headers: &HeaderModifier{
 				Set: []Header{{Name: "X-Set", Value: "set"}}, Add: []Header{{Name: "X-Add", Value: "added"}}, Remove: []string{"x-remove"}}},
 			{Type: FilterResponseHeaderModifier, Headers: &HeaderModifier{
-				Set: []Header{{Name: "X-Backend-Header", Value: "changed"}}, Add: []Header{{Name: "X-Response-Add", Value: "1"}}, Remove: []string{"X-Drop-Me"}}},
+				Set: []Header{{Name: "X-Backend-Header", Value: "changed"}}, Add: []Header{{Name: "X-Response-Add", Value: "1"}, {Name: "set-cookie", Value: "c=3; Path=/"}}, Remove: []string{"X-Drop-Me"}}},
 		}},
 		Rule{Route: "ns/rewrite-prefix", Match: prefix, Backends: be, Filters: []Filter{
 			{Type: FilterURLRewrite, Rewrite: &Rewrite{Hostname: "rewritten.example", Path: &PathModifier{Type: ReplacePrefixMatch, Value: "/v2"}}}}},
@@ -106,6 +109,10 @@ func TestFilters(t *testing.T) {
 	}
 	if h := resp.Header; h.Get("X-Backend-Header") != "changed" || h.Get("X-Response-Add") != "1" || h.Get("X-Drop-Me") != "" {
 		t.Errorf("ResponseHeaderModifier: the client got %v", h)
+	}
+	// Cookies cannot be joined with commas: each is a header line of its own.
+	if c := resp.Cookies(); len(c) != 3 || c[0].String() != "a=1" || c[1].String() != "b=2" || c[2].Name != "c" || c[2].Value != "3" {
+		t.Errorf("ResponseHeaderModifier adding a cookie: the client got Set-Cookie %q", resp.Header.Values("Set-Cookie"))
 	}
 
 	resp = do(t, http.MethodGet, base+"/api/items?x=1", nil, "")
