@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 )
 
 // echo is a backend that answers the request it got: its method, path, Host and headers (name=values,
@@ -42,13 +41,11 @@ func echo(t *testing.T, release <-chan struct{}) (addr string, got chan *http.Re
 
 func serveTable(t *testing.T, rules ...Rule) string {
 	t.Helper()
-	port := freePort(t)
-	p := &Proxy{BindIPs: []string{"127.0.0.1"}}
-	if err := p.Update(&Table{Ports: []Port{{Port: port, Rules: rules}}}); err != nil {
+	p, ports := newProxy(t, 1)
+	if err := p.Update(&Table{Ports: []Port{{Port: ports[0], Rules: rules}}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Close)
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 }
 
 func do(t *testing.T, method, url string, header map[string]string, body string) *http.Response {
@@ -151,8 +148,8 @@ func TestFilters(t *testing.T) {
 		if m.Method != http.MethodPost || m.URL.Path != "/mirror/m" {
 			t.Errorf("the mirror got %s %s", m.Method, m.URL.Path)
 		}
-	case <-time.After(10 * time.Second):
-		t.Error("the mirror got no copy of the request")
+	case <-t.Context().Done():
+		t.Error("the mirror got no copy of the request before the test ended")
 	}
 
 	do(t, http.MethodGet, base+"/per-backend", nil, "")

@@ -27,6 +27,8 @@ type Proxy struct {
 	Logger *log.Logger
 	// Dial connects to backends; nil uses a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Listen opens a port on one bind address (addr is ip:port); nil is net.Listen.
+	Listen func(network, addr string) (net.Listener, error)
 
 	mu        sync.Mutex
 	ports     map[int32]*portServer
@@ -128,9 +130,13 @@ func (p *Proxy) Close() {
 }
 
 func (p *Proxy) listen(ps *portServer, port int32) error {
+	listen := p.Listen
+	if listen == nil {
+		listen = net.Listen
+	}
 	var ls []net.Listener
 	for _, ip := range p.BindIPs {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
+		l, err := listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
 		if err != nil {
 			for _, l := range ls {
 				l.Close()

@@ -20,14 +20,31 @@ func backend(t *testing.T, name string) string {
 	return strings.TrimPrefix(s.URL, "http://")
 }
 
-func freePort(t *testing.T) int32 {
+// newProxy is a Proxy on 127.0.0.1 and n ports the test has already opened (port 0, so no other
+// process can take them between the choice and the proxy's listening): the proxy's Listen hands out
+// those listeners.
+func newProxy(t *testing.T, n int) (*Proxy, []int32) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int32, n)
+	open := map[string]net.Listener{}
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		ports[i] = int32(l.Addr().(*net.TCPAddr).Port)
+		open[l.Addr().String()] = l
 	}
-	defer l.Close()
-	return int32(l.Addr().(*net.TCPAddr).Port)
+	p := &Proxy{BindIPs: []string{"127.0.0.1"}, Listen: func(_, addr string) (net.Listener, error) {
+		if l, ok := open[addr]; ok {
+			delete(open, addr)
+			return l, nil
+		}
+		return nil, fmt.Errorf("the test opened no listener on %s", addr)
+	}}
+	t.Cleanup(p.Close)
+	return p, ports
 }
 
 func get(t *testing.T, url string, header map[string]string) (int, string, string) {
@@ -47,7 +64,8 @@ func get(t *testing.T, url string, header map[string]string) (int, string, strin
 
 func TestProxyRoutesByPrecedenceHeadersAndWeights(t *testing.T) {
 	a, b, c := backend(t, "a"), backend(t, "b"), backend(t, "c")
-	port := freePort(t)
+	p, ports := newProxy(t, 2)
+	port := ports[0]
 	table := &Table{Ports: []Port{{Port: port, Rules: []Rule{
 		{Route: "ns/exact", Match: Match{PathType: PathExact, Path: "/exact"}, Backends: []Backend{{Name: "c", Addr: c, Weight: 1}}},
 		{Route: "ns/header", Match: Match{PathType: PathPrefix, Path: "/split", Headers: []HeaderMatch{{Type: HeaderExact, Name: "X-Canary", Value: "yes"}}}, Backends: []Backend{{Name: "c", Addr: c, Weight: 1}}},
@@ -55,11 +73,9 @@ func TestProxyRoutesByPrecedenceHeadersAndWeights(t *testing.T) {
 		{Route: "ns/broken", Match: Match{PathType: PathPrefix, Path: "/broken"}, Backends: []Backend{{Name: "gone", Weight: 1}}},
 		{Route: "ns/zero", Match: Match{PathType: PathPrefix, Path: "/zero"}, Backends: []Backend{{Name: "a", Addr: a, Weight: 0}}},
 	}}}}
-	p := &Proxy{BindIPs: []string{"127.0.0.1"}}
 	if err := p.Update(table); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 
 	if code, body, _ := get(t, base+"/exact", nil); code != 200 || !strings.HasPrefix(body, "c /exact") {
@@ -94,7 +110,7 @@ func TestProxyRoutesByPrecedenceHeadersAndWeights(t *testing.T) {
 	}
 
 	// A new table replaces the rules at once; a port it drops is closed.
-	port2 := freePort(t)
+	port2 := ports[1]
 	if err := p.Update(&Table{Ports: []Port{{Port: port2, Rules: []Rule{{Match: Match{PathType: PathPrefix, Path: "/"}, Backends: []Backend{{Name: "b", Addr: b, Weight: 1}}}}}}}); err != nil {
 		t.Fatal(err)
 	}
