@@ -515,13 +515,17 @@ func checkRouteTrace(t *testing.T, e *rayEnv, name string) {
 // deleted, while load keeps every request answered.
 func testIncrementalRollback(t *testing.T, e *rayEnv, name, active string, load *steadyLoad) {
 	t.Helper()
-	// A slower interval than the first upgrade's, so that the revert lands while traffic is split.
-	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.2"},"upgradeStrategy":{"clusterUpgradeOptions":{"intervalSeconds":4}}}}`)
+	// Smaller steps (10%) at a slower interval than the first upgrade's, so that the new cluster carries
+	// some traffic (20% or more) for eight intervals and the revert lands while traffic is split however
+	// slowly the machine polls, with a step left between the split at the revert and 100% on the way
+	// back.
+	const step = 10
+	patch := []byte(fmt.Sprintf(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.2"},"upgradeStrategy":{"clusterUpgradeOptions":{"stepSizePercent":%d,"intervalSeconds":4}}}}`, step))
 	_, err := e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	must(t, "patching rayClusterConfig for a second upgrade", err)
-	rs := e.waitService(t, name, "the second upgrade's new cluster carrying half the traffic", 3*time.Minute, func(rs *rayv1.RayService) bool {
+	rs := e.waitService(t, name, "the second upgrade's new cluster carrying some traffic", 3*time.Minute, func(rs *rayv1.RayService) bool {
 		w := ptr.Deref(rs.Status.PendingServiceStatus.TrafficRoutedPercent, 0)
-		return w >= 50 && w < 100
+		return w >= 2*step && w < 100
 	})
 	pending := rs.Status.PendingServiceStatus.RayClusterName
 	if rs.Status.ActiveServiceStatus.RayClusterName != active {
@@ -552,7 +556,7 @@ func testIncrementalRollback(t *testing.T, e *rayEnv, name, active string, load 
 			rs.Status.PendingServiceStatus.RayClusterName == "" && serviceReady(rs)
 	})
 	t.Logf("traffic back on %s passed through %v%%", active, slices.Sorted(maps.Keys(back)))
-	if atRevert < 75 && len(back) == 0 {
+	if atRevert+step < 100 && len(back) == 0 {
 		t.Errorf("traffic went back from %d%% to 100%% with no step between", atRevert)
 	}
 	a := rs.Status.ActiveServiceStatus
