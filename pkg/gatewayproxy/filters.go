@@ -122,7 +122,8 @@ type Redirect struct {
 }
 
 // location is where r is redirected to, r having come in on listenerPort; prefix is the PathPrefix the
-// rule matched.
+// rule matched. The host is the redirect's Hostname, else the request's Host, else (a request without
+// one) the address the request came in on.
 func (d *Redirect) location(r *http.Request, listenerPort int32, prefix string) string {
 	scheme, port := "http", listenerPort
 	if d.Scheme != "" {
@@ -141,8 +142,14 @@ func (d *Redirect) location(r *http.Request, listenerPort int32, prefix string) 
 	if host == "" {
 		host = hostOnly(r.Host)
 	}
-	if !(scheme == "http" && port == 80 || scheme == "https" && port == 443) {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && host == "" {
+		host = hostOnly(a.String()) // a request with no Host (HTTP/1.0): the address it came in on
+	}
+	switch {
+	case !(scheme == "http" && port == 80 || scheme == "https" && port == 443):
 		host = net.JoinHostPort(host, strconv.Itoa(int(port)))
+	case strings.Contains(host, ":"):
+		host = "[" + host + "]" // an IPv6 address
 	}
 	u := url.URL{Scheme: scheme, Host: host, Path: d.Path.apply(r.URL.Path, prefix), RawQuery: r.URL.RawQuery}
 	return u.String()
@@ -286,10 +293,13 @@ type readCloser struct {
 	io.Closer
 }
 
-// hostOnly is host without its port.
+// hostOnly is host without its port (and an IPv6 address without its brackets).
 func hostOnly(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		return h
+	}
+	if h, ok := strings.CutPrefix(host, "["); ok {
+		return strings.TrimSuffix(h, "]")
 	}
 	return host
 }

@@ -1,7 +1,9 @@
 package gatewayproxy
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -138,6 +140,19 @@ func TestFilters(t *testing.T) {
 		}
 	}
 
+	// An HTTP/1.0 request without a Host is redirected to the address it came in on.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /old/page HTTP/1.0\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil {
+		t.Errorf("RequestRedirect of a request without a Host: %v", err)
+	} else if resp.StatusCode != 301 || resp.Header.Get("Location") != base+"/new/page" {
+		t.Errorf("RequestRedirect of a request without a Host: %d Location %q; want 301 %q", resp.StatusCode, resp.Header.Get("Location"), base+"/new/page")
+	}
+
 	resp = do(t, http.MethodPost, base+"/mirror/m", nil, "payload")
 	if body := readBody(resp); resp.StatusCode != 200 || !strings.HasPrefix(body, "POST /mirror/m 127.0.0.1") || !strings.Contains(body, "payload") {
 		t.Errorf("a mirrored request's answer: %d %q", resp.StatusCode, body)
@@ -216,6 +231,25 @@ func TestParseRefusesAFilterWithoutItsSettings(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(table)); err == nil {
 			t.Errorf("Parse(%s) succeeded", table)
+		}
+	}
+}
+
+// A redirect's Location brackets an IPv6 host, the request's or the one the redirect names.
+func TestRedirectLocationIPv6(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		d    Redirect
+		want string
+	}{
+		{"http://[::1]:8080/a", Redirect{}, "http://[::1]:8080/a"},
+		{"http://[::1]:8080/a", Redirect{Scheme: "https"}, "https://[::1]/a"},
+		{"http://[fd00::1]/a", Redirect{Port: 80}, "http://[fd00::1]/a"},
+		{"http://example.com/a", Redirect{Hostname: "fd00::2", Scheme: "http"}, "http://[fd00::2]/a"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, c.url, nil)
+		if got := c.d.location(r, 8080, ""); got != c.want {
+			t.Errorf("redirect %+v of %s: Location %q; want %q", c.d, c.url, got, c.want)
 		}
 	}
 }
