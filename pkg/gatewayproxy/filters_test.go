@@ -3,8 +3,8 @@ package gatewayproxy
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,6 +99,8 @@ func TestFilters(t *testing.T) {
 			Backends: []Backend{{Name: "ns/echo:80", Addr: addr, Weight: 1, Filters: []Filter{
 				{Type: FilterRequestHeaderModifier, Headers: &HeaderModifier{Set: []Header{{Name: "X-Backend", Value: "echo"}}}}}}}},
 		Rule{Route: "ns/ext", Match: Match{PathType: PathPrefix, Path: "/ext"}, Backends: be, Error: "filter extensionRef example.com/Thing does not resolve"},
+		Rule{Route: "ns/ext-backend", Match: Match{PathType: PathPrefix, Path: "/one-bad-backend"}, Backends: []Backend{
+			{Name: "ns/bad:80", Addr: addr, Weight: 1, Error: "filter extensionRef example.com/Thing does not resolve"}, {Name: "ns/echo:80", Addr: addr, Weight: 1}}},
 	)
 
 	resp := do(t, http.MethodGet, base+"/headers", map[string]string{"X-Set": "old", "X-Add": "first", "X-Remove": "gone"}, "")
@@ -173,6 +175,18 @@ func TestFilters(t *testing.T) {
 	}
 	if resp = do(t, http.MethodGet, base+"/ext", nil, ""); resp.StatusCode != http.StatusInternalServerError || !strings.Contains(readBody(resp), "does not resolve") {
 		t.Errorf("a rule whose filter does not resolve answered %d", resp.StatusCode)
+	}
+	// A backend's filter that does not resolve fails only the requests sent to that backend.
+	codes := map[string]int{}
+	for range 2 {
+		resp = do(t, http.MethodGet, base+"/one-bad-backend", nil, "")
+		codes[resp.Header.Get(BackendHeader)] = resp.StatusCode
+		if resp.StatusCode == 200 {
+			<-got
+		}
+	}
+	if codes["ns/bad:80"] != http.StatusInternalServerError || codes["ns/echo:80"] != 200 {
+		t.Errorf("a rule with a backend whose filter does not resolve: status by backend %v; want 500 from ns/bad:80 only", codes)
 	}
 }
 

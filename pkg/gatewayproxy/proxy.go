@@ -245,6 +245,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, port int32, ru *ru
 			return
 		}
 		w.Header().Set(BackendHeader, b.Name)
+		if b.Error != "" {
+			http.Error(w, "gateway: route "+ru.Route+" backend "+b.Name+": "+b.Error, http.StatusInternalServerError)
+			return
+		}
 		if b.Addr == "" {
 			http.Error(w, "gateway: backend "+b.Name+" does not resolve", http.StatusInternalServerError)
 			return

@@ -88,6 +88,9 @@ type Backend struct {
 	Weight int32 `json:"weight"`
 	// Filters apply, after the rule's, to the requests sent to this backend.
 	Filters []Filter `json:"filters,omitempty"`
+	// Error, when set, answers the requests sent to this backend with a 500 saying it: the backend has
+	// a filter that does not resolve.
+	Error string `json:"error,omitempty"`
 }
 
 // Path types and header match types of the Gateway API.

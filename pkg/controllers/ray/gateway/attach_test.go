@@ -105,8 +105,8 @@ func TestAttach(t *testing.T) {
 
 // TestFiltersAndTimeouts: supported filters and timeouts reach the table; a rule with a filter rayctl's
 // Gateway does not implement is dropped (the route Accepted with PartiallyInvalid, or Accepted False,
-// UnsupportedValue, when no rule is left); an ExtensionRef filter makes its rule answer 500 and the
-// route's ResolvedRefs False (InvalidKind); a mirror to a missing Service is left out (BackendNotFound).
+// UnsupportedValue, when no rule is left); an ExtensionRef filter makes its rule (or, on a backend, that
+// backend) answer 500 and the route's ResolvedRefs False (InvalidKind); a mirror to a missing Service is left out (BackendNotFound).
 func TestFiltersAndTimeouts(t *testing.T) {
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "gw"}, Spec: gwv1.GatewaySpec{Listeners: []gwv1.Listener{
 		{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}}
@@ -123,6 +123,8 @@ func TestFiltersAndTimeouts(t *testing.T) {
 		return gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
 			BackendRef: gwv1.BackendObjectReference{Name: gwv1.ObjectName(name), Port: ptrTo(int32(8000))}, Percent: ptrTo(int32(50))}}
 	}
+	extBackend := backendRef("", "web", 8000)
+	extBackend.Filters = []gwv1.HTTPRouteFilter{ext}
 	timed := prefix("/timed", backendRef("", "web", 8000))
 	timed.Timeouts = &gwv1.HTTPRouteTimeouts{Request: ptrTo(gwv1.Duration("10s")), BackendRequest: ptrTo(gwv1.Duration("2s"))}
 	w := world{
@@ -130,6 +132,7 @@ func TestFiltersAndTimeouts(t *testing.T) {
 			route("a", "partial", parent, with(prefix("/ok", backendRef("", "web", 8000)), headers, mirror("web")), with(prefix("/cors", backendRef("", "web", 8000)), cors)),
 			route("a", "all-bad", parent, with(prefix("/bad", backendRef("", "web", 8000)), cors)),
 			route("a", "ext", parent, with(prefix("/ext", backendRef("", "web", 8000)), ext)),
+			route("a", "ext-backend", parent, prefix("/ext-backend", extBackend, backendRef("", "web", 8000))),
 			route("a", "mirror-missing", parent, with(prefix("/mm", backendRef("", "web", 8000)), mirror("nope"))),
 			route("a", "timed", parent, timed),
 		},
@@ -145,6 +148,7 @@ func TestFiltersAndTimeouts(t *testing.T) {
 		"partial":        "true Accepted true ResolvedRefs partial",
 		"all-bad":        "false UnsupportedValue true ResolvedRefs",
 		"ext":            "true Accepted false InvalidKind",
+		"ext-backend":    "true Accepted false InvalidKind",
 		"mirror-missing": "true Accepted false BackendNotFound",
 		"timed":          "true Accepted true ResolvedRefs",
 	} {
@@ -177,13 +181,16 @@ func TestFiltersAndTimeouts(t *testing.T) {
 	if r := rules["/ext"]; r.Error == "" {
 		t.Error("the rule with an ExtensionRef filter does not answer 500")
 	}
+	if r := rules["/ext-backend"]; r.Error != "" || len(r.Backends) != 2 || r.Backends[0].Error == "" || r.Backends[1].Error != "" {
+		t.Errorf("an ExtensionRef filter on the first of two backends: rule error %q, backends %+v; want only the first backend to answer 500", r.Error, r.Backends)
+	}
 	if r := rules["/mm"]; len(r.Filters) != 0 {
 		t.Errorf("a mirror to a missing Service is in the table: %+v", r.Filters)
 	}
 	if r := rules["/timed"]; r.Timeouts == nil || r.Timeouts.Request != "10s" || r.Timeouts.BackendRequest != "2s" {
 		t.Errorf("the /timed rule's timeouts: %+v", r.Timeouts)
 	}
-	if n := p.listeners[0].attached; n != 4 {
-		t.Errorf("%d routes attached; want 4 (not the one whose every rule is invalid)", n)
+	if n := p.listeners[0].attached; n != 5 {
+		t.Errorf("%d routes attached; want 5 (not the one whose every rule is invalid)", n)
 	}
 }

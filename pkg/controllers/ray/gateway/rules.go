@@ -34,8 +34,9 @@ func (c compiledRoute) valid() bool { return len(c.dropped) == 0 || len(c.droppe
 // compileRoute resolves rt's backends, filters and timeouts. A rule with a filter rayctl's Gateway does
 // not implement (CORS, ExternalAuth, a type it does not know) or an unsupported value is dropped, as
 // the Gateway API's PartiallyInvalid condition describes; an ExtensionRef filter, which names nothing
-// this Gateway knows, makes its rule answer 500 (such a filter must not be skipped); a mirror whose
-// backend does not resolve is left out.
+// this Gateway knows, makes the requests it applies to answer 500 (such a filter must not be skipped):
+// all of its rule's, or, on a backend, those sent to that backend; a mirror whose backend does not
+// resolve is left out.
 func compileRoute(rt *gwv1.HTTPRoute, w world) compiledRoute {
 	c := compiledRoute{resolved: true, resolvedReason: string(gwv1.RouteReasonResolvedRefs), droppedReason: string(gwv1.RouteReasonUnsupportedValue)}
 	unresolved := func(reason, msg string) {
@@ -46,7 +47,8 @@ func compileRoute(rt *gwv1.HTTPRoute, w world) compiledRoute {
 	for ri, rule := range rt.Spec.Rules {
 		out := &gatewayproxy.Rule{}
 		var problems []string
-		filters := func(fs []gwv1.HTTPRouteFilter) []gatewayproxy.Filter {
+		// filters converts fs; an ExtensionRef among them sets *failed (the rule's or a backend's Error).
+		filters := func(fs []gwv1.HTTPRouteFilter, failed *string) []gatewayproxy.Filter {
 			var res []gatewayproxy.Filter
 			for _, f := range fs {
 				pf, err := toFilter(f, rt, w, unresolved)
@@ -54,21 +56,21 @@ func compileRoute(rt *gwv1.HTTPRoute, w world) compiledRoute {
 				case err != nil:
 					problems = append(problems, err.Error())
 				case f.Type == gwv1.HTTPRouteFilterExtensionRef:
-					out.Error = fmt.Sprintf("filter extensionRef %s/%s %s is not one rayctl's Gateway knows", f.ExtensionRef.Group, f.ExtensionRef.Kind, f.ExtensionRef.Name)
+					*failed = fmt.Sprintf("filter extensionRef %s/%s %s is not one rayctl's Gateway knows", f.ExtensionRef.Group, f.ExtensionRef.Kind, f.ExtensionRef.Name)
 				case pf != nil:
 					res = append(res, *pf)
 				}
 			}
 			return res
 		}
-		out.Filters = filters(rule.Filters)
+		out.Filters = filters(rule.Filters, &out.Error)
 		for _, ref := range rule.BackendRefs {
 			b := gatewayproxy.Backend{Name: backendName(rt, ref.BackendObjectReference), Weight: 1}
 			if ref.Weight != nil {
 				b.Weight = *ref.Weight
 			}
 			b.Addr = resolveRef(rt, ref.BackendObjectReference, w, unresolved)
-			b.Filters = filters(ref.Filters)
+			b.Filters = filters(ref.Filters, &b.Error)
 			out.Backends = append(out.Backends, b)
 		}
 		if t := rule.Timeouts; t != nil {
