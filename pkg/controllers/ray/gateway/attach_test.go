@@ -104,7 +104,7 @@ func TestAttach(t *testing.T) {
 }
 
 // TestFiltersAndTimeouts: supported filters and timeouts reach the table; a rule with a filter rayctl's
-// Gateway does not implement is dropped (the route Accepted with PartiallyInvalid, or Accepted False,
+// Gateway does not implement, or an invalid header modifier, is dropped (the route Accepted with PartiallyInvalid, or Accepted False,
 // UnsupportedValue, when no rule is left); an ExtensionRef filter makes its rule (or, on a backend, that
 // backend) answer 500 and the route's ResolvedRefs False (InvalidKind); a mirror to a missing Service is left out (BackendNotFound).
 func TestFiltersAndTimeouts(t *testing.T) {
@@ -123,6 +123,15 @@ func TestFiltersAndTimeouts(t *testing.T) {
 		return gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
 			BackendRef: gwv1.BackendObjectReference{Name: gwv1.ObjectName(name), Port: ptrTo(int32(8000))}, Percent: ptrTo(int32(50))}}
 	}
+	modifier := func(typ gwv1.HTTPRouteFilterType, f gwv1.HTTPHeaderFilter) gwv1.HTTPRouteFilter {
+		if typ == gwv1.HTTPRouteFilterRequestHeaderModifier {
+			return gwv1.HTTPRouteFilter{Type: typ, RequestHeaderModifier: &f}
+		}
+		return gwv1.HTTPRouteFilter{Type: typ, ResponseHeaderModifier: &f}
+	}
+	badName := modifier(gwv1.HTTPRouteFilterRequestHeaderModifier, gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X Bad", Value: "1"}}})
+	badValue := modifier(gwv1.HTTPRouteFilterResponseHeaderModifier, gwv1.HTTPHeaderFilter{Add: []gwv1.HTTPHeader{{Name: "X-Ok", Value: "1\r\nX-Injected: 2"}}})
+	twice := modifier(gwv1.HTTPRouteFilterRequestHeaderModifier, gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-A", Value: "1"}}, Remove: []string{"x-a"}})
 	extBackend := backendRef("", "web", 8000)
 	extBackend.Filters = []gwv1.HTTPRouteFilter{ext}
 	timed := prefix("/timed", backendRef("", "web", 8000))
@@ -132,6 +141,9 @@ func TestFiltersAndTimeouts(t *testing.T) {
 			route("a", "partial", parent, with(prefix("/ok", backendRef("", "web", 8000)), headers, mirror("web")), with(prefix("/cors", backendRef("", "web", 8000)), cors)),
 			route("a", "all-bad", parent, with(prefix("/bad", backendRef("", "web", 8000)), cors)),
 			route("a", "ext", parent, with(prefix("/ext", backendRef("", "web", 8000)), ext)),
+			route("a", "bad-headers", parent, with(prefix("/bad-name", backendRef("", "web", 8000)), badName),
+				with(prefix("/bad-value", backendRef("", "web", 8000)), badValue), with(prefix("/twice", backendRef("", "web", 8000)), twice),
+				with(prefix("/good-headers", backendRef("", "web", 8000)), headers)),
 			route("a", "ext-backend", parent, prefix("/ext-backend", extBackend, backendRef("", "web", 8000))),
 			route("a", "mirror-missing", parent, with(prefix("/mm", backendRef("", "web", 8000)), mirror("nope"))),
 			route("a", "timed", parent, timed),
@@ -149,6 +161,7 @@ func TestFiltersAndTimeouts(t *testing.T) {
 		"all-bad":        "false UnsupportedValue true ResolvedRefs",
 		"ext":            "true Accepted false InvalidKind",
 		"ext-backend":    "true Accepted false InvalidKind",
+		"bad-headers":    "true Accepted true ResolvedRefs partial",
 		"mirror-missing": "true Accepted false BackendNotFound",
 		"timed":          "true Accepted true ResolvedRefs",
 	} {
@@ -164,12 +177,29 @@ func TestFiltersAndTimeouts(t *testing.T) {
 	if m := got["partial"].partial; !strings.HasPrefix(m, "Dropped Rule") || !strings.Contains(m, "rule 1") || !strings.Contains(m, "CORS") {
 		t.Errorf("PartiallyInvalid message %q: want it to start with Dropped Rule and name rule 1 and CORS", m)
 	}
+	// Header names and values HTTP does not allow, and a header named twice, drop their rules.
+	m := got["bad-headers"].partial
+	for _, want := range []string{`rule 0: requestHeaderModifier.set[0].name "X Bad" is not a valid header name`,
+		"rule 1: responseHeaderModifier.add[0].value of header X-Ok is not a valid header value",
+		"rule 2: requestHeaderModifier.remove[0]: header x-a is already named by set[0].name"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("PartiallyInvalid message %q lacks %q", m, want)
+		}
+	}
 	rules := map[string]gatewayproxy.Rule{}
 	for _, r := range p.table.Ports[0].Rules {
 		rules[r.Match.Path] = r
 	}
 	if _, ok := rules["/cors"]; ok {
 		t.Error("the rule with a CORS filter is in the table")
+	}
+	for _, path := range []string{"/bad-name", "/bad-value", "/twice"} {
+		if _, ok := rules[path]; ok {
+			t.Errorf("the rule of %s, with an invalid header modifier, is in the table", path)
+		}
+	}
+	if _, ok := rules["/good-headers"]; !ok {
+		t.Error("the valid rule of the route with invalid header modifiers is not in the table")
 	}
 	if _, ok := rules["/bad"]; ok {
 		t.Error("the route with no valid rule is in the table")
@@ -190,7 +220,7 @@ func TestFiltersAndTimeouts(t *testing.T) {
 	if r := rules["/timed"]; r.Timeouts == nil || r.Timeouts.Request != "10s" || r.Timeouts.BackendRequest != "2s" {
 		t.Errorf("the /timed rule's timeouts: %+v", r.Timeouts)
 	}
-	if n := p.listeners[0].attached; n != 5 {
-		t.Errorf("%d routes attached; want 5 (not the one whose every rule is invalid)", n)
+	if n := p.listeners[0].attached; n != 6 {
+		t.Errorf("%d routes attached; want 6 (not the one whose every rule is invalid)", n)
 	}
 }

@@ -3,10 +3,12 @@ package gateway
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -111,9 +113,9 @@ func toFilter(f gwv1.HTTPRouteFilter, rt *gwv1.HTTPRoute, w world, unresolved fu
 	out := &gatewayproxy.Filter{Type: string(f.Type)}
 	switch {
 	case f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
-		out.Headers = toHeaderModifier(f.RequestHeaderModifier)
+		return out, toHeaderModifier(out, "requestHeaderModifier", f.RequestHeaderModifier)
 	case f.Type == gwv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
-		out.Headers = toHeaderModifier(f.ResponseHeaderModifier)
+		return out, toHeaderModifier(out, "responseHeaderModifier", f.ResponseHeaderModifier)
 	case f.Type == gwv1.HTTPRouteFilterRequestRedirect && f.RequestRedirect != nil:
 		r := f.RequestRedirect
 		path, err := toPathModifier(r.Path)
@@ -177,15 +179,47 @@ func toFilter(f gwv1.HTTPRouteFilter, rt *gwv1.HTTPRoute, w world, unresolved fu
 	return out, nil
 }
 
-func toHeaderModifier(f *gwv1.HTTPHeaderFilter) *gatewayproxy.HeaderModifier {
-	out := &gatewayproxy.HeaderModifier{Remove: f.Remove}
-	for _, h := range f.Set {
-		out.Set = append(out.Set, gatewayproxy.Header{Name: string(h.Name), Value: h.Value})
+// toHeaderModifier sets out.Headers to f's change, or says (with the field, under path) why f is
+// invalid: a name or value HTTP does not allow (the standard channel's CRD has no pattern for them), or
+// one header named more than once across set, add and remove, which the Gateway API calls invalid.
+func toHeaderModifier(out *gatewayproxy.Filter, path string, f *gwv1.HTTPHeaderFilter) error {
+	m := &gatewayproxy.HeaderModifier{}
+	seen := map[string]string{}
+	name := func(field, n string) error {
+		if !httpguts.ValidHeaderFieldName(n) {
+			return fmt.Errorf("%s.%s %q is not a valid header name", path, field, n)
+		}
+		key := http.CanonicalHeaderKey(n)
+		if first, ok := seen[key]; ok {
+			return fmt.Errorf("%s.%s: header %s is already named by %s", path, field, n, first)
+		}
+		seen[key] = field
+		return nil
 	}
-	for _, h := range f.Add {
-		out.Add = append(out.Add, gatewayproxy.Header{Name: string(h.Name), Value: h.Value})
+	for _, list := range []struct {
+		field string
+		in    []gwv1.HTTPHeader
+		out   *[]gatewayproxy.Header
+	}{{"set", f.Set, &m.Set}, {"add", f.Add, &m.Add}} {
+		for i, h := range list.in {
+			field := fmt.Sprintf("%s[%d]", list.field, i)
+			if err := name(field+".name", string(h.Name)); err != nil {
+				return err
+			}
+			if !httpguts.ValidHeaderFieldValue(h.Value) {
+				return fmt.Errorf("%s.%s.value of header %s is not a valid header value", path, field, h.Name)
+			}
+			*list.out = append(*list.out, gatewayproxy.Header{Name: string(h.Name), Value: h.Value})
+		}
 	}
-	return out
+	for i, n := range f.Remove {
+		if err := name(fmt.Sprintf("remove[%d]", i), n); err != nil {
+			return err
+		}
+	}
+	m.Remove = f.Remove
+	out.Headers = m
+	return nil
 }
 
 func toPathModifier(p *gwv1.HTTPPathModifier) (*gatewayproxy.PathModifier, error) {
