@@ -106,7 +106,8 @@ func TestAttach(t *testing.T) {
 // TestFiltersAndTimeouts: supported filters and timeouts reach the table; a rule with a filter rayctl's
 // Gateway does not implement, or an invalid header modifier, is dropped (the route Accepted with PartiallyInvalid, or Accepted False,
 // UnsupportedValue, when no rule is left); an ExtensionRef filter makes its rule (or, on a backend, that
-// backend) answer 500 and the route's ResolvedRefs False (InvalidKind); a mirror to a missing Service is left out (BackendNotFound).
+// backend) answer 500 and the route's ResolvedRefs False (InvalidKind); a mirror to a missing Service is
+// left out (BackendNotFound).
 func TestFiltersAndTimeouts(t *testing.T) {
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "gw"}, Spec: gwv1.GatewaySpec{Listeners: []gwv1.Listener{
 		{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}}
