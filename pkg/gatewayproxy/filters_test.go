@@ -2,12 +2,15 @@ package gatewayproxy
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -266,4 +269,57 @@ func TestRedirectLocationIPv6(t *testing.T) {
 			t.Errorf("redirect %+v of %s: Location %q; want %q", c.d, c.url, got, c.want)
 		}
 	}
+}
+
+// A mirror that does not answer holds at most maxMirrorsInFlight copies: further copies are dropped (and
+// logged), while the requests themselves are answered.
+func TestMirrorsInFlightAreBounded(t *testing.T) {
+	arrived, release := make(chan struct{}, 2*maxMirrorsInFlight), make(chan struct{})
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(stuck.Close)
+	t.Cleanup(func() { close(release) })
+	p, ports := newProxy(t, 1)
+	var logged lockedBuffer
+	p.Logger = log.New(&logged, "", 0)
+	if err := p.Update(&Table{Ports: []Port{{Port: ports[0], Rules: []Rule{{Route: "ns/mirror", Match: Match{PathType: PathPrefix, Path: "/"},
+		Backends: []Backend{{Name: "ns/main:80", Addr: backend(t, "main"), Weight: 1}},
+		Filters:  []Filter{{Type: FilterRequestMirror, Mirror: &Mirror{Name: "ns/stuck:80", Addr: strings.TrimPrefix(stuck.URL, "http://"), Fraction: 1}}}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	const extra = 6
+	for range maxMirrorsInFlight + extra {
+		if code, body, _ := get(t, fmt.Sprintf("http://127.0.0.1:%d/m", ports[0]), nil); code != 200 || !strings.HasPrefix(body, "main /m") {
+			t.Fatalf("a mirrored request: %d %q", code, body)
+		}
+	}
+	if n := strings.Count(logged.String(), "this one dropped"); n != extra {
+		t.Errorf("%d mirror copies dropped; want %d (%d requests, %d in flight at most):\n%s", n, extra, maxMirrorsInFlight+extra, maxMirrorsInFlight, logged.String())
+	}
+	for range maxMirrorsInFlight {
+		<-arrived
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -34,7 +34,16 @@ type Proxy struct {
 	ports     map[int32]*portServer
 	loaded    bool
 	transport http.RoundTripper
+	// mirrors holds a token per mirrored request in flight (at most maxMirrorsInFlight).
+	mirrors chan struct{}
 }
+
+// maxMirrorsInFlight bounds the mirrored requests in flight (each may hold a copy of its body, up to
+// maxMirroredBody, for up to mirrorTimeout); a copy made while that many are is dropped.
+const maxMirrorsInFlight = 64
+
+// mirrorTimeout bounds one mirrored request.
+const mirrorTimeout = 30 * time.Second
 
 // portServer is what one port serves: its current rules and its servers.
 type portServer struct {
@@ -74,6 +83,7 @@ func (p *Proxy) Update(t *Table) error {
 	}
 	if p.transport == nil {
 		p.transport = p.newTransport()
+		p.mirrors = make(chan struct{}, maxMirrorsInFlight)
 	}
 	var errs []error
 	seen := map[int32]bool{}
@@ -271,17 +281,26 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, port int32, ru *ru
 	http.Redirect(w, x.out, x.redirect.location(x.out, port, prefix), code)
 }
 
-// mirror sends a copy of r to m's backend and drops the answer.
+// mirror sends a copy of r to m's backend and drops the answer; with maxMirrorsInFlight copies in
+// flight, it drops the copy instead.
 func (p *Proxy) mirror(m *Mirror, r *http.Request) {
+	select {
+	case p.mirrors <- struct{}{}:
+	default:
+		p.logf("mirror %s: %d mirrored requests in flight; this one dropped", m.Name, maxMirrorsInFlight)
+		return
+	}
 	c := mirrorCopy(r)
 	if c == nil {
+		<-p.mirrors
 		p.logf("mirror %s: request body over %d bytes not mirrored", m.Name, maxMirroredBody)
 		return
 	}
 	c.RequestURI = ""
 	c.URL = &url.URL{Scheme: "http", Host: m.Addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
 	go func() {
-		ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+		defer func() { <-p.mirrors }()
+		ctx, cancel := context.WithTimeout(c.Context(), mirrorTimeout)
 		defer cancel()
 		resp, err := p.transport.RoundTrip(c.WithContext(ctx))
 		if err != nil {
