@@ -239,8 +239,45 @@ func (f *Filter) check() error {
 // response, or a redirect that answers it.
 type exchange struct {
 	out      *http.Request
+	request  []*HeaderModifier
 	response []*HeaderModifier
 	redirect *Redirect
+}
+
+// forwardedHeaders are the headers the proxy sets on each request it sends on (client-sent ones are
+// dropped); a RequestHeaderModifier changes them after the proxy has.
+var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// modifyForwarded applies ms, in order, to the forwardedHeaders of h.
+func modifyForwarded(h http.Header, ms []*HeaderModifier) {
+	if len(ms) == 0 {
+		return
+	}
+	fwd := http.Header{}
+	for _, k := range forwardedHeaders {
+		if v, ok := h[k]; ok {
+			fwd[k] = v
+		}
+	}
+	for _, m := range ms {
+		m.apply(fwd)
+	}
+	for _, k := range forwardedHeaders {
+		if v, ok := fwd[k]; ok {
+			h[k] = v
+		} else {
+			delete(h, k)
+		}
+	}
+}
+
+// modifyRequest applies m to r's headers, Host included (which Go keeps in r.Host, not r.Header):
+// setting it changes the Host sent on, removing it sends the backend's address.
+func modifyRequest(m *HeaderModifier, r *http.Request) {
+	r.Header["Host"] = []string{r.Host}
+	m.apply(r.Header)
+	r.Host = strings.Join(r.Header["Host"], ",")
+	delete(r.Header, "Host")
 }
 
 // applyFilters applies fs in order to x (whose out is the proxy's own copy of the request); prefix is
@@ -249,7 +286,8 @@ func applyFilters(x *exchange, fs []Filter, prefix string, send func(*Mirror, *h
 	for _, f := range fs {
 		switch f.Type {
 		case FilterRequestHeaderModifier:
-			f.Headers.apply(x.out.Header)
+			modifyRequest(f.Headers, x.out)
+			x.request = append(x.request, f.Headers)
 		case FilterResponseHeaderModifier:
 			x.response = append(x.response, f.Headers)
 		case FilterRequestRedirect:

@@ -86,6 +86,12 @@ func TestFilters(t *testing.T) {
 			{Type: FilterResponseHeaderModifier, Headers: &HeaderModifier{
 				Set: []Header{{Name: "X-Backend-Header", Value: "changed"}}, Add: []Header{{Name: "X-Response-Add", Value: "1"}, {Name: "set-cookie", Value: "c=3; Path=/"}}, Remove: []string{"X-Drop-Me"}}},
 		}},
+		Rule{Route: "ns/forwarded", Match: Match{PathType: PathPrefix, Path: "/forwarded"}, Backends: be, Filters: []Filter{
+			{Type: FilterRequestHeaderModifier, Headers: &HeaderModifier{
+				Set: []Header{{Name: "X-Forwarded-Proto", Value: "https"}, {Name: "host", Value: "set.example"}},
+				Add: []Header{{Name: "X-Forwarded-For", Value: "10.0.0.1"}}, Remove: []string{"X-Forwarded-Host"}}}}},
+		Rule{Route: "ns/no-host", Match: Match{PathType: PathPrefix, Path: "/no-host"}, Backends: be, Filters: []Filter{
+			{Type: FilterRequestHeaderModifier, Headers: &HeaderModifier{Remove: []string{"Host"}}}}},
 		Rule{Route: "ns/rewrite-prefix", Match: prefix, Backends: be, Filters: []Filter{
 			{Type: FilterURLRewrite, Rewrite: &Rewrite{Hostname: "rewritten.example", Path: &PathModifier{Type: ReplacePrefixMatch, Value: "/v2"}}}}},
 		Rule{Route: "ns/rewrite-full", Match: Match{PathType: PathPrefix, Path: "/full"}, Backends: be, Filters: []Filter{
@@ -117,6 +123,18 @@ func TestFilters(t *testing.T) {
 	// Cookies cannot be joined with commas: each is a header line of its own.
 	if c := resp.Cookies(); len(c) != 3 || c[0].String() != "a=1" || c[1].String() != "b=2" || c[2].Name != "c" || c[2].Value != "3" {
 		t.Errorf("ResponseHeaderModifier adding a cookie: the client got Set-Cookie %q", resp.Header.Values("Set-Cookie"))
+	}
+
+	// A RequestHeaderModifier changes the X-Forwarded-* headers the proxy sets, and the Host.
+	do(t, http.MethodGet, base+"/forwarded", map[string]string{"X-Forwarded-For": "client-says"}, "")
+	r = <-got
+	if h := r.Header; h.Get("X-Forwarded-Proto") != "https" || h.Get("X-Forwarded-For") != "127.0.0.1,10.0.0.1" || len(h.Values("X-Forwarded-Host")) != 0 || r.Host != "set.example" {
+		t.Errorf("RequestHeaderModifier of X-Forwarded-* and Host: the backend got Host %q, X-Forwarded-Proto %q, X-Forwarded-For %q, X-Forwarded-Host %q; want set.example, https, 127.0.0.1,10.0.0.1 and none",
+			r.Host, h.Get("X-Forwarded-Proto"), h.Get("X-Forwarded-For"), h.Values("X-Forwarded-Host"))
+	}
+	do(t, http.MethodGet, base+"/no-host", nil, "")
+	if r = <-got; r.Host != addr {
+		t.Errorf("RequestHeaderModifier removing Host: the backend got Host %q; want its own address %s", r.Host, addr)
 	}
 
 	resp = do(t, http.MethodGet, base+"/api/items?x=1", nil, "")

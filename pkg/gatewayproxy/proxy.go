@@ -187,6 +187,7 @@ func (p *Proxy) newTransport() http.RoundTripper {
 // changes the filters make to its response.
 type proxied struct {
 	b        *Backend
+	request  []*HeaderModifier
 	response []*HeaderModifier
 }
 
@@ -197,10 +198,11 @@ func (p *Proxy) handler(ps *portServer) http.Handler {
 	rp := &httputil.ReverseProxy{
 		Transport: p.transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			b := pr.In.Context().Value(proxiedKey{}).(*proxied).b
-			pr.SetURL(&url.URL{Scheme: "http", Host: b.Addr})
-			pr.Out.Host = pr.In.Host // the Gateway API keeps the client's Host (or a URLRewrite's)
+			px := pr.In.Context().Value(proxiedKey{}).(*proxied)
+			pr.SetURL(&url.URL{Scheme: "http", Host: px.b.Addr})
+			pr.Out.Host = pr.In.Host // the Gateway API keeps the client's Host (or a filter's)
 			pr.SetXForwarded()
+			modifyForwarded(pr.Out.Header, px.request)
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			for _, m := range resp.Request.Context().Value(proxiedKey{}).(*proxied).response {
@@ -267,7 +269,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, port int32, ru *ru
 		if x.redirect == nil {
 			bctx, cancel := withTimeout(ctx, ru.timeouts.backend)
 			defer cancel()
-			rp.ServeHTTP(w, x.out.WithContext(context.WithValue(bctx, proxiedKey{}, &proxied{b: b, response: x.response})))
+			rp.ServeHTTP(w, x.out.WithContext(context.WithValue(bctx, proxiedKey{}, &proxied{b: b, request: x.request, response: x.response})))
 			return
 		}
 	}
