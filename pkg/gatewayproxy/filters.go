@@ -46,7 +46,9 @@ type Filter struct {
 
 // Header is a header's name and value.
 type Header struct {
-	Name  string `json:"name"`
+	// Name is the header's name (case-insensitive).
+	Name string `json:"name"`
+	// Value is the header's value.
 	Value string `json:"value"`
 }
 
@@ -55,8 +57,11 @@ type Header struct {
 // Set-Cookie, whose values cannot be joined, gets a header line of its own), Remove drops a header
 // (names are case-insensitive).
 type HeaderModifier struct {
-	Set    []Header `json:"set,omitempty"`
-	Add    []Header `json:"add,omitempty"`
+	// Set are the headers whose values are replaced.
+	Set []Header `json:"set,omitempty"`
+	// Add are the values appended to headers.
+	Add []Header `json:"add,omitempty"`
+	// Remove are the names of the headers dropped.
 	Remove []string `json:"remove,omitempty"`
 }
 
@@ -158,8 +163,10 @@ func (d *Redirect) location(r *http.Request, listenerPort int32, prefix string) 
 // Rewrite is a URLRewrite: the request sent to the backend carries Hostname as its Host, and its path
 // changed as Path says.
 type Rewrite struct {
-	Hostname string        `json:"hostname,omitempty"`
-	Path     *PathModifier `json:"path,omitempty"`
+	// Hostname is the Host sent to the backend; empty keeps the request's.
+	Hostname string `json:"hostname,omitempty"`
+	// Path changes the path sent to the backend; nil keeps it.
+	Path *PathModifier `json:"path,omitempty"`
 }
 
 // Mirror is a RequestMirror: a copy of a Fraction of the requests goes to Addr, whose answer is
@@ -180,7 +187,9 @@ const maxMirroredBody = 1 << 20
 // exchange with the client, BackendRequest each request to a backend. Either answers 504 when it
 // expires before the response has started (and cuts the response when it has).
 type Timeouts struct {
-	Request        string `json:"request,omitempty"`
+	// Request bounds the whole exchange with the client.
+	Request string `json:"request,omitempty"`
+	// BackendRequest bounds each request to a backend.
 	BackendRequest string `json:"backendRequest,omitempty"`
 }
 
