@@ -43,6 +43,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver/admission"
@@ -464,12 +465,23 @@ func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte,
 	})
 	// RBAC answers once its informers have synced; until then only system:masters gets through, and
 	// this hook keeps /readyz failing.
-	server.AddPostStartHookOrDie("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
+	server.AddPostStartHookOrDie("rbac-informers", timed("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
 		return a.rbac.Start(ctx, ctx.LoopbackClientConfig)
-	})
-	server.AddPostStartHookOrDie("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
+	}))
+	server.AddPostStartHookOrDie("rayctl-bootstrap", timed("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
 		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, crdInformer, rbacPolicy, a.rbac)
-	})
+	}))
+}
+
+// timed logs how long the post-start hook named name took (readiness waits for it): with the
+// bootstrap's own lines, rayctl.log shows where the "apiserver" start-up step went.
+func timed(name string, hook genericapiserver.PostStartHookFunc) genericapiserver.PostStartHookFunc {
+	return func(ctx genericapiserver.PostStartHookContext) error {
+		start := time.Now()
+		err := hook(ctx)
+		klog.InfoS("post-start hook finished", "hook", name, "took", time.Since(start), "err", err)
+		return err
+	}
 }
 
 // kubeletClientTLS is the TLS client configuration towards kubelets: c.KubeletClient, verified by c.CA.
