@@ -106,8 +106,8 @@ generate:
 	bash hack/generate.sh
 
 ## bench: start-up and memory, pod start, RayJob apply->Complete, API load, trigger chain, beside a kube-apiserver
-## peer, many RayClusters at once, a ClusterIP's cost per connection (root); tables, JSON, plots and an index
-## (README.md) in bench/results/. SUITE=scale (or startup, pods, rayjob, load, chain, peers, services) runs one suite (the peer also needs Debian's etcd-server:
+## peer, many RayClusters at once, a ClusterIP's and the NAT's cost per connection (root and rootless); tables, JSON, plots and an index
+## (README.md) in bench/results/. SUITE=scale (or startup, pods, rayjob, load, chain, peers, egress, services) runs one suite (the peer also needs Debian's etcd-server:
 ## apt-get install etcd-server). bench/report draws the plots: a module of its own, keeping gonum/plot out of go.mod.
 ## BENCH_ARGS adds flags, e.g. BENCH_ARGS="-startup-cpuprofile _output/profiles -heap-profiles _output/profiles -scale-cpuprofile _output/profiles" keeps
 ## the profiles that show what holds the memory and where the CPU goes (go run ./bench -h lists them all).

@@ -3,32 +3,32 @@ package main
 // Suite egress: what pods' way out of the node costs (package egress: slirp4netns in the node
 // namespace). A "world" beyond the host — a network namespace of the bench's own behind a veth, which
 // the host routes to as to a LAN — answers a one-byte exchange per connection and streams 256 MiB on
-// another port. The same Python client (the venv `make ray` builds) measures it from the host, then from a
-// pod of `rayctl up` (root, process runtime: a network namespace per pod), whose connections go through
-// the node namespace's NAT and slirp4netns. Needs root.
+// another port. The same Python client (netclient.go) measures it from the host and from pods of two
+// `rayctl up` side by side, one as root and one as the laptop user (rootless), both on the process
+// runtime (a network namespace per pod), whose connections go through the node namespace's NAT and
+// slirp4netns; in rounds, each place in turn within a round. For each,
+// it records which process holds the host's end of the bulk connection (`ss -p`) and the CPU time
+// slirp4netns spent on the run: the path the packets took. Needs root.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 )
 
 const (
-	egressConns    = 1000
-	egressBulk     = 256 << 20
+	egressConns    = 1000 // per place, in egressRounds rounds
+	egressRounds   = 4
+	egressBulk     = 256 << 20 // per round
 	egressNS       = "egress-bench"
 	egressWorldNS  = "rayctl-bench-world"
 	egressWorldDev = "rbworld0"
@@ -36,76 +36,67 @@ const (
 	egressWorldIP  = "198.19.77.2"
 )
 
-// egressClient is the Python client: argv host port bulkport n; prints JSON {us: [...], bytes, secs}.
-const egressClient = `import json, socket, sys, time
-host, port, bulk, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-us = []
-for _ in range(n):
-    t = time.perf_counter()
-    s = socket.create_connection((host, port))
-    s.sendall(b"x")
-    s.recv(1)
-    s.close()
-    us.append((time.perf_counter() - t) * 1e6)
-t = time.perf_counter()
-s = socket.create_connection((host, bulk))
-got = 0
-while True:
-    b = s.recv(1 << 20)
-    if not b:
-        break
-    got += len(b)
-print(json.dumps({"us": us, "bytes": got, "secs": time.perf_counter() - t}))
-`
-
-// egressRun is what the client measured from one place.
-type egressRun struct {
-	US    []float64 `json:"us"`
-	Bytes int64     `json:"bytes"`
-	Secs  float64   `json:"secs"`
+// egressRow is what was measured from one place.
+type egressRow struct {
+	from     string
+	run      connRun
+	owner    string  // which process held the host's end of the bulk connection
+	line     string  // the instance's egress line (pods only)
+	slirpCPU float64 // CPU seconds slirp4netns spent while the client ran (pods only)
 }
-
-func (r egressRun) latencies() []time.Duration {
-	out := make([]time.Duration, len(r.US))
-	for i, us := range r.US {
-		out[i] = time.Duration(us * float64(time.Microsecond))
-	}
-	return out
-}
-
-func (r egressRun) mbps() float64 { return float64(r.Bytes) / (1 << 20) / r.Secs }
 
 func runEgress(rayctl, out string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("egress: the world namespace and the pod network need root")
 	}
-	python := filepath.Join(filepath.Dir(rayctl), "..", "ray", "bin", "python")
-	if _, err := os.Stat(python); err != nil {
-		return fmt.Errorf("egress: the client runs on the venv make ray builds: %w", err)
-	}
-	stopWorld, err := startWorld()
+	load := loadAverage()
+	// Who holds the host's end of each download, as the world accepts it (one per run, read after it).
+	owners := make(chan string, 1)
+	stopWorld, err := startWorld(func(peer string) { owners <- socketOwner(peer) })
 	defer stopWorld()
 	if err != nil {
 		return fmt.Errorf("egress: the world namespace: %w", err)
 	}
-	args := []string{egressWorldIP, "8080", "8081", fmt.Sprint(egressConns)}
-	b, err := exec.Command(python, append([]string{"-c", egressClient}, args...)...).Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	insts, stopAll, err := startModes(ctx, rayctl, "egress", egressNS, []upMode{processRoot, processRootless})
+	defer stopAll()
 	if err != nil {
-		return fmt.Errorf("egress: the client on the host: %w", err)
+		return fmt.Errorf("egress: %w", err)
 	}
-	var host egressRun
-	if err := json.Unmarshal(b, &host); err != nil {
-		return err
+	rows := []*egressRow{{from: "the host"}}
+	slirp := []int{0}
+	for _, in := range insts {
+		rows = append(rows, &egressRow{from: "a pod, " + in.mode.who(), line: in.line("egress")})
+		slirp = append(slirp, childNamed(in.up.Pid(), "slirp4netns"))
 	}
-	pod, line, err := egressFromPod(rayctl, args)
-	if err != nil {
-		return err
+	// In rounds, each place in turn within a round, so that the machine's other load falls on all alike.
+	target := egressWorldIP + ":8080:8081"
+	for round := range egressRounds {
+		for i, r := range rows {
+			cpu0 := procCPUSeconds(slirp[i])
+			var runs []connRun
+			if i == 0 {
+				runs, err = hostClient(egressConns/egressRounds, target)
+			} else {
+				runs, err = podClient(ctx, insts[i-1].kube, egressNS, fmt.Sprintf("client-%d", round), egressConns/egressRounds, target)
+			}
+			if err != nil {
+				return fmt.Errorf("egress from %s: %w (%s)", r.from, err, r.line)
+			}
+			r.run.add(runs[0])
+			if slirp[i] > 0 {
+				r.slirpCPU += procCPUSeconds(slirp[i]) - cpu0
+			}
+			r.owner = <-owners
+		}
 	}
-	return writeEgress(out, host, pod, line)
+	return writeEgress(out, rows, load)
 }
 
-// startWorld makes the world namespace, its veth and its two servers; the function returned removes them.
-func startWorld() (func(), error) {
+// startWorld makes the world namespace, its veth and its two servers; onBulk is called with the peer's
+// address of each bulk connection as it is accepted. The function returned removes them.
+func startWorld(onBulk func(peer string)) (func(), error) {
 	var lns []net.Listener
 	stop := func() {
 		for _, ln := range lns {
@@ -159,6 +150,7 @@ func startWorld() (func(), error) {
 			}
 		}),
 		serve("8081", func(c net.Conn) {
+			onBulk(c.RemoteAddr().String())
 			for sent := 0; sent < egressBulk; sent += len(chunk) {
 				if _, err := c.Write(chunk); err != nil {
 					return
@@ -168,94 +160,88 @@ func startWorld() (func(), error) {
 	return stop, err
 }
 
-// egressFromPod runs the client in a pod of a fresh `rayctl up` and returns what it measured and the
-// instance's egress line.
-func egressFromPod(rayctl string, args []string) (egressRun, string, error) {
-	var res egressRun
-	dir, err := os.MkdirTemp("", "rayctl-bench-egress-")
-	if err != nil {
-		return res, "", err
-	}
-	defer removeInstance(rayctl, dir)
-	up, err := startUp(rayctl, dir, "--runtime", "process")
-	if err != nil {
-		return res, "", fmt.Errorf("egress: %w", err)
-	}
-	defer up.Stop(time.Minute)
-	line := ""
-	for _, l := range up.Startup {
-		if strings.HasPrefix(strings.TrimSpace(l), "egress") {
-			line = strings.TrimSpace(l)
+// childNamed is the pid of the first process below pid whose name is comm (0: none).
+func childNamed(pid int, comm string) int {
+	for _, p := range descendants(pid) {
+		if b, err := os.ReadFile("/proc/" + p + "/comm"); err == nil && strings.TrimSpace(string(b)) == comm {
+			n, _ := strconv.Atoi(p)
+			return n
 		}
 	}
-	kube, _, err := clients(up, 50, 100)
-	if err != nil {
-		return res, line, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := podNamespace(ctx, kube, egressNS); err != nil {
-		return res, line, err
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "client"}, Spec: corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []corev1.Container{{Name: "client", Image: "rayproject/ray:2.60.0",
-			Command: append([]string{"python", "-c", egressClient}, args...)}},
-	}}
-	if _, err := kube.CoreV1().Pods(egressNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return res, line, err
-	}
-	var phase corev1.PodPhase
-	if err := poll(ctx, 10*time.Minute, func() bool {
-		p, err := kube.CoreV1().Pods(egressNS).Get(ctx, "client", metav1.GetOptions{})
-		if err == nil {
-			phase = p.Status.Phase
-		}
-		return phase == corev1.PodSucceeded || phase == corev1.PodFailed
-	}); err != nil {
-		return res, line, fmt.Errorf("egress: the client pod: %w", err)
-	}
-	logs, err := kube.CoreV1().Pods(egressNS).GetLogs("client", &corev1.PodLogOptions{}).Stream(ctx)
-	if err != nil {
-		return res, line, err
-	}
-	defer logs.Close()
-	b, err := io.ReadAll(logs)
-	if err != nil {
-		return res, line, err
-	}
-	if phase != corev1.PodSucceeded {
-		return res, line, fmt.Errorf("egress: the client pod failed (%s): %s", line, b)
-	}
-	return res, line, json.Unmarshal(b, &res)
+	return 0
 }
 
-func writeEgress(out string, host, pod egressRun, line string) error {
-	hl, pl := host.latencies(), pod.latencies()
-	row := func(name string, l []time.Duration, r egressRun) string {
-		return fmt.Sprintf("| %s | %s | %s | %s | %.0f MiB/s |\n", name, usStr(percentile(l, 0.5)), usStr(percentile(l, 0.9)),
-			usStr(percentile(l, 0.99)), r.mbps())
+// ssUsers is the process ss -p names for a socket.
+var ssUsers = regexp.MustCompile(`users:\(\("([^"]+)",pid=(\d+)`)
+
+// socketOwner says which process, and as which uid, holds the socket of this (the host's) network
+// namespace whose local address is addr, as `ss -tnp` sees it.
+func socketOwner(addr string) string {
+	b, err := exec.Command("ss", "-Htnp", "state", "established", "src", addr).Output()
+	if err != nil {
+		return "unknown (ss: " + err.Error() + ")"
 	}
+	m := ssUsers.FindStringSubmatch(string(b))
+	if m == nil {
+		return "no process of this namespace (" + strings.TrimSpace(string(b)) + ")"
+	}
+	uid := "?"
+	if st, err := os.ReadFile("/proc/" + m[2] + "/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
+				uid = f[1]
+			}
+		}
+	}
+	return fmt.Sprintf("%s (uid %s)", m[1], uid)
+}
+
+func writeEgress(out string, rows []*egressRow, load string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Pods' way out (egress)\n\nMeasured %s on %s.\n\n", time.Now().UTC().Format(time.RFC3339), machine())
+	fmt.Fprintf(&b, "# Pods' way out (egress)\n\nMeasured %s. Machine: %s; load average %s when the suite started, %s when it ended.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), load, loadAverage())
 	fmt.Fprintf(&b, "A server beyond the host (a network namespace behind a veth, routed like a LAN) answers a one-byte exchange "+
-		"per TCP connection (%d connections, one after another) and streams %d MiB on another. The same Python client runs on "+
-		"the host and in a pod of `rayctl up` as root (`%s`).\n\n", egressConns, egressBulk>>20, line)
-	b.WriteString("| from | connect + 1-byte exchange p50 | p90 | p99 | bulk download |\n|---|---|---|---|---|\n")
-	b.WriteString(row("the host", hl, host))
-	b.WriteString(row("a pod (node namespace NAT + slirp4netns)", pl, pod))
-	fmt.Fprintf(&b, "\nPer connection, the way out costs %s at the median (%s at p99).\n",
-		usStr(percentile(pl, 0.5)-percentile(hl, 0.5)), usStr(percentile(pl, 0.99)-percentile(hl, 0.99)))
-	res := suiteResult{Suite: "egress", Title: "Pods' way out (egress)", Machine: machine(), Figures: []figure{
-		{Name: "connect + 1-byte exchange p50, host / pod through egress", Value: usStr(percentile(hl, 0.5)) + " / " + usStr(percentile(pl, 0.5))},
-		{Name: "connect + 1-byte exchange p99, host / pod through egress", Value: usStr(percentile(hl, 0.99)) + " / " + usStr(percentile(pl, 0.99))},
-		{Name: "bulk download, host / pod through egress", Value: fmt.Sprintf("%.0f / %.0f MiB/s", host.mbps(), pod.mbps())},
-	}, Plots: []plotSpec{{File: "egress-connect.png", Title: "connect + 1-byte exchange to a server beyond the host", Kind: "cdf", XLabel: "ms",
-		Series: []series{{Name: "from the host", Values: msValues(hl)}, {Name: "from a pod (egress)", Values: msValues(pl)}}}}}
+		"per TCP connection and streams %d MiB on another. The same Python client (bench/netclient.go, the system's python3) runs on "+
+		"the host and in pods of two `rayctl up` running side by side, both on the process runtime (`%s`): one as root, one run by the "+
+		"ordinary user rayctl-laptop (rootless: rayctl's node namespace inside a user namespace of its own). %d rounds, each place in turn "+
+		"within a round (so that the machine's other load falls on all alike), each run %d connections one after another after %d to warm "+
+		"up, then one download: %d connections and %d MiB per place in all.\n\n",
+		egressBulk>>20, strings.Join(processRoot.args, " "), egressRounds, egressConns/egressRounds, netConnWarmup, egressConns, egressRounds*egressBulk>>20)
+	b.WriteString("| from | connect + 1-byte exchange p50 | p90 | p99 | bulk download | host's end of the bulk connection (`ss -tnp`) | slirp4netns CPU during the run |\n|---|---|---|---|---|---|---|\n")
+	res := suiteResult{Suite: "egress", Title: "Pods' way out (egress)", Machine: machine() + "; load average " + load}
+	plot := plotSpec{File: "egress-connect.png", Title: "connect + 1-byte exchange to a server beyond the host", Kind: "cdf", XLabel: "ms"}
+	host := rows[0].run.latencies()
+	for _, r := range rows {
+		cpu := "–"
+		if r.line != "" {
+			cpu = fmt.Sprintf("%.2f s", r.slirpCPU)
+		}
+		fmt.Fprintf(&b, "%s %s | %s |\n", latencyRow(r.from, r.run), r.owner, cpu)
+		l := r.run.latencies()
+		res.Figures = append(res.Figures,
+			figure{Name: "connect + 1-byte exchange p50 / p99, from " + r.from, Value: usStr(percentile(l, 0.5)) + " / " + usStr(percentile(l, 0.99))},
+			figure{Name: "bulk download, from " + r.from, Value: fmt.Sprintf("%.0f MiB/s", r.run.mbps())})
+		plot.Series = append(plot.Series, series{Name: "from " + r.from, Values: msValues(l)})
+	}
+	viaSlirp := true
+	for _, r := range rows[1:] {
+		viaSlirp = viaSlirp && strings.HasPrefix(r.owner, "slirp4netns ")
+	}
+	if !viaSlirp {
+		b.WriteString("\nThe host's end of a pod's connection was not always slirp4netns's (see the column above).\n\n")
+	} else {
+		fmt.Fprintf(&b, "\nThe way the packets take, as measured: the host's end of a pod's connection is a socket of slirp4netns "+
+			"(the column above, read with `ss -tnp` in the host's namespace while the download ran), so the host's kernel never forwarded "+
+			"the pod's packets; they went pod → veth → bridge in rayctl's node namespace → masquerade (nftables, `rayctl-egress`) → the tap "+
+			"egress0 → slirp4netns, a user-mode TCP/IP stack reading the tap, which makes each connection again as its own socket in the "+
+			"host's namespace. As root and rootless that path is the same; only slirp4netns's uid differs. Its CPU (last column, "+
+			"`/proc/PID/stat` before and after each run) is the per-packet cost of that stack.\n\n")
+	}
+	for _, r := range rows[1:] {
+		l := r.run.latencies()
+		fmt.Fprintf(&b, "From %s, the way out costs %s per connection at the median (%s at p99) over the host's own; its `rayctl up` said `%s`.\n\n",
+			r.from, usStr(percentile(l, 0.5)-percentile(host, 0.5)), usStr(percentile(l, 0.99)-percentile(host, 0.99)), r.line)
+	}
+	res.Plots = []plotSpec{plot}
 	return writeSuite(out, res, b.String())
-}
-
-// usStr is a duration in microseconds.
-func usStr(d time.Duration) string {
-	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }

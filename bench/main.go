@@ -93,11 +93,11 @@ func main() {
 	case "egress":
 		err = runEgress(*rayctl, *out)
 	case "services":
-		err = runServices(*out)
+		err = runServices(*rayctl, *out)
 	case "all":
 		err = errors.Join(run(*rayctl, *out, *samples, *runs), runPods(*rayctl, *out, *podCycles), runRayJob(*rayctl, *out, *samples, *rayjobRuns, *rayjobRealRuns),
 			runRayVsPlain(*rayctl, *out, *samples, *rayBin, *rvpRuns, *rvpLevers), runLoad(*rayctl, *out),
-			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out), runServices(*out))
+			runChain(*rayctl, *out, *chainRuns), runPeers(*rayctl, *out, *runs, peers), runScale(*rayctl, *out, scale), runEgress(*rayctl, *out), runServices(*rayctl, *out))
 	default:
 		err = fmt.Errorf("unknown -suite %q: want startup, pods, rayjob, rayvsplain, load, chain, peers, scale, egress, services or all", *suite)
 	}

@@ -19,19 +19,15 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/kubectl/pkg/util/podutils"
-
-	"github.com/rayctl/rayctl/pkg/instance"
 )
 
 const (
@@ -43,18 +39,11 @@ const (
 	podsImage = "rayctl.local/raysim:latest"
 )
 
-// podsMode is one way `rayctl up` runs pods.
-type podsMode struct {
-	name string              // in the table
-	args []string            // `rayctl up` flags
-	user *syscall.Credential // nil: root
-}
-
 // podsModes are the modes suite pods measures, the fake runtime (which also runs the pod cycles) last.
-var podsModes = []podsMode{
+var podsModes = []upMode{
 	{name: "containerd", args: []string{"--runtime", "containerd"}},
-	{name: "process", args: []string{"--runtime", "process", "--ray", "sim"}},
-	{name: "process, rootless (uid 4242)", args: []string{"--runtime", "process", "--ray", "sim"}, user: &syscall.Credential{Uid: 4242, Gid: 4242}},
+	processRoot,
+	processRootless,
 	{name: "fake", args: []string{"--runtime", "fake"}},
 }
 
@@ -134,26 +123,14 @@ func runPods(rayctl, out string, cycles int) error {
 
 // podsRuntime measures one runtime on a fresh `rayctl up`, then runs cycles pod create/delete cycles
 // and reads the memory after them (see memory.go).
-func podsRuntime(rayctl string, mode podsMode, cycles int) (podsResult, error) {
+func podsRuntime(rayctl string, mode upMode, cycles int) (podsResult, error) {
 	rt := mode.name
 	res := podsResult{runtime: rt}
-	dir, err := os.MkdirTemp("", "rayctl-bench-pods-")
+	up, dir, done, err := startMode(rayctl, "pods", mode)
+	defer done()
 	if err != nil {
 		return res, err
 	}
-	var up *instance.Process
-	if mode.user != nil {
-		var cleanup func()
-		up, cleanup, err = startUpAs(rayctl, dir, mode.user, mode.args...)
-		defer cleanup()
-	} else {
-		defer removeInstance(rayctl, dir)
-		up, err = startUp(rayctl, dir, mode.args...)
-	}
-	if err != nil {
-		return res, err
-	}
-	defer up.Stop(time.Minute)
 	res.startup = up.Wall
 	res.chosen = podsRuntimeName(strings.TrimPrefix(runtimeLine(up), "runtime"))
 	client, _, err := clients(up, 200, 400)
@@ -301,47 +278,3 @@ func loadAverage() string {
 
 // podsMS formats d in milliseconds.
 func podsMS(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
-
-// startUpAs runs `rayctl up --data-dir dir --port 0 args...` as the user cred names, as an ordinary user
-// runs it (HOME is dir), from a copy of rayctl and raysim that user may read (the bench's may sit where it
-// cannot), with a pod network of its own; dir becomes that user's. The cleanup returned, called once the
-// instance has stopped, removes what it left (see removeUserInstance) and the copy.
-func startUpAs(rayctl, dir string, cred *syscall.Credential, args ...string) (*instance.Process, func(), error) {
-	bin, err := os.MkdirTemp("", "rayctl-bench-bin-")
-	if err != nil {
-		return nil, func() { os.RemoveAll(dir) }, err
-	}
-	cleanup := func() {
-		removeUserInstance(filepath.Join(bin, "rayctl"), dir, cred)
-		os.RemoveAll(bin)
-	}
-	for _, name := range []string{"rayctl", "raysim"} {
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(rayctl), name))
-		if err != nil {
-			return nil, cleanup, err
-		}
-		if err := os.WriteFile(filepath.Join(bin, name), b, 0o755); err != nil {
-			return nil, cleanup, err
-		}
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
-		return nil, cleanup, err
-	}
-	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-		return nil, cleanup, err
-	}
-	up, err := instance.Start(context.Background(), instance.Options{Binary: filepath.Join(bin, "rayctl"), DataDir: dir,
-		Args: instance.OwnNetwork(append([]string{"--port", "0"}, args...)), Env: []string{"HOME=" + dir}, Credential: cred})
-	return up, cleanup, err
-}
-
-// removeUserInstance is removeInstance for an instance an ordinary user ran: `rayctl down --purge` as that user.
-func removeUserInstance(rayctl, dir string, cred *syscall.Credential) {
-	cmd := exec.Command(rayctl, "down", "--purge", "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "rayctl down --purge (uid %d): %v\n%s", cred.Uid, err, out)
-	}
-	os.RemoveAll(dir)
-}

@@ -54,6 +54,9 @@ type rvpRun struct {
 	phases []time.Duration // in the order of the side's phase names
 	rss    int64
 	byKind map[string]int64
+	// worker (rayctl's sides): from the head's container start to the worker's Pod Running (its
+	// wait-gcs-ready init container ended and its Ray container started) and to its Ready.
+	worker [2]time.Duration
 }
 
 // rvpSide is one way of getting the cluster and the job run, and its measured runs.
@@ -166,7 +169,8 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			if err != nil {
 				return rvpRun{}, err
 			}
-			return rvpRun{total: s.complete, phases: rayjobHops(evs.Events, s, job.Name), rss: s.rss, byKind: s.rssByKind}, nil
+			phases, worker := rayjobHops(evs.Events, s, job.Name)
+			return rvpRun{total: s.complete, phases: phases, rss: s.rss, byKind: s.rssByKind, worker: worker}, nil
 		}
 	}
 	tmpl.Name = "bench"
@@ -222,7 +226,7 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			if err != nil {
 				return fmt.Errorf("%s: %w", side.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "rayvsplain run %d, %s: %v, RSS %s, phases %v\n", i, side.name, r.total.Round(time.Millisecond), mib(time.Duration(r.rss)), roundAll(r.phases))
+			fmt.Fprintf(os.Stderr, "rayvsplain run %d, %s: %v, RSS %s, phases %v, worker %v\n", i, side.name, r.total.Round(time.Millisecond), mib(time.Duration(r.rss)), roundAll(r.phases), roundAll(r.worker[:]))
 			if i > 0 {
 				side.runs = append(side.runs, r)
 			}
@@ -241,8 +245,9 @@ func roundAll(v []time.Duration) []time.Duration {
 
 // rayjobHops splits one RayJob run into rayctlPhases from the chain's events of its namespace: the
 // kubelet's first write showing each Pod seen, started (Running), Ready and Succeeded, the RayCluster's
-// first status write with state=ready, the RayJob's transitions, and the dashboard's job times.
-func rayjobHops(evs []chain.Event, s rayjobSample, job string) []time.Duration {
+// first status write with state=ready, the RayJob's transitions, and the dashboard's job times; and the
+// worker's course beside the head (rvpRun.worker).
+func rayjobHops(evs []chain.Event, s rayjobSample, job string) ([]time.Duration, [2]time.Duration) {
 	type podTimes struct{ seen, running, ready, succeeded time.Time }
 	pods := map[string]*podTimes{}
 	var clusterReady, jobRunning, jobComplete time.Time
@@ -303,7 +308,8 @@ func rayjobHops(evs []chain.Event, s rayjobSample, job string) []time.Duration {
 		// The worker got Ready first: the head's Ready is then the one the cluster waited for.
 		marks[4] = head.ready
 	}
-	return between(marks)
+	w := between([]time.Time{head.running, worker.running, worker.ready})
+	return between(marks), [2]time.Duration{w[0], w[0] + w[1]}
 }
 
 // between is the time from each mark to the next (zero where either is unknown).
@@ -678,6 +684,20 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 			"the RayJob's transitions, and the job's `start_time` and `end_time` on the dashboard. Each row is the time from the row above:\n\n", s.name)
 		writePhaseTable(&b, s)
 	}
+	fmt.Fprintf(&b, "\nThe worker beside the head (rayctl's sides; from the head's container start, medians): its wait-gcs-ready init container "+
+		"ended and its Ray container started (the worker Pod Running), then its Pod Ready:\n\n| side | → worker Running | → worker Ready | each run |\n|---|---|---|---|\n")
+	for _, s := range sides {
+		if s == pr {
+			continue
+		}
+		var running, ready []time.Duration
+		var each []string
+		for _, r := range s.runs {
+			running, ready = append(running, r.worker[0]), append(ready, r.worker[1])
+			each = append(each, ms(max(r.worker[0], 0))+" / "+joinDur(r.worker[1:]))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.name, ms(medianDur(running)), ms(medianDur(ready)), strings.Join(each, ", "))
+	}
 	fmt.Fprintf(&b, "\nPlain Ray, step by step:\n\n")
 	writePhaseTable(&b, pr)
 
@@ -789,9 +809,17 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 		"wait-gcs-ready every 1 s; KubeRay: 10 s then 5 s, and 5 s): head container started → Ready took %s beside plain Ray's `ray start --head` %s, "+
 		"so the probe's wait (at most one period) is part of that difference; the rest is the head's start-up under its CPU limit and beside the worker's.\n",
 		raycluster.ReadinessInitialDelay, raycluster.ReadinessPeriod, ms(rcHops[2]), ms(prSteps[0]))
-	fmt.Fprintf(b, "- **Workers started beside the head** is what rayctl does already: the worker Pod is created with the head Pod and its wait-gcs-ready "+
-		"init container lets it start as soon as the GCS answers; the worker was Ready %s after the head (plain Ray: `ray start --address` took %s after the head's).\n",
-		ms(rcHops[3]), ms(prSteps[1]))
+	var wRunning, wReady []time.Duration
+	for _, r := range rc.runs {
+		wRunning, wReady = append(wRunning, r.worker[0]), append(wReady, r.worker[1])
+	}
+	fmt.Fprintf(b, "- **Workers started beside the head**: the worker Pod is created with the head Pod, but KubeRay's wait-gcs-ready init container "+
+		"holds its Ray back until `ray health-check` reaches the GCS, and that check is a Python start-up of Ray's CLI (about a second of CPU) "+
+		"under the 200m CPU limit KubeRay gives the init container: the worker's Ray container started %s after the head's (median) and its Pod was "+
+		"Ready %s after the head's container started, %s after the head Pod's Ready (plain Ray: `ray start --address` took %s after the head's). "+
+		"KubeRay's operator switch `ENABLE_INIT_CONTAINER_INJECTION=false` (rayctl reads it from its environment) leaves the init container out, "+
+		"and Ray's `ray start --address` then waits for the GCS itself.\n",
+		ms(medianDur(wRunning)), ms(medianDur(wReady)), ms(rcHops[3]), ms(prSteps[1]))
 	if rvpNote != "" {
 		if note, err := os.ReadFile(rvpNote); err == nil {
 			fmt.Fprintf(b, "%s\n", strings.TrimSpace(string(note)))

@@ -4,7 +4,10 @@ package main
 // costs. In a node namespace of its own (network.Manager, as rayctl's), a server pod answers HTTP and a
 // client pod connects to it, one connection per request (connect, GET, read the answer, close): to the
 // server's pod IP, then through a ClusterIP (pkg/serviceproxy's table) with 1 and with 1,000 Services
-// programmed. The table's rewrite is timed with 1 and with 1,000 Services (2 endpoints each). Needs root.
+// programmed. The table's rewrite is timed with 1 and with 1,000 Services (2 endpoints each). Then the
+// same comparison through `rayctl up` itself, as root and as the laptop user (rootless), on the process
+// runtime: a server pod behind a Service, a client pod (netclient.go) connecting to the server's pod IP
+// and to the ClusterIP in turns, and downloading through each. Needs root.
 
 import (
 	"bufio"
@@ -20,6 +23,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/serviceproxy"
@@ -31,7 +36,7 @@ const (
 	servicesMany     = 1000
 )
 
-func runServices(out string) error {
+func runServices(rayctl, out string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("suite services: needs root (a network namespace, nftables)")
 	}
@@ -127,7 +132,11 @@ func runServices(out string) error {
 		}
 	}
 
-	us := func(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+	upRuns, err := servicesThroughUp(rayctl)
+	if err != nil {
+		return fmt.Errorf("services through rayctl up: %w", err)
+	}
+
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Services: ClusterIP cost per connection and table rewrites\n\n")
@@ -142,8 +151,8 @@ func runServices(out string) error {
 	res := suiteResult{Suite: "services", Title: "Services: ClusterIP cost per connection and table rewrites", Machine: machine() + "; load average " + loadBefore}
 	var cdf []series
 	for _, p := range paths {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.name, us(percentile(p.lat, 0.5)), us(percentile(p.lat, 0.9)), us(percentile(p.lat, 0.99)))
-		res.Figures = append(res.Figures, figure{Name: "connect + request, " + p.name + " (median)", Value: us(percentile(p.lat, 0.5))})
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.name, usStr(percentile(p.lat, 0.5)), usStr(percentile(p.lat, 0.9)), usStr(percentile(p.lat, 0.99)))
+		res.Figures = append(res.Figures, figure{Name: "connect + request, " + p.name + " (median)", Value: usStr(percentile(p.lat, 0.5))})
 		cdf = append(cdf, series{Name: p.name, Values: msValues(p.lat)})
 	}
 	for i := 0; i < len(paths); i += 2 {
@@ -153,6 +162,7 @@ func runServices(out string) error {
 			Value: fmt.Sprintf("%+.0f µs", float64(diff)/float64(time.Microsecond))})
 	}
 	fmt.Fprintf(&b, "\n")
+	writeServicesUp(&b, &res, upRuns)
 	fmt.Fprintf(&b, "\nRewriting the whole table (one nftables transaction: delete and re-create), %d times each:\n\n", servicesRewrites)
 	fmt.Fprintf(&b, "| Services | median | max |\n|---|---|---|\n")
 	for _, n := range []int{1, servicesMany} {
@@ -163,8 +173,8 @@ func runServices(out string) error {
 		}
 		res.Figures = append(res.Figures, figure{Name: "table rewrite, " + what + " (median)", Value: ms(percentile(rewrite[n], 0.5))})
 	}
-	res.Plots = []plotSpec{{File: "services-connect.png", Title: "Connect + request: pod IP vs ClusterIP", Kind: "cdf",
-		XLabel: "connect + GET + close (ms)", YLabel: "share of connections", Series: cdf}}
+	res.Plots = append([]plotSpec{{File: "services-connect.png", Title: "Connect + request: pod IP vs ClusterIP", Kind: "cdf",
+		XLabel: "connect + GET + close (ms)", YLabel: "share of connections", Series: cdf}}, res.Plots...)
 	return writeSuite(out, res, b.String())
 }
 
@@ -189,4 +199,107 @@ func oneRequest(ns, addr string) (time.Duration, error) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return time.Since(t0), nil
+}
+
+// servicesModes are the ways the second part of suite services runs `rayctl up`.
+var servicesModes = []upMode{processRoot, processRootless}
+
+// servicesRounds is how many client pods, in turns over servicesModes, measure the second part.
+const servicesRounds = 4
+
+// servicesThroughUp starts a `rayctl up` in each of servicesModes, runs in each a server pod and a
+// Service in front of it, then client pods in rounds, one instance after the other in each round. It
+// returns, per mode, what the clients measured to the pod IP and to the ClusterIP, in that order.
+func servicesThroughUp(rayctl string) ([][]connRun, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	const ns = "services-bench"
+	insts, stop, err := startModes(ctx, rayctl, "services", ns, servicesModes)
+	defer stop()
+	if err != nil {
+		return nil, err
+	}
+	targets := make([][]string, len(insts))
+	for i, in := range insts {
+		if targets[i], err = serveBehindService(ctx, in, ns); err != nil {
+			return nil, fmt.Errorf("%s: %w", in.mode.who(), err)
+		}
+	}
+	runs := make([][]connRun, len(insts))
+	for round := range servicesRounds {
+		for i, in := range insts {
+			r, err := podClient(ctx, in.kube, ns, fmt.Sprintf("client-%d", round), servicesConns/servicesRounds, targets[i]...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", in.mode.who(), err)
+			}
+			if runs[i] == nil {
+				runs[i] = make([]connRun, len(r))
+			}
+			for k := range r {
+				runs[i][k].add(r[k])
+			}
+		}
+	}
+	return runs, nil
+}
+
+// serveBehindService runs the server pod in ns with a Service in front of it and returns the client's
+// targets: the pod IP's, then the ClusterIP's. The client retries its first connection to each until it
+// is answered (the server listening, the ClusterIP's endpoint programmed).
+func serveBehindService(ctx context.Context, in *upInstance, ns string) ([]string, error) {
+	labels := map[string]string{"app": "server"}
+	server, err := pyPod("server", labels, "-c", connServer, fmt.Sprint(egressBulk))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := in.kube.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "server"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{
+		{Name: "echo", Port: 8080, TargetPort: intstr.FromInt32(8080)}, {Name: "bulk", Port: 8081, TargetPort: intstr.FromInt32(8081)}}}}
+	if svc, err = in.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	podIP := ""
+	if err := poll(ctx, 2*time.Minute, func() bool {
+		p, err := in.kube.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning {
+			podIP = p.Status.PodIP
+		}
+		return podIP != ""
+	}); err != nil {
+		return nil, fmt.Errorf("the server pod is not running (see %s): %w", filepath.Join(in.dir, "rayctl.log"), err)
+	}
+	return []string{podIP + ":8080:8081", svc.Spec.ClusterIP + ":8080:8081"}, nil
+}
+
+// writeServicesUp adds the second part's table and figures: runs holds, per servicesModes, the runs to
+// the pod IP and to the ClusterIP.
+func writeServicesUp(b *strings.Builder, res *suiteResult, runs [][]connRun) {
+	fmt.Fprintf(b, "\n## Through `rayctl up`, as root and rootless\n\n")
+	fmt.Fprintf(b, "Two fresh `rayctl up` (`%s`) side by side: one as root, one run by the ordinary user rayctl-laptop (uid 4242: rayctl's "+
+		"node namespace, bridge and nftables tables inside a user namespace of its own). In each, a server pod (the host's python3: "+
+		"a one-byte echo per connection on 8080, %d MiB on 8081) behind a ClusterIP Service, and a client pod (bench/netclient.go) that "+
+		"connects to the server's pod IP and to the ClusterIP in turns (connect, send a byte, read it back, close), then downloads through each. "+
+		"%d client pods per instance, the two instances' in turns, each %d connections per path after %d to "+
+		"warm up (%d per path in all).\n\n", strings.Join(processRoot.args, " "), egressBulk>>20, servicesRounds, servicesConns/servicesRounds, netConnWarmup, servicesConns)
+	b.WriteString("| mode, path | connect + 1-byte exchange p50 | p90 | p99 | bulk |\n|---|---|---|---|---|\n")
+	plot := plotSpec{File: "services-up-connect.png", Title: "Connect + 1-byte exchange through rayctl up: pod IP vs ClusterIP, root vs rootless",
+		Kind: "cdf", XLabel: "ms", YLabel: "share of connections"}
+	for i, m := range servicesModes {
+		for k, path := range []string{"pod IP", "ClusterIP"} {
+			name := m.who() + ", " + path
+			l := runs[i][k].latencies()
+			fmt.Fprintln(b, latencyRow(name, runs[i][k]))
+			res.Figures = append(res.Figures, figure{Name: "through rayctl up, " + name + ": connect + 1-byte exchange p50 / p99, bulk",
+				Value: fmt.Sprintf("%s / %s, %.0f MiB/s", usStr(percentile(l, 0.5)), usStr(percentile(l, 0.99)), runs[i][k].mbps())})
+			plot.Series = append(plot.Series, series{Name: name, Values: msValues(l)})
+		}
+	}
+	b.WriteString("\n")
+	for i, m := range servicesModes {
+		d := percentile(runs[i][1].latencies(), 0.5) - percentile(runs[i][0].latencies(), 0.5)
+		fmt.Fprintf(b, "Through the ClusterIP, %s: %+.0f µs at the median.\n", m.who(), float64(d)/float64(time.Microsecond))
+	}
+	res.Plots = append(res.Plots, plot)
 }

@@ -23,13 +23,20 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 
 func newGetTokenCommand(g *globalFlags) *cobra.Command {
 	var cluster *clusterFlags
+	var account string
 	cmd := &cobra.Command{
 		Use:   "token CLUSTER",
-		Short: "Print the token a RayCluster's Ray requires (spec.authOptions.mode token), for RAY_AUTH_TOKEN",
-		Long: `Print the token of a RayCluster whose Ray requires one (Ray's token authentication: spec.authOptions.mode
-token, or any cluster whose pods share the host's network), read from the cluster's Secret, with no newline,
-as kubectl ray get token prints it. Ray's CLI and SDK send it when RAY_AUTH_TOKEN holds it; the dashboard
-takes it as "Authorization: Bearer <token>".`,
+		Short: "Print a token a RayCluster's Ray accepts (spec.authOptions.mode token), for RAY_AUTH_TOKEN",
+		Long: `Print a token of a RayCluster whose Ray requires one, with no newline, for RAY_AUTH_TOKEN. Ray's CLI and SDK
+send it when RAY_AUTH_TOKEN holds it; the dashboard takes it as "Authorization: Bearer <token>".
+
+Ray's token authentication (spec.authOptions.mode token, or any cluster whose pods share the host's network):
+the token of the cluster's Secret, as kubectl ray get token prints it.
+
+Kubernetes-delegated token authentication (spec.authOptions.enableK8sTokenAuth): Ray accepts the token of any
+identity the API server authenticates and allows verb ray:write on the RayCluster; this prints a new token
+(an hour) of the service account --service-account names, by default the head's (which Ray's own processes
+need to have ray:write on the cluster), as kubectl create token would.`,
 		Example: `  export RAY_AUTH_TOKEN=$(rayctl get token ray-cluster-with-auth)
   rayctl kubectl port-forward svc/ray-cluster-with-auth-head-svc 8265:8265 &
   ray job submit --address http://127.0.0.1:8265 -- python -c 'import ray; ray.init()'`,
@@ -47,7 +54,10 @@ takes it as "Authorization: Bearer <token>".`,
 			if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: args[0]}, &rc); err != nil {
 				return fmt.Errorf("reading RayCluster %s/%s: %w", ns, args[0], err)
 			}
-			token, err := raycluster.ClusterToken(cmd.Context(), c, c, &rc)
+			if account != "" && !raycluster.K8sTokenAuth(&rc.Spec) {
+				return fmt.Errorf("--service-account: RayCluster %s/%s does not delegate token authentication to Kubernetes (spec.authOptions.enableK8sTokenAuth): its Ray takes its Secret's token only", ns, rc.Name)
+			}
+			token, err := raycluster.UserToken(cmd.Context(), c, &rc, account)
 			if err != nil {
 				return err
 			}
@@ -59,5 +69,6 @@ takes it as "Authorization: Bearer <token>".`,
 		},
 	}
 	cluster = addClusterFlags(cmd, "default")
+	cmd.Flags().StringVar(&account, "service-account", "", "with spec.authOptions.enableK8sTokenAuth: the service account (in the cluster's namespace) whose token to print (default: the head's)")
 	return cmd
 }

@@ -27,7 +27,7 @@ func parseObjectArg(arg string) (kind, name string, err error) {
 	}
 	kind, ok = chain.ParseKind(k)
 	if !ok {
-		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service and job", k)
+		return "", "", fmt.Errorf("unknown kind %q: the chain follows rayjob, rayservice, raycluster, pod, service, job, gateway and httproute", k)
 	}
 	return kind, n, nil
 }
@@ -63,7 +63,8 @@ func newTraceCommand(g *globalFlags) *cobra.Command {
 server accepting it, each controller's informer event, predicate, mapping to its owner, the queue,
 the Reconcile and what it wrote or called — back from a RayJob's submission to the write that made
 its head Pod ready; for a RayService, back from its Serve deploy and from its latest state change
-(applications RUNNING, serve endpoints). Offsets are from the first hop; the second column is each
+(applications RUNNING, serve endpoints), and during an incremental upgrade its latest HTTPRoute write
+with the Gateway controller's hops it caused. Offsets are from the first hop; the second column is each
 hop's own latency.
 
 When no rayctl controller acts on the kind (rayctl up --controllers=none, with KubeRay's operator),

@@ -19,6 +19,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/replicaset"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/apps/statefulset"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/selfsubjectreview"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/accessreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authorization/rulesreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/batch/job"
@@ -54,8 +55,8 @@ type builtins map[schema.GroupVersion]registry.Storage
 
 // newBuiltins builds the storage of every built-in resource. kubeletTLS is the client configuration
 // pods/log, pods/exec and pods/portforward reach kubelets with (nil turns them off); tokens signs what
-// serviceaccounts/token issues.
-func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config, tokens *satoken.Issuer, podDial proxyrest.DialFunc) (builtins, error) {
+// serviceaccounts/token issues; reviewer answers tokenreviews.
+func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authorizer, rules authorizer.RuleResolver, serviceCIDR *net.IPNet, kubeletTLS *tls.Config, tokens *satoken.Issuer, reviewer *tokenreview.REST, podDial proxyrest.DialFunc) (builtins, error) {
 	b := builtins{}
 	add := func(gv schema.GroupVersion, s registry.Storage, err error) error {
 		if err != nil {
@@ -127,7 +128,7 @@ func newBuiltins(optsGetter generic.RESTOptionsGetter, authz authorizer.Authoriz
 		return nil, err
 	}
 	authnGV := schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}
-	if err := add(authnGV, registry.Storage{"selfsubjectreviews": &selfsubjectreview.REST{}}, nil); err != nil {
+	if err := add(authnGV, registry.Storage{"selfsubjectreviews": &selfsubjectreview.REST{}, "tokenreviews": reviewer}, nil); err != nil {
 		return nil, err
 	}
 	return b, nil

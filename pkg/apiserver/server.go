@@ -55,6 +55,7 @@ import (
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/podtemplates"
+	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
 	"github.com/rayctl/rayctl/pkg/apiserver/sharedetcd"
 	"github.com/rayctl/rayctl/pkg/apiserver/storageerrors"
@@ -292,6 +293,8 @@ type authState struct {
 	rbac     *rbac.Authorizer
 	nodePods *node.CachedPods
 	tokens   *satoken.Issuer
+	// reviewer authenticates the bearer tokens TokenReviews ask about.
+	reviewer *tokenreview.REST
 }
 
 // configureAuth sets authentication (client certificates chained to c.CA, ServiceAccount tokens signed by
@@ -309,16 +312,17 @@ func configureAuth(generic *genericapiserver.RecommendedConfig, c Config) (*auth
 	// The node authorizer reads a kubelet's pods from a cache (a LIST through the API server on each of a
 	// kubelet's reads made N pods cost N² work), and through the API when the cache has not caught up.
 	nodePods := node.NewCachedPods(loopbackClient)
-	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool(),
-		&satoken.Authenticator{Key: &c.ServiceAccountKey.PublicKey, Objects: apiObjects{loopbackClient}})
+	saTokens := &satoken.Authenticator{Key: &c.ServiceAccountKey.PublicKey, Objects: apiObjects{loopbackClient}}
+	generic.Authentication.Authenticator = auth.NewAuthenticator(c.CA.Pool(), saTokens)
 	generic.Authentication.APIAudiences = []string{satoken.DefaultIssuer}
+	reviewer := &tokenreview.REST{Authenticator: auth.NewBearerAuthenticator(saTokens), APIAudiences: generic.Authentication.APIAudiences}
 	if generic.Authorization.Authorizer, err = auth.NewAuthorizer(
 		union.NamedAuthorizer{AuthorizerName: "node", Authorizer: node.New(nodePods, node.APIPods{Client: loopbackClient})},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacAuthz},
 	); err != nil {
 		return nil, err
 	}
-	return &authState{rbac: rbacAuthz, nodePods: nodePods, tokens: tokens}, nil
+	return &authState{rbac: rbacAuthz, nodePods: nodePods, tokens: tokens, reviewer: reviewer}, nil
 }
 
 // configureOpenAPI sets the OpenAPI v2 and v3 documents: the built-in kinds' definitions, titled as
@@ -444,7 +448,7 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, generic *generic
 	if serviceCIDR == nil {
 		_, serviceCIDR, _ = net.ParseCIDR(DefaultServiceCIDR)
 	}
-	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, a.rbac, serviceCIDR, kubeletTLS, a.tokens, c.PodDial)
+	builtins, err := newBuiltins(generic.RESTOptionsGetter, generic.Authorization.Authorizer, a.rbac, serviceCIDR, kubeletTLS, a.tokens, a.reviewer, c.PodDial)
 	if err != nil {
 		return nil, err
 	}

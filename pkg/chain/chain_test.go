@@ -271,3 +271,50 @@ func TestTraceOfAPodStartsAtTheWriteThatMadeIt(t *testing.T) {
 		t.Errorf("the autoscaler's patch does not come before the Pod's creation:\n%s", got)
 	}
 }
+
+// A RayService moving traffic: its reconcile writes the HTTPRoute, rayctl's Gateway controller sees the
+// route, reprograms its proxy's table and writes the route's status; a later pass writes the RayService's
+// status. Its trace holds the route write and the Gateway's hops it caused.
+func TestTraceOfRayServiceFollowsItsRouteWrite(t *testing.T) {
+	r := New(100)
+	rs, gw := newCtl(r, "rayservice", "RayService"), newCtl(r, "gateway", "Gateway")
+	route := Ref{Kind: "HTTPRoute", Namespace: "ns", Name: "s-httproute", ResourceVersion: "20"}
+	routeStatus := Ref{Kind: "HTTPRoute", Namespace: "ns", Name: "s-httproute", ResourceVersion: "22"}
+	table := Ref{Kind: "ConfigMap", Namespace: "ns", Name: "s-gateway-rayctl", ResourceVersion: "21"}
+	svc := Ref{Kind: "RayService", Namespace: "ns", Name: "s", ResourceVersion: "23"}
+	api := func(ref Ref, verb string) {
+		r.Record(Event{Component: "apiserver", Hop: APIWrite, Object: ref, Outcome: Outcome(verb), Call: &Call{Verb: verb, Code: 200}})
+	}
+	rs.enqueue("s", nil, EnqueueRequeueAfter, time.Second)
+	rs.dequeue("s", 0)
+	rs.start("s")
+	rs.write("s", route, Update)
+	api(route, "update")
+	rs.end("s", nil)
+	gw.event(route, "19")
+	gw.mapTo(route, "s-gateway", "route's parent gateway")
+	gw.enqueue("s-gateway", &route, EnqueueNew, 0)
+	gw.dequeue("s-gateway", 0)
+	gw.start("s-gateway")
+	gw.write("s-gateway", table, Update)
+	gw.status("s-gateway", routeStatus, F("accepted", "True/Accepted"))
+	api(routeStatus, "update")
+	gw.end("s-gateway", nil)
+	rs.enqueue("s", nil, EnqueueRequeueAfter, time.Second)
+	rs.dequeue("s", 0)
+	rs.start("s")
+	rs.status("s", svc, F("serviceStatus", "Running"))
+	rs.end("s", nil)
+
+	var hops []string
+	for _, s := range Trace(r.Events(Filter{}), "rayservice", "ns", "s") {
+		hops = append(hops, s.Component+" "+string(s.Hop)+" "+s.Object.Kind)
+	}
+	got := strings.Join(hops, "\n")
+	for _, want := range []string{"rayservice controller-write HTTPRoute", "gateway informer HTTPRoute", "gateway reconcile-start Gateway",
+		"gateway controller-write ConfigMap", "gateway status-write HTTPRoute", "rayservice status-write RayService"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the RayService's trace lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -48,7 +48,8 @@ const (
 	// StatusWrite: a controller wrote an object's status (Object carries the new resourceVersion, Status
 	// a few fields of what was written).
 	StatusWrite Hop = "status-write"
-	// ObjectWrite: a controller created or deleted an object (a Pod it scaled) during a Reconcile;
+	// ObjectWrite: a controller created, updated or deleted an object (a Pod it scaled, a route's weights)
+	// during a Reconcile;
 	// Outcome is the verb, Object carries the resourceVersion the API server returned.
 	ObjectWrite Hop = "controller-write"
 	// Transition: an object's state changed (a RayJob's jobDeploymentStatus); Change has from and to,
@@ -77,7 +78,7 @@ const (
 type Outcome string
 
 // The Outcomes of an InformerEvent (the watch event's type, as controller-runtime's event package
-// names them, and of a WatchDelivery), of an ObjectWrite (create, delete) and of an APIRead (list,
+// names them, and of a WatchDelivery), of an ObjectWrite (create, update, delete) and of an APIRead (list,
 // watch).
 const (
 	Create  Outcome = "create"

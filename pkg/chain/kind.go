@@ -13,6 +13,10 @@ const (
 	KindRayCluster = "RayCluster"
 	KindRayJob     = "RayJob"
 	KindRayService = "RayService"
+	// KindGateway and KindHTTPRoute are the Gateway API's (with `rayctl up --gateway-api`): a RayService's
+	// incremental upgrade writes its HTTPRoute, and rayctl's Gateway controller programs the Gateway.
+	KindGateway   = "Gateway"
+	KindHTTPRoute = "HTTPRoute"
 )
 
 // followed are the kinds of the constants above, with their API resource and the names users type
@@ -27,6 +31,8 @@ var followed = []struct {
 	{KindPod, "pods", []string{"po"}},
 	{KindService, "services", []string{"svc"}},
 	{KindJob, "jobs", nil},
+	{KindGateway, "gateways", nil},
+	{KindHTTPRoute, "httproutes", nil},
 }
 
 // KindOf names the kind of a Kubernetes object after its Go type (*corev1.Pod is a "Pod"), as a

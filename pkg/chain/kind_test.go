@@ -11,6 +11,7 @@ func TestParseKindReadsKubectlNames(t *testing.T) {
 		"pod": KindPod, "pods": KindPod, "po": KindPod,
 		"service": KindService, "services": KindService, "svc": KindService,
 		"job": KindJob, "jobs": KindJob,
+		"gateway": KindGateway, "httproutes": KindHTTPRoute, "HTTPRoute": KindHTTPRoute,
 	} {
 		if got, ok := ParseKind(in); !ok || got != want {
 			t.Errorf("ParseKind(%q) = %q, %v; want %q", in, got, ok, want)
@@ -24,7 +25,7 @@ func TestParseKindReadsKubectlNames(t *testing.T) {
 }
 
 func TestKindOfResourceAndObject(t *testing.T) {
-	for res, want := range map[string]string{"pods": KindPod, "rayjobs": KindRayJob, "jobs": KindJob, "configmaps": "configmap"} {
+	for res, want := range map[string]string{"pods": KindPod, "rayjobs": KindRayJob, "jobs": KindJob, "httproutes": KindHTTPRoute, "configmaps": "configmap"} {
 		if got := KindOfResource(res); got != want {
 			t.Errorf("KindOfResource(%q) = %q, want %q", res, got, want)
 		}

@@ -224,7 +224,9 @@ func (x *index) effects(i int) []int {
 // (for a RayJob its submission to the dashboard, else its latest state change or status write, else
 // its latest reconcile), every cause of every hop on the way back (coalesced enqueues included), and
 // for a Pod what its latest kubelet write went on to cause, after the chain that created it (the write
-// that made its controller create it: a user's, or an autoscaler's). kind matches case-insensitively.
+// that made its controller create it: a user's, or an autoscaler's). A RayService's trace also holds the
+// chain to its latest Serve deploy and to its latest HTTPRoute write, with what that write caused. kind
+// matches case-insensitively.
 func Trace(events []Event, kind, namespace, name string) []Step {
 	x := newIndex(events)
 	anchor := x.anchor(kind, namespace, name)
@@ -238,6 +240,13 @@ func Trace(events []Event, kind, namespace, name string) []Step {
 		// dashboard; the chain that led to that deploy is part of its story.
 		if put := x.lastCall(kind, namespace, name, "PUT"); put >= 0 && !set[put] {
 			x.back(put, set, 0)
+		}
+		// An incremental upgrade moves traffic by writing the RayService's HTTPRoute: the chain to its
+		// latest route write, and what that write went on to cause (the Gateway controller programming
+		// its proxy), are part of it too.
+		if w := x.lastWriteIn(kind, namespace, name, KindHTTPRoute); w >= 0 {
+			x.back(w, set, 0)
+			x.forward(w, set)
 		}
 	}
 	if x.ev[anchor].Hop == KubeletWrite {
@@ -258,6 +267,26 @@ func (x *index) lastCall(kind, ns, name, method string) int {
 		e := &x.ev[i]
 		if e.IsCall(method) && eqFold(e.Object.Kind, kind) && e.Object.Namespace == ns && e.Object.Name == name {
 			return i
+		}
+	}
+	return -1
+}
+
+// lastWriteIn is the latest write of an object of kind written by a reconcile of the object (kind,
+// ns, name), or -1.
+func (x *index) lastWriteIn(kind, ns, name, written string) int {
+	for i := len(x.ev) - 1; i >= 0; i-- {
+		e := &x.ev[i]
+		if e.Hop != ObjectWrite || !eqFold(e.Object.Kind, written) || e.Reconcile == 0 {
+			continue
+		}
+		for _, j := range x.passes[e.Reconcile] {
+			if s := &x.ev[j]; s.Hop == ReconcileStart {
+				if eqFold(s.Object.Kind, kind) && s.Object.Namespace == ns && s.Object.Name == name {
+					return i
+				}
+				break
+			}
 		}
 	}
 	return -1

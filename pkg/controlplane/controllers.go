@@ -205,6 +205,9 @@ func (cp *ControlPlane) managerOptions(s managerSpec) ctrlset.Options {
 	opts.MetricsAddr, opts.HealthAddr = f.MetricsAddr, f.HealthAddr
 	opts.PodDial = cp.dialPods
 	opts.HostNetworkPods = cp.sandbox.Mode == SandboxHost
+	if iso, ok := cp.rt.Runtime.(interface{ Isolated() bool }); ok {
+		opts.PodMountsUnplaced = !iso.Isolated()
+	}
 	opts.OfflinePods = cp.podsOffline()
 	if hostRay := cp.rt.HostRay; hostRay != nil {
 		opts.HostRayVersion = func(image string) string {

@@ -35,6 +35,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/runtime/network/egress"
 	"github.com/rayctl/rayctl/pkg/runtime/preload"
 	"github.com/rayctl/rayctl/pkg/runtime/selector"
+	"github.com/rayctl/rayctl/pkg/selfpages"
 	"github.com/rayctl/rayctl/pkg/userns"
 )
 
@@ -387,7 +388,7 @@ func (cp *ControlPlane) markReady() error {
 		}
 		debug.FreeOSMemory()
 		if dropBinaryPagesWhenQuiet {
-			_, _ = dropBinaryPages()
+			_, _ = selfpages.Drop()
 		}
 		returnMemoryWhenQuiet(ctx)
 	})

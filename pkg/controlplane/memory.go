@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/rayctl/rayctl/pkg/selfpages"
 )
 
 // Once ready, memory the heap no longer needs goes back to the system when the process is quiet. The
@@ -23,7 +25,7 @@ const (
 )
 
 // dropBinaryPagesWhenQuiet: every quietCheckEvery, the pages of rayctl's binary that the process is not
-// using are unmapped (see dropBinaryPages): start-up touches most of its 118 MB, idle it runs a few MB of it.
+// using are unmapped (see selfpages.Drop): start-up touches most of its 118 MB, idle it runs a few MB of it.
 var dropBinaryPagesWhenQuiet = os.Getenv("RAYCTL_KEEP_BINARY_PAGES") == ""
 
 // heapSample is what returnMemoryWhenQuiet reads of the runtime's metrics.
@@ -77,7 +79,7 @@ func returnMemoryWhenQuiet(ctx context.Context) {
 			now = readHeap()
 		}
 		if dropBinaryPagesWhenQuiet {
-			_, _ = dropBinaryPages()
+			_, _ = selfpages.Drop()
 		}
 		prev = now
 	}

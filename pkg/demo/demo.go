@@ -140,8 +140,8 @@ type run struct {
 
 	kube kubernetes.Interface
 	ray  rayclient.Interface
-	// reader reads the RayJob's cluster and its token Secret, when its Ray requires a token.
-	reader client.Reader
+	// reader reads the RayJob's cluster and its token (its Secret, or a service account's, see raycluster.UserToken).
+	reader client.Client
 	// cc reads the chain recorder; nil when it is not available. mark is where it stood at the start.
 	cc   chain.Source
 	mark *chain.EventList
@@ -496,7 +496,7 @@ func clip(s string, n int) string {
 
 // printResult prints the job's outcome, its logs where the head's dashboard answers, and the time
 // from apply to the end.
-func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernetes.Interface, reader client.Reader, j *rayv1.RayJob, took time.Duration) {
+func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernetes.Interface, reader client.Client, j *rayv1.RayJob, took time.Duration) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, st.bold("Result"))
 	status := string(j.Status.JobStatus)
@@ -531,7 +531,7 @@ func printResult(ctx context.Context, out io.Writer, st demoStyle, kube kubernet
 // proxy to the head Pod (this machine has no route to pods, as on a cluster); nil when it does not answer
 // quickly. Where the cluster's Ray requires a token (read through reader) it goes as X-Ray-Authorization:
 // the API server keeps a request's Authorization header to itself.
-func jobLogs(ctx context.Context, kube kubernetes.Interface, reader client.Reader, j *rayv1.RayJob) []string {
+func jobLogs(ctx context.Context, kube kubernetes.Interface, reader client.Client, j *rayv1.RayJob) []string {
 	head := j.Status.RayClusterStatus.Head.PodName
 	if head == "" || j.Status.JobId == "" {
 		return nil
@@ -545,7 +545,7 @@ func jobLogs(ctx context.Context, kube kubernetes.Interface, reader client.Reade
 		SubResource("proxy").Suffix("api", "jobs", j.Status.JobId, "logs")
 	var c rayv1.RayCluster
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: j.Namespace, Name: j.Status.RayClusterName}, &c); err == nil {
-		if token, err := raycluster.ClusterToken(ctx, reader, reader, &c); err == nil && token != "" {
+		if token, err := raycluster.UserToken(ctx, reader, &c, ""); err == nil && token != "" {
 			req.SetHeader("X-Ray-Authorization", "Bearer "+token)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -35,6 +36,7 @@ type Proxy struct {
 
 // portServer is what one port serves: its current rules and its servers.
 type portServer struct {
+	port    int32
 	mu      sync.RWMutex
 	rules   []*rule
 	servers []*http.Server
@@ -43,7 +45,8 @@ type portServer struct {
 // rule is a compiled Rule with its weighted round-robin state.
 type rule struct {
 	Rule
-	m *matcher
+	m        *matcher
+	timeouts parsedTimeouts
 	// Smooth weighted round robin (as nginx's): each pick adds every backend's weight to its current
 	// value, takes the largest and subtracts the total from it, so any run of sum(weights) picks gives
 	// each backend exactly its weight.
@@ -76,16 +79,16 @@ func (p *Proxy) Update(t *Table) error {
 		seen[port.Port] = true
 		rules := make([]*rule, 0, len(port.Rules))
 		for _, r := range port.Rules {
-			m, err := compile(r.Match)
+			ru, err := compileRule(r)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			rules = append(rules, &rule{Rule: r, m: m, current: make([]int64, len(r.Backends))})
+			rules = append(rules, ru)
 		}
 		ps := p.ports[port.Port]
 		if ps == nil {
-			ps = &portServer{}
+			ps = &portServer{port: port.Port}
 			if err := p.listen(ps, port.Port); err != nil {
 				errs = append(errs, err)
 				continue
@@ -164,21 +167,37 @@ func (p *Proxy) newTransport() http.RoundTripper {
 	return &http.Transport{Proxy: nil, DialContext: dial, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
 }
 
-// backendKey carries the chosen backend from the handler to the reverse proxy's Rewrite.
-type backendKey struct{}
+// proxied is what the handler hands the reverse proxy with a request: the backend chosen and the
+// changes the filters make to its response.
+type proxied struct {
+	b        *Backend
+	response []*HeaderModifier
+}
+
+type proxiedKey struct{}
 
 // handler routes the requests of one port.
 func (p *Proxy) handler(ps *portServer) http.Handler {
 	rp := &httputil.ReverseProxy{
 		Transport: p.transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			b := pr.In.Context().Value(backendKey{}).(*Backend)
+			b := pr.In.Context().Value(proxiedKey{}).(*proxied).b
 			pr.SetURL(&url.URL{Scheme: "http", Host: b.Addr})
-			pr.Out.Host = pr.In.Host // the Gateway API keeps the client's Host
+			pr.Out.Host = pr.In.Host // the Gateway API keeps the client's Host (or a URLRewrite's)
 			pr.SetXForwarded()
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			for _, m := range resp.Request.Context().Value(proxiedKey{}).(*proxied).response {
+				m.apply(resp.Header)
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			b := r.Context().Value(backendKey{}).(*Backend)
+			b := r.Context().Value(proxiedKey{}).(*proxied).b
+			if errors.Is(err, context.DeadlineExceeded) {
+				http.Error(w, "gateway: backend "+b.Name+" did not answer within the route's timeout", http.StatusGatewayTimeout)
+				return
+			}
 			p.logf("backend %s (%s): %v", b.Name, b.Addr, err)
 			http.Error(w, "gateway: backend "+b.Name+" unreachable", http.StatusBadGateway)
 		},
@@ -187,29 +206,81 @@ func (p *Proxy) handler(ps *portServer) http.Handler {
 		ps.mu.RLock()
 		rules := ps.rules
 		ps.mu.RUnlock()
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
+		host := hostOnly(r.Host)
 		for _, ru := range rules {
-			if !hostMatches(ru.Hostnames, host) || !ru.m.matches(r) {
-				continue
-			}
-			b := ru.pick()
-			if b == nil {
-				http.Error(w, "gateway: route "+ru.Route+" has no backend with a weight", http.StatusInternalServerError)
+			if hostMatches(ru.Hostnames, host) && ru.m.matches(r) {
+				p.serve(w, r, ps.port, ru, rp)
 				return
 			}
-			w.Header().Set(BackendHeader, b.Name)
-			if b.Addr == "" {
-				http.Error(w, "gateway: backend "+b.Name+" does not resolve", http.StatusInternalServerError)
-				return
-			}
-			rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), backendKey{}, b)))
-			return
 		}
 		http.NotFound(w, r)
 	})
+}
+
+// serve answers r, which ru routes, on the listener port: the rule's filters, its backend (with that
+// backend's filters) and its timeouts.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, port int32, ru *rule, rp *httputil.ReverseProxy) {
+	if ru.Error != "" {
+		http.Error(w, "gateway: route "+ru.Route+": "+ru.Error, http.StatusInternalServerError)
+		return
+	}
+	ctx, cancel := withTimeout(r.Context(), ru.timeouts.request)
+	defer cancel()
+	prefix := ""
+	if ru.Match.PathType == PathPrefix {
+		prefix = ru.Match.Path
+	}
+	x := &exchange{out: r.Clone(ctx)}
+	applyFilters(x, ru.Filters, prefix, p.mirror)
+	if x.redirect == nil {
+		b := ru.pick()
+		if b == nil {
+			http.Error(w, "gateway: route "+ru.Route+" has no backend with a weight", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set(BackendHeader, b.Name)
+		if b.Addr == "" {
+			http.Error(w, "gateway: backend "+b.Name+" does not resolve", http.StatusInternalServerError)
+			return
+		}
+		applyFilters(x, b.Filters, prefix, p.mirror)
+		if x.redirect == nil {
+			bctx, cancel := withTimeout(ctx, ru.timeouts.backend)
+			defer cancel()
+			rp.ServeHTTP(w, x.out.WithContext(context.WithValue(bctx, proxiedKey{}, &proxied{b: b, response: x.response})))
+			return
+		}
+	}
+	for _, m := range x.response {
+		m.apply(w.Header())
+	}
+	code := x.redirect.StatusCode
+	if code == 0 {
+		code = http.StatusFound
+	}
+	http.Redirect(w, x.out, x.redirect.location(x.out, port, prefix), code)
+}
+
+// mirror sends a copy of r to m's backend and drops the answer.
+func (p *Proxy) mirror(m *Mirror, r *http.Request) {
+	c := mirrorCopy(r)
+	if c == nil {
+		p.logf("mirror %s: request body over %d bytes not mirrored", m.Name, maxMirroredBody)
+		return
+	}
+	c.RequestURI = ""
+	c.URL = &url.URL{Scheme: "http", Host: m.Addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	go func() {
+		ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+		defer cancel()
+		resp, err := p.transport.RoundTrip(c.WithContext(ctx))
+		if err != nil {
+			p.logf("mirror %s (%s): %v", m.Name, m.Addr, err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
 }
 
 // pick chooses the next backend by smooth weighted round robin; nil when no weight is above 0.

@@ -1,6 +1,7 @@
 // Package gatewayproxy is the data plane of rayctl's Gateway: an HTTP reverse proxy that routes each
 // request by a Table (which port it came in on, its host, path, method and headers) to one of the rule's
-// backends, chosen by weight. The Gateway controller (pkg/controllers/ray/gateway) computes the Table from a
+// backends, chosen by weight, applying the rule's filters (header changes, redirects, rewrites, mirrors)
+// and timeouts. The Gateway controller (pkg/controllers/ray/gateway) computes the Table from a
 // Gateway and its HTTPRoutes and stores it as JSON in a ConfigMap; `rayctl gateway-proxy`, run in a pod
 // the controller makes, follows that ConfigMap and serves it. The package knows nothing of the Gateway
 // API's types: the controller has resolved listeners, route attachment, precedence and Services.
@@ -39,8 +40,16 @@ type Rule struct {
 	Hostnames []string `json:"hostnames,omitempty"`
 	// Match is what the request must carry.
 	Match Match `json:"match"`
-	// Backends share the requests the rule routes by weight. None, or weights that sum to 0, is a 500.
+	// Backends share the requests the rule routes by weight. None, or weights that sum to 0, is a 500
+	// (unless a RequestRedirect answers).
 	Backends []Backend `json:"backends,omitempty"`
+	// Filters apply, in order, to the requests the rule routes and their responses.
+	Filters []Filter `json:"filters,omitempty"`
+	// Timeouts bound the requests the rule routes.
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// Error, when set, answers every request the rule routes with a 500 saying it: the rule has a filter
+	// that does not resolve, which the Gateway API forbids skipping.
+	Error string `json:"error,omitempty"`
 }
 
 // Match is an HTTPRoute match: a path, optionally a method, and headers that must all match.
@@ -77,6 +86,8 @@ type Backend struct {
 	Addr string `json:"addr,omitempty"`
 	// Weight is its share among the rule's backends.
 	Weight int32 `json:"weight"`
+	// Filters apply, after the rule's, to the requests sent to this backend.
+	Filters []Filter `json:"filters,omitempty"`
 }
 
 // Path types and header match types of the Gateway API.
@@ -95,12 +106,40 @@ func Parse(data []byte) (*Table, error) {
 	}
 	for _, p := range t.Ports {
 		for _, r := range p.Rules {
-			if _, err := compile(r.Match); err != nil {
-				return nil, fmt.Errorf("gateway table: route %s: %w", r.Route, err)
+			if _, err := compileRule(r); err != nil {
+				return nil, fmt.Errorf("gateway table: %w", err)
 			}
 		}
 	}
 	return &t, nil
+}
+
+// compileRule readies r to serve: its match compiled, its filters checked, its timeouts read.
+func compileRule(r Rule) (*rule, error) {
+	m, err := compile(r.Match)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", r.Route, err)
+	}
+	for _, fs := range append([][]Filter{r.Filters}, backendFilters(r.Backends)...) {
+		for i := range fs {
+			if err := fs[i].check(); err != nil {
+				return nil, fmt.Errorf("route %s: %w", r.Route, err)
+			}
+		}
+	}
+	t, err := r.Timeouts.parse()
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", r.Route, err)
+	}
+	return &rule{Rule: r, m: m, timeouts: t, current: make([]int64, len(r.Backends))}, nil
+}
+
+func backendFilters(bs []Backend) [][]Filter {
+	out := make([][]Filter, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, b.Filters)
+	}
+	return out
 }
 
 // matcher is a compiled Match.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/hostmem"
 	"github.com/rayctl/rayctl/pkg/procstop"
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
 	"github.com/rayctl/rayctl/pkg/raysim/resource"
@@ -91,6 +92,11 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		tempDir = node.DefaultTempDir
 	}
 	logger := log.New(stderr, "raysim ", log.LstdFlags|log.Lmicroseconds)
+	// With RAY_ENABLE_K8S_TOKEN_AUTH the API server decides which callers' tokens are taken.
+	var check auth.Check
+	if token != "" && auth.K8sMode(os.Getenv) {
+		check = auth.NewK8sReviewer(os.Getenv, nil, logger.Printf).Check()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -124,7 +130,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 			Resources: res, TempDir: tempDir, WriteInfo: true,
 			HeartbeatPeriod: period,
 			NodeTimeout:     period * time.Duration(envInt("RAY_health_check_failure_threshold", 5)),
-			Version:         Version, AuthToken: token, Logf: logger.Printf,
+			Version:         Version, AuthToken: token, AuthCheck: check, Logf: logger.Printf,
 		})
 		if err != nil {
 			fmt.Fprintln(stderr, "raysim: ray start --head:", err)
@@ -146,7 +152,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		ServePort: defaultServePort, HeadServePort: defaultServePort,
 		Resources:        res,
 		ReconnectTimeout: time.Duration(envInt("RAY_gcs_rpc_server_reconnect_timeout_s", 60)) * time.Second,
-		Version:          Version, AuthToken: token, Logf: logger.Printf,
+		Version:          Version, AuthToken: token, AuthCheck: check, Logf: logger.Printf,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,6 +29,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
@@ -109,18 +111,132 @@ spec:
       port: 8000
 `
 
+// gatewayFilters are HTTPRoutes of the Gateway web with filters and timeouts: /rewrite/… has its
+// request headers changed and its prefix rewritten to the echo backend's CGI script, and a response
+// header set; /old/… is redirected (301) to /new/…; /cgi-bin/slow has a 1 s request timeout; and a
+// route whose only rule has a CORS filter, which rayctl's Gateway does not implement.
+const gatewayFilters = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: filters
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /rewrite
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set:
+        - name: X-Set
+          value: set-by-gateway
+        add:
+        - name: X-Added
+          value: added
+        remove:
+        - X-Remove
+    - type: ResponseHeaderModifier
+      responseHeaderModifier:
+        set:
+        - name: X-Backend
+          value: changed-by-gateway
+    - type: URLRewrite
+      urlRewrite:
+        path:
+          type: ReplacePrefixMatch
+          replacePrefixMatch: /cgi-bin/echo
+    backendRefs:
+    - name: echo
+      port: 8000
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /old
+    filters:
+    - type: RequestRedirect
+      requestRedirect:
+        path:
+          type: ReplacePrefixMatch
+          replacePrefixMatch: /new
+        statusCode: 301
+  - matches:
+    - path:
+        type: Exact
+        value: /cgi-bin/slow
+    timeouts:
+      request: 1s
+    backendRefs:
+    - name: echo
+      port: 8000
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: cors
+spec:
+  parentRefs:
+  - name: web
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /cors
+    filters:
+    - type: CORS
+      cors:
+        allowOrigins:
+        - https://example.com
+    backendRefs:
+    - name: web-a
+      port: 8000
+`
+
+// echoScripts are the echo backend's CGI scripts: echo answers the URI it got and its request headers
+// (HTTP_* variables) with the response header X-Backend: echo; slow answers after 30 s.
+const echoScripts = `mkdir -p /tmp/www/cgi-bin && cat > /tmp/www/cgi-bin/echo <<'EOF'
+#!/bin/sh
+echo "Content-Type: text/plain"
+echo "X-Backend: echo"
+echo
+echo "uri=$REQUEST_URI"
+env | grep ^HTTP_ | sort
+EOF
+cat > /tmp/www/cgi-bin/slow <<'EOF'
+#!/bin/sh
+sleep 30
+echo "Content-Type: text/plain"
+echo
+echo late
+EOF
+chmod +x /tmp/www/cgi-bin/echo /tmp/www/cgi-bin/slow && exec httpd -f -p 8000 -h /tmp/www`
+
 // gatewayInstance starts an instance serving the Gateway API, with a pod network of its own.
 func gatewayInstance(t *testing.T) *framework.Instance {
+	needPodNetwork(t)
+	return framework.StartTest(t, "--gateway-api")
+}
+
+// needPodNetwork skips a test where rayctl's Gateway cannot run: its proxy and its backends need a pod
+// network of rayctl's own.
+func needPodNetwork(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the Gateway's proxy and its backends need a pod network of rayctl's own: run as root")
 	}
-	return framework.StartTest(t, "--gateway-api")
 }
 
 // webBackend runs busybox httpd answering name on port 8000, behind a Service of that name.
 func webBackend(t *testing.T, ctx context.Context, in *framework.Instance, ns, name string) {
 	t.Helper()
-	script := fmt.Sprintf("mkdir -p /tmp/www && echo %s > /tmp/www/index.html && exec httpd -f -p 8000 -h /tmp/www", name)
+	httpdBackend(t, ctx, in, ns, name, fmt.Sprintf("mkdir -p /tmp/www && echo %s > /tmp/www/index.html && exec httpd -f -p 8000 -h /tmp/www", name))
+}
+
+// httpdBackend runs script (which serves port 8000) in a pod behind a Service, both named name.
+func httpdBackend(t *testing.T, ctx context.Context, in *framework.Instance, ns, name, script string) {
+	t.Helper()
 	pod := nodePod(name, corev1.RestartPolicyAlways, 1, nodeSh("web", script))
 	pod.Labels = map[string]string{"app": name}
 	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8000)}}, PeriodSeconds: 1}
@@ -145,7 +261,7 @@ func jsonpath(t *testing.T, ctx context.Context, in *framework.Instance, ns, wha
 // GatewayClass is Accepted; each HTTPRoute's parent entry says Accepted and ResolvedRefs (False,
 // BackendNotFound, for the route to a missing Service); through the port-forward, the header match wins
 // over the split, the split is exactly 3:1 over 40 requests, the missing backend answers 500 and an
-// unrouted path 404.
+// unrouted path 404; then filters and timeouts (checkGatewayFilters).
 func TestGatewayRoutes(t *testing.T) {
 	in := gatewayInstance(t)
 	ctx := testContext(t)
@@ -156,6 +272,7 @@ func TestGatewayRoutes(t *testing.T) {
 	})
 	webBackend(t, ctx, in, ns, "web-a")
 	webBackend(t, ctx, in, ns, "web-b")
+	httpdBackend(t, ctx, in, ns, "echo", echoScripts)
 	out, stderr, err := in.Kubectl(ctx, strings.ReplaceAll(gatewayRoutes, "CLASS", class), "apply", "-n", ns, "-f", "-")
 	must(t, "applying the Gateway and its routes: "+out+stderr, err)
 
@@ -227,6 +344,70 @@ func TestGatewayRoutes(t *testing.T) {
 	if code, _, err := httpGet(ctx, base+"/missing"); err != nil || code != http.StatusInternalServerError {
 		t.Errorf("GET /missing (a backend that does not resolve): %d %v; want 500", code, err)
 	}
+	checkGatewayFilters(t, ctx, in, ns, base)
+}
+
+// checkGatewayFilters applies gatewayFilters and checks, through the port-forward at base, the header
+// changes and the rewrite the echo backend sees, the response header change, the redirect, and the
+// request timeout's 504; and the CORS route's status: Accepted False, UnsupportedValue.
+func checkGatewayFilters(t *testing.T, ctx context.Context, in *framework.Instance, ns, base string) {
+	t.Helper()
+	out, stderr, err := in.Kubectl(ctx, gatewayFilters, "apply", "-n", ns, "-f", "-")
+	must(t, "applying the routes with filters: "+out+stderr, err)
+	parents := func(route string) string {
+		return jsonpath(t, ctx, in, ns, "httproute/"+route, `{range .status.parents[*]}{range .conditions[*]}{.type}={.status}/{.reason};{end}{end}`)
+	}
+	for route, want := range map[string]string{
+		"filters": "Accepted=True/Accepted;ResolvedRefs=True/ResolvedRefs;",
+		"cors":    "Accepted=False/UnsupportedValue;ResolvedRefs=True/ResolvedRefs;",
+	} {
+		eventually(t, ctx, nodeTimeout, "HTTPRoute "+route+"'s parent status", func(ctx context.Context) (bool, error) { return parents(route) == want, nil })
+	}
+	t.Logf("the CORS route: %s", jsonpath(t, ctx, in, ns, "httproute/cors", `{.status.parents[0].conditions[?(@.type=="Accepted")].message}`))
+
+	noRedirect := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(path string, header map[string]string) (*http.Response, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := noRedirect.Do(req)
+		must(t, "GET "+path+" through the Gateway", err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	// The proxy follows the table in its ConfigMap: wait for the new routes to be served.
+	var resp *http.Response
+	var body string
+	eventually(t, ctx, nodeTimeout, "the rewritten route answering", func(context.Context) (bool, error) {
+		resp, body = send("/rewrite/x?y=1", map[string]string{"X-Set": "from-client", "X-Added": "first", "X-Remove": "gone"})
+		return resp.StatusCode == http.StatusOK && strings.Contains(body, "uri="), nil
+	})
+	for _, want := range []string{"uri=/cgi-bin/echo/x?y=1\n", "HTTP_X_SET=set-by-gateway\n", "HTTP_X_ADDED=first,added\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the echo backend saw %q; want %q in it", body, want)
+		}
+	}
+	if strings.Contains(body, "HTTP_X_REMOVE") {
+		t.Errorf("the echo backend saw the removed header X-Remove: %q", body)
+	}
+	if got := resp.Header.Get("X-Backend"); got != "changed-by-gateway" {
+		t.Errorf("the response's X-Backend is %q; want the ResponseHeaderModifier's changed-by-gateway", got)
+	}
+	resp, _ = send("/old/page?q=1", nil)
+	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "http://127.0.0.1/new/page?q=1" {
+		t.Errorf("GET /old/page?q=1: %d Location %q; want 301 to http://127.0.0.1/new/page?q=1 (the listener's port 80 left out)", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body = send("/cgi-bin/slow", nil)
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("GET /cgi-bin/slow (a 30 s answer, a 1 s request timeout): %d %q; want 504", resp.StatusCode, body)
+	}
+	// The CORS rule is dropped: /cors falls to the split route's catch-all (whose httpd has no such file).
+	if resp, _ = send("/cors", nil); !strings.HasPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), ns+"/web-") {
+		t.Errorf("GET /cors: %d from %q; want the split route's backends", resp.StatusCode, resp.Header.Get("X-Rayctl-Gateway-Backend"))
+	}
 }
 
 // TestRayServiceIncrementalUpgrade: a RayService with upgradeStrategy NewClusterWithIncrementalUpgrade
@@ -234,7 +415,8 @@ func TestGatewayRoutes(t *testing.T) {
 // through `kubectl port-forward` to the Gateway, a change of rayClusterConfig moves traffic to the new
 // cluster in stepSizePercent steps (the status's trafficRoutedPercent passes through values between 0
 // and 100), no request fails, and the upgrade ends with the new cluster active and answering every
-// request.
+// request; `rayctl trace` shows the HTTPRoute write and the Gateway's hops it caused. Then a second
+// upgrade, reverted mid-way, rolls back (testIncrementalRollback), still with no failed request.
 func TestRayServiceIncrementalUpgrade(t *testing.T) {
 	in := gatewayInstance(t)
 	e := newRayEnv(t, in)
@@ -261,26 +443,7 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 		return jsonpath(t, ctx, in, e.ns, "gateway/"+name+"-gateway", `{.status.conditions[?(@.type=="Programmed")].status}`) == "True", nil
 	})
 
-	_, local := portForward(t, e.ctx, in, e.ns, nil, "svc/"+name+"-gateway-"+class, 80)
-	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
-	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err.Error()
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
-			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
-		}
-		// The proxy names the backend: <namespace>/<cluster>-serve-svc:8000.
-		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
-	})
-	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
-		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
-	})
+	load := e.fruitLoadThroughGateway(t, "svc/"+name+"-gateway-"+class)
 
 	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`)
 	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
@@ -311,15 +474,135 @@ func TestRayServiceIncrementalUpgrade(t *testing.T) {
 	e.waitFor(t, 30*time.Second, "more requests answered by the new cluster", func(context.Context) (bool, string, error) {
 		return load.counts()[newName] > before+10, fmt.Sprint(load.counts()), nil
 	})
-	failures := load.stop()
 	byCluster := load.counts()
-	t.Logf("requests through the Gateway: %d answered, by cluster %v; %d failed", load.ok.Load(), byCluster, load.failed.Load())
 	if byCluster[old] == 0 || byCluster[newName] == 0 {
 		t.Errorf("answers by cluster %v; want both %s and %s", byCluster, old, newName)
 	}
+	checkRouteTrace(t, e, name)
+	testIncrementalRollback(t, e, name, newName, load)
+	failures := load.stop()
+	t.Logf("requests through the Gateway: %d answered, by cluster %v; %d failed", load.ok.Load(), load.counts(), load.failed.Load())
 	if len(failures) > 0 {
-		t.Errorf("%d requests through the Gateway failed during the upgrade:\n%s", len(failures), strings.Join(failures, "\n"))
+		t.Errorf("%d requests through the Gateway failed during the upgrade and the rollback:\n%s", len(failures), strings.Join(failures, "\n"))
 	}
+}
+
+// checkRouteTrace checks that `rayctl trace rayservice/NAME` shows, in order, the RayService's latest
+// HTTPRoute write, the API server accepting it, and rayctl's Gateway controller reconciling the Gateway
+// and writing its proxy's routing table.
+func checkRouteTrace(t *testing.T, e *rayEnv, name string) {
+	t.Helper()
+	steps := e.traceSteps(t, "rayservice/"+name)
+	want := []hopPattern{
+		{"rayservice", chain.ObjectWrite, "HTTPRoute", "updated"},
+		{"gateway", chain.InformerEvent, "HTTPRoute", ""},
+		{"gateway", chain.ReconcileStart, "Gateway", name + "-gateway"},
+		{"gateway", chain.ObjectWrite, "ConfigMap", "updated"},
+	}
+	if i, lines := matchInOrder(steps, want); i < len(want) {
+		t.Errorf("rayctl trace rayservice/%s lacks, in order, %s (matched %d of %d hops); trace:\n%s", name, want[i], i, len(want), lines)
+	}
+	if !slices.ContainsFunc(steps, func(s chain.Step) bool { return s.Hop == chain.APIWrite && s.Object.Kind == chain.KindHTTPRoute }) {
+		t.Errorf("rayctl trace rayservice/%s has no API write of its HTTPRoute", name)
+	}
+}
+
+// testIncrementalRollback: a second upgrade of the RayService (whose active cluster is active), reverted
+// by the user once the new cluster carries some traffic, rolls back as KubeRay v1.7 does: the RayService
+// gets RollbackInProgress (DesiredClusterSpecChanged), traffic returns to the active cluster in
+// stepSizePercent steps, the rollback completes (RollbackInProgress gone, UpgradeInProgress False with
+// NoPendingCluster, the active cluster unchanged at 100% capacity and traffic) and the pending cluster is
+// deleted, while load keeps every request answered.
+func testIncrementalRollback(t *testing.T, e *rayEnv, name, active string, load *steadyLoad) {
+	t.Helper()
+	// A slower interval than the first upgrade's, so that the revert lands while traffic is split.
+	patch := []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.2"},"upgradeStrategy":{"clusterUpgradeOptions":{"intervalSeconds":4}}}}`)
+	_, err := e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	must(t, "patching rayClusterConfig for a second upgrade", err)
+	rs := e.waitService(t, name, "the second upgrade's new cluster carrying half the traffic", 3*time.Minute, func(rs *rayv1.RayService) bool {
+		w := ptr.Deref(rs.Status.PendingServiceStatus.TrafficRoutedPercent, 0)
+		return w >= 50 && w < 100
+	})
+	pending := rs.Status.PendingServiceStatus.RayClusterName
+	if rs.Status.ActiveServiceStatus.RayClusterName != active {
+		t.Fatalf("during the second upgrade the active cluster is %s; want %s", rs.Status.ActiveServiceStatus.RayClusterName, active)
+	}
+	atRevert := ptr.Deref(rs.Status.ActiveServiceStatus.TrafficRoutedPercent, 0)
+	servedByPending := load.counts()[pending]
+	_, err = e.ray.RayV1().RayServices(e.ns).Patch(e.ctx, name, types.MergePatchType, []byte(`{"spec":{"rayClusterConfig":{"rayVersion":"2.46.1"}}}`), metav1.PatchOptions{})
+	must(t, "reverting rayClusterConfig", err)
+	t.Logf("reverted with %d%% of traffic on the active cluster %s, the pending %s having answered %d requests", atRevert, active, pending, servedByPending)
+	if servedByPending == 0 {
+		t.Errorf("the pending cluster %s answered no request before the revert", pending)
+	}
+
+	rollback := e.waitService(t, name, "RollbackInProgress True", 30*time.Second, func(rs *rayv1.RayService) bool {
+		return meta.IsStatusConditionTrue(rs.Status.Conditions, string(rayv1.RollbackInProgress))
+	})
+	c := meta.FindStatusCondition(rollback.Status.Conditions, string(rayv1.RollbackInProgress))
+	if c.Reason != "DesiredClusterSpecChanged" || c.Message != "Goal state reverted to original cluster, rolling back." {
+		t.Errorf("RollbackInProgress: %s %q; want KubeRay's DesiredClusterSpecChanged, \"Goal state reverted to original cluster, rolling back.\"", c.Reason, c.Message)
+	}
+	back := map[int32]bool{}
+	rs = e.waitService(t, name, "the rollback complete", 2*time.Minute, func(rs *rayv1.RayService) bool {
+		if w := ptr.Deref(rs.Status.ActiveServiceStatus.TrafficRoutedPercent, 0); w > atRevert && w < 100 && rs.Status.PendingServiceStatus.RayClusterName != "" {
+			back[w] = true
+		}
+		return meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.RollbackInProgress)) == nil &&
+			rs.Status.PendingServiceStatus.RayClusterName == "" && serviceReady(rs)
+	})
+	t.Logf("traffic back on %s passed through %v%%", active, slices.Sorted(maps.Keys(back)))
+	if atRevert < 75 && len(back) == 0 {
+		t.Errorf("traffic went back from %d%% to 100%% with no step between", atRevert)
+	}
+	a := rs.Status.ActiveServiceStatus
+	if a.RayClusterName != active || ptr.Deref(a.TrafficRoutedPercent, 0) != 100 || ptr.Deref(a.TargetCapacity, 0) != 100 {
+		t.Errorf("after the rollback the active cluster is %s at %d%% traffic, %d%% capacity; want %s at 100%% and 100%%",
+			a.RayClusterName, ptr.Deref(a.TrafficRoutedPercent, 0), ptr.Deref(a.TargetCapacity, 0), active)
+	}
+	if u := meta.FindStatusCondition(rs.Status.Conditions, string(rayv1.UpgradeInProgress)); u == nil || u.Status != metav1.ConditionFalse || u.Reason != string(rayv1.NoPendingCluster) {
+		t.Errorf("after the rollback UpgradeInProgress is %+v; want False, NoPendingCluster", u)
+	}
+	e.waitFor(t, 2*time.Minute, "the pending cluster "+pending+" deleted", func(ctx context.Context) (bool, string, error) {
+		_, err := e.ray.RayV1().RayClusters(e.ns).Get(ctx, pending, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there", client404(err)
+	})
+	// From here on every request is the active cluster's.
+	before := load.counts()
+	e.waitFor(t, 30*time.Second, "more requests answered by "+active, func(context.Context) (bool, string, error) {
+		return load.counts()[active] > before[active]+10, fmt.Sprint(load.counts()), nil
+	})
+	if after := load.counts(); after[pending] != before[pending] {
+		t.Errorf("the deleted pending cluster %s answered %d requests after the rollback", pending, after[pending]-before[pending])
+	}
+}
+
+// fruitLoadThroughGateway starts a steady load of GET /fruit/mango (raysim Serve's fruit_app) through
+// `kubectl port-forward` to a RayService's Gateway Service svc, labelling each answer with the cluster
+// that gave it, once the first requests are answered.
+func (e *rayEnv) fruitLoadThroughGateway(t *testing.T, svc string) *steadyLoad {
+	t.Helper()
+	_, local := portForward(t, e.ctx, e.in, e.ns, nil, svc, 80)
+	url := fmt.Sprintf("http://127.0.0.1:%d/fruit/mango", local)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 30 * time.Second}
+	load := startSteadyLoad(e.ctx, func(ctx context.Context) (string, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err.Error()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "raysim serve: app=fruit_app") {
+			return "", fmt.Sprintf("%d %q", resp.StatusCode, body)
+		}
+		// The proxy names the backend: <namespace>/<cluster>-serve-svc:8000.
+		return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("X-Rayctl-Gateway-Backend"), e.ns+"/"), "-serve-svc:8000"), ""
+	})
+	e.waitFor(t, 30*time.Second, "requests answering through the Gateway", func(context.Context) (bool, string, error) {
+		return load.ok.Load() > 5, fmt.Sprintf("%d answered, %d failed", load.ok.Load(), load.failed.Load()), nil
+	})
+	return load
 }
 
 // steadyLoad sends one request after another (20 ms apart) until stopped, counting answers by the label

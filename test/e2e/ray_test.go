@@ -781,3 +781,30 @@ func (e *rayEnv) aliveNodes(ctx context.Context, podIP string) (int, string, err
 	}
 	return n, report, nil
 }
+
+// TestRayClusterWithoutInitContainerInjection: rayctl reads KubeRay's operator switch
+// ENABLE_INIT_CONTAINER_INJECTION=false from its environment, as KubeRay's operator does from its own:
+// the workers get no wait-gcs-ready init container, start beside the head (Ray's `ray start --address`
+// waits for the GCS itself), and the cluster gets ready. Not parallel: it sets rayctl's environment.
+func TestRayClusterWithoutInitContainerInjection(t *testing.T) {
+	t.Setenv("ENABLE_INIT_CONTAINER_INJECTION", "false")
+	in, err := framework.Start("")
+	if err != nil {
+		t.Fatalf("starting rayctl: %v", err)
+	}
+	t.Cleanup(func() { in.Cleanup(t) })
+	e := newRayEnv(t, in)
+	if out, stderr, err := e.in.Kubectl(e.ctx, "", "apply", "-n", e.ns, "-f", samplePath("raycluster.yaml")); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s%s", err, out, stderr)
+	}
+	_, head, workers := e.waitClusterReady(t, "raycluster-sample", 1)
+	w := workers[0]
+	if len(w.Spec.InitContainers) != 0 || len(w.Status.InitContainerStatuses) != 0 {
+		t.Errorf("worker %s has init containers %+v, want none", w.Name, w.Spec.InitContainers)
+	}
+	for _, p := range []corev1.Pod{*head, w} {
+		if p.Spec.Containers[0].ReadinessProbe == nil {
+			t.Errorf("pod %s lost its readiness probe: only the init container is switched off", p.Name)
+		}
+	}
+}

@@ -342,12 +342,7 @@ func testServiceUpgrade(t *testing.T, e *rayEnv) {
 // the status write that reports them RUNNING with serve endpoints.
 func (e *rayEnv) checkServiceTrace(t *testing.T, name string) {
 	t.Helper()
-	out, err := e.in.Rayctl(e.ctx, "trace", "rayservice/"+name, "-n", e.ns, "-o", "json")
-	must(t, "rayctl trace", err)
-	var steps []chain.Step
-	if err := json.Unmarshal([]byte(out), &steps); err != nil {
-		t.Fatalf("rayctl trace -o json: %v\n%s", err, out)
-	}
+	steps := e.traceSteps(t, "rayservice/"+name)
 	want := []hopPattern{
 		{"raycluster", chain.StatusWrite, "RayCluster", ""},
 		{"rayservice", chain.DashboardCall, "RayService", "PUT "},
@@ -370,6 +365,18 @@ func (e *rayEnv) checkServiceTrace(t *testing.T, name string) {
 	if !strings.HasPrefix(text, "RayService "+e.ns+"/"+name+": ") || !strings.Contains(text, "dashboard PUT") {
 		t.Errorf("rayctl trace text lacks its header or the Serve deploy:\n%s", text)
 	}
+}
+
+// traceSteps runs `rayctl trace OBJECT -o json` in e's namespace.
+func (e *rayEnv) traceSteps(t *testing.T, object string) []chain.Step {
+	t.Helper()
+	out, err := e.in.Rayctl(e.ctx, "trace", object, "-n", e.ns, "-o", "json")
+	must(t, "rayctl trace "+object, err)
+	var steps []chain.Step
+	if err := json.Unmarshal([]byte(out), &steps); err != nil {
+		t.Fatalf("rayctl trace %s -o json: %v\n%s", object, err, out)
+	}
+	return steps
 }
 
 // diagnoseService runs `rayctl diagnose rayservice/NAME -o json`.

@@ -31,24 +31,15 @@ const authSample = "ray-cluster.auth.yaml"
 // cluster completes, its controller and its submitter sending the token. Then, on raysim: KubeRay's
 // ray-cluster.auth.secret-ref.yaml uses the user's Secret; a RayService's cluster with a token gets Ready,
 // its controller sending the token too; `rayctl demo` of an HTTPMode RayJob on such a cluster shows the
-// job's log, read from the dashboard with the token; enableK8sTokenAuth falls back to the Secret's token
-// with a Warning; and `rayctl get token` refuses a cluster without token authentication.
+// job's log, read from the dashboard with the token; and `rayctl get token` refuses a cluster without
+// token authentication. (enableK8sTokenAuth: TestK8sTokenAuth.)
 func TestTokenAuth(t *testing.T) {
-	hostRay(t)
-	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
-	e := raySetup(t, in)
-	realRaySlots <- struct{}{}
-	t.Cleanup(func() { <-realRaySlots })
-	e.ctx = framework.TestContext(t, 15*time.Minute)
+	in, e := startAuthTest(t)
 
 	e.applySample(t, authSample)
 	kubectl(t, e.ctx, in, e.ns, authSampleOnRaysim(t, authSample, "raysim-cluster-with-auth"), "apply", "-f", "-")
 
-	var targets []*rayTarget
-	for _, name := range []string{"ray-cluster-with-auth", "raysim-cluster-with-auth"} {
-		_, head, _ := e.waitClusterReady(t, name, 1)
-		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
-	}
+	targets := e.readyHeads(t, "ray-cluster-with-auth", "raysim-cluster-with-auth")
 	tokens := map[string]string{}
 	for _, r := range targets {
 		tokens[r.name] = authSecretToken(t, e, r.name)
@@ -108,17 +99,6 @@ func TestTokenAuth(t *testing.T) {
 			t.Errorf("rayctl demo of a RayJob whose cluster requires a token: %v\n%s\nwant its log line (hello from ray job)", err, out)
 		}
 	})
-	// enableK8sTokenAuth (Ray reviewing its callers' service account tokens with the API server) is not
-	// set up: such a cluster runs with the token of its Secret, and a Warning says so.
-	t.Run("K8sTokenAuthFallsBackToTheSecret", func(t *testing.T) {
-		k8s := strings.Replace(fmt.Sprintf(conformanceCluster, "k8s-auth", simImage), "spec:\n",
-			"spec:\n  authOptions: {mode: token, enableK8sTokenAuth: true}\n", 1)
-		kubectl(t, e.ctx, in, e.ns, k8s, "apply", "-f", "-")
-		_, head, _ := e.waitClusterReady(t, "k8s-auth", 0)
-		e.waitKindEvent(t, "RayCluster", "k8s-auth", "UnsupportedField", "authOptions.enableK8sTokenAuth: true")
-		token := authSecretToken(t, e, "k8s-auth")
-		wantTokenRequired(t, e, head, token)
-	})
 	t.Run("RayctlGetTokenOfAnOpenCluster", func(t *testing.T) {
 		kubectl(t, e.ctx, in, e.ns, fmt.Sprintf(conformanceCluster, "open", simImage), "apply", "-f", "-")
 		out, err := in.Rayctl(e.ctx, "get", "token", "open", "-n", e.ns)
@@ -126,6 +106,29 @@ func TestTokenAuth(t *testing.T) {
 			t.Errorf("rayctl get token of a cluster without authOptions: %v %q, want a refusal saying why", err, out)
 		}
 	})
+}
+
+// startAuthTest starts rayctl for a test of Ray's authentication on real Ray and raysim side by side: the
+// process runtime, host Ray, a node with room for two of KubeRay's auth samples (4 CPUs and 8 GiB a pod),
+// one of the real-Ray slots, and 15 minutes.
+func startAuthTest(t *testing.T) (*framework.Instance, *rayEnv) {
+	hostRay(t)
+	in := framework.StartTest(t, "--runtime", "process", "--node-capacity", "cpu=48,memory=96Gi")
+	e := raySetup(t, in)
+	realRaySlots <- struct{}{}
+	t.Cleanup(func() { <-realRaySlots })
+	e.ctx = framework.TestContext(t, 15*time.Minute)
+	return in, e
+}
+
+// readyHeads waits for each RayCluster of names to be ready with its one worker and returns its head.
+func (e *rayEnv) readyHeads(t *testing.T, names ...string) []*rayTarget {
+	var targets []*rayTarget
+	for _, name := range names {
+		_, head, _ := e.waitClusterReady(t, name, 1)
+		targets = append(targets, &rayTarget{name: name, e: e, pod: head.Name, ip: head.Status.PodIP})
+	}
+	return targets
 }
 
 // wantTokenRequired checks that head's dashboard refuses the job list without a token (401) and serves it

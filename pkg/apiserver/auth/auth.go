@@ -26,6 +26,12 @@ import (
 // PublicPaths are the paths anyone may read without credentials, as on a real cluster.
 var PublicPaths = []string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/readyz", "/readyz/*", "/version", "/version/"}
 
+// NewBearerAuthenticator authenticates a request's bearer token alone with tokens (in order), adding
+// system:authenticated to the groups as NewAuthenticator does: what a TokenReview asks about a token.
+func NewBearerAuthenticator(tokens ...authenticator.Token) authenticator.Request {
+	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokenunion.New(tokens...)))
+}
+
 // NewAuthenticator authenticates client certificates that chain to roots (a certificate that verified is
 // remembered for a minute, see verifiedCerts), then bearer tokens with tokens (in order), and lets
 // requests without credentials through as system:anonymous only for PublicPaths. A bearer token no token

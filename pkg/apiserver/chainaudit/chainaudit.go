@@ -22,6 +22,7 @@ var auditedResources = []auditinternal.GroupResources{
 	{Group: "", Resources: []string{"pods", "pods/status", "services", "services/status"}},
 	{Group: "batch", Resources: []string{"jobs", "jobs/status"}},
 	{Group: "ray.io", Resources: []string{"rayclusters", "rayclusters/status", "rayjobs", "rayjobs/status", "rayservices", "rayservices/status"}},
+	{Group: "gateway.networking.k8s.io", Resources: []string{"gateways", "gateways/status", "httproutes", "httproutes/status"}},
 }
 
 // readResources are the lists and watches the chain follows: what a Ray operator's cache holds.

@@ -31,6 +31,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rayctl/rayctl/pkg/chain"
@@ -120,16 +121,36 @@ func (h *Hooks) StatusWritten(ctx context.Context, obj client.Object, summary ..
 	h.emit(chain.Event{Hop: chain.StatusWrite, Object: RefOf(obj), Status: summary, Reconcile: h.passOf(key)})
 }
 
-// Wrote tells the sink that the controller created or deleted obj (verb chain.Create, chain.Delete) during
-// the reconcile of ctx; call it after the write succeeded, with the object the API server returned. A
-// delete's answer is not read back, so its Ref carries no resourceVersion (the one obj has is an older
-// write's).
+// Wrote tells the sink that the controller created, updated or deleted obj (verb chain.Create,
+// chain.Update, chain.Delete) during the reconcile of ctx; call it after the write succeeded, with the
+// object the API server returned. A delete's answer is not read back, so its Ref carries no
+// resourceVersion (the one obj has is an older write's).
 func (h *Hooks) Wrote(ctx context.Context, obj client.Object, verb chain.Outcome) {
 	ref := RefOf(obj)
 	if verb == chain.Delete {
 		ref.ResourceVersion = ""
 	}
 	h.emit(chain.Event{Hop: chain.ObjectWrite, Object: ref, Outcome: verb, Reconcile: h.passOf(h.keyOf(ctx, obj))})
+}
+
+// CreateOrUpdate is controllerutil.CreateOrUpdate that tells the sink what it did to obj during the
+// reconcile of ctx: a create or an update (an ObjectWrite with the resourceVersion the API server
+// returned); nothing when obj was already as mutate wants it, nor for an update the API server found
+// changed nothing (its resourceVersion kept: a field mutate left out that the server defaults).
+func (h *Hooks) CreateOrUpdate(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
+	var before string
+	res, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
+		before = obj.GetResourceVersion()
+		return mutate()
+	})
+	switch {
+	case err != nil:
+	case res == controllerutil.OperationResultCreated:
+		h.Wrote(ctx, obj, chain.Create)
+	case res == controllerutil.OperationResultUpdated && obj.GetResourceVersion() != before:
+		h.Wrote(ctx, obj, chain.Update)
+	}
+	return res, err
 }
 
 // Transition tells the sink that obj moved from one state to another during the reconcile of ctx.

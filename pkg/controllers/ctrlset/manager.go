@@ -114,6 +114,8 @@ type Options struct {
 	PodDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// HostNetworkPods is passed to the controllers as Env.HostNetworkPods.
 	HostNetworkPods bool
+	// PodMountsUnplaced is passed to the controllers as Env.PodMountsUnplaced.
+	PodMountsUnplaced bool
 	// OfflinePods is passed to the controllers as Env.OfflinePods.
 	OfflinePods bool
 	// NetworkPolicyEnforced is passed to the controllers as Env.NetworkPolicyEnforced.
@@ -261,6 +263,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			VolumesDir:            opts.VolumesDir,
 			PodDial:               opts.PodDial,
 			HostNetworkPods:       opts.HostNetworkPods,
+			PodMountsUnplaced:     opts.PodMountsUnplaced,
 			OfflinePods:           opts.OfflinePods,
 			NetworkPolicyEnforced: opts.NetworkPolicyEnforced,
 

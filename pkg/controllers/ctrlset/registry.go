@@ -52,6 +52,10 @@ type Env struct {
 	// HostNetworkPods says the node's pods share the host's network (`rayctl up --pod-network=host`):
 	// the RayCluster controller then gives each Ray pod a block of the host's loopback ports (rayports).
 	HostNetworkPods bool
+	// PodMountsUnplaced says a container's volumes are not mounted at their mountPaths (the host-process
+	// runtime where it cannot give pods mount namespaces: not root, or not Linux): a program reading a
+	// fixed path, as Ray reads its service account token, does not find the pod's file there.
+	PodMountsUnplaced bool
 	// OfflinePods says the node's pods reach nothing beyond it (`rayctl up --pod-egress=off`): a failed
 	// Ray job's message then says so, since a job that downloads (pip, conda, remote working dirs) cannot.
 	OfflinePods bool

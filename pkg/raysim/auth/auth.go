@@ -2,12 +2,13 @@
 // node's environment its HTTP servers refuse callers without the cluster's token, and raysim's
 // clients send the token; with the mode unset or "disabled" nothing is checked or sent.
 //
-// The token is read from RAY_AUTH_TOKEN, else the file RAY_AUTH_TOKEN_PATH names, else
-// ~/.ray/auth_token. A server takes it from an Authorization or X-Ray-Authorization header
+// The token is read from RAY_AUTH_TOKEN, else the file RAY_AUTH_TOKEN_PATH names, else (with
+// RAY_ENABLE_K8S_TOKEN_AUTH, see K8sMode) the pod's service account token, else ~/.ray/auth_token. A server takes it from an Authorization or X-Ray-Authorization header
 // ("Bearer <token>"), else from the ray-authentication-token cookie (the bare token).
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -45,8 +46,8 @@ func TokenMode(getenv func(string) string) bool {
 
 // Token is the token a process with the environment getenv reads serves or sends: "" when token
 // mode is off; otherwise RAY_AUTH_TOKEN, else the contents of the file RAY_AUTH_TOKEN_PATH names,
-// else of $HOME/.ray/auth_token, with surrounding whitespace removed. With token mode on and no
-// token in any of them the error wraps ErrNoToken.
+// else (K8sMode) of RaySATokenPath or K8sSATokenPath, else of $HOME/.ray/auth_token, with surrounding
+// whitespace removed. With token mode on and no token in any of them the error wraps ErrNoToken.
 func Token(getenv func(string) string) (string, error) {
 	if !TokenMode(getenv) {
 		return "", nil
@@ -63,6 +64,15 @@ func Token(getenv func(string) string) (string, error) {
 			return t, nil
 		}
 		return "", fmt.Errorf("%w: %s=%s is empty", ErrNoToken, TokenPathEnv, p)
+	}
+	if K8sMode(getenv) {
+		for _, p := range []string{RaySATokenPath, K8sSATokenPath} {
+			if b, err := os.ReadFile(p); err == nil {
+				if t := strings.TrimSpace(string(b)); t != "" {
+					return t, nil
+				}
+			}
+		}
 	}
 	if home := getenv("HOME"); home != "" {
 		if b, err := os.ReadFile(filepath.Join(home, ".ray", "auth_token")); err == nil {
@@ -122,15 +132,28 @@ func (ps Paths) Has(p string) bool {
 	return false
 }
 
-// Require returns middleware that serves a request only when it carries token, or its path is
-// open. A request with no token is answered 401, one with a wrong token or a header without the
-// "Bearer " prefix 403. An empty token (token mode off) returns next unchanged.
-func Require(token string, open Paths) func(next http.Handler) http.Handler {
+// Check reports whether a request's token (without "Bearer ") is the cluster's, or belongs to a caller
+// allowed in.
+type Check func(ctx context.Context, token string) bool
+
+// Equal is the Check of Ray's token mode: the token is the cluster's, compared in constant time. An
+// empty token (token mode off) gives nil: nothing is checked.
+func Equal(token string) Check {
+	if token == "" {
+		return nil
+	}
+	want := []byte(token)
+	return func(_ context.Context, got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+}
+
+// Require returns middleware that serves a request only when check accepts its token, or its path is
+// open. A request with no token is answered 401, one check refuses or a header without the "Bearer "
+// prefix 403. A nil check (authentication off) returns next unchanged.
+func Require(check Check, open Paths) func(next http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if token == "" {
+		if check == nil {
 			return next
 		}
-		want := []byte(token)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if open.Has(r.URL.Path) {
 				next.ServeHTTP(w, r)
@@ -142,7 +165,7 @@ func Require(token string, open Paths) func(next http.Handler) http.Handler {
 				return
 			}
 			got, ok := strings.CutPrefix(value, bearer)
-			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+			if got = strings.TrimSpace(got); !ok || got == "" || !check(r.Context(), got) {
 				refuse(w, http.StatusForbidden, "Forbidden: Invalid authentication token")
 				return
 			}

@@ -49,9 +49,9 @@ func TestToken(t *testing.T) {
 
 func TestRequire(t *testing.T) {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "inner") })
-	srv := httptest.NewServer(Require("s3cret", DashboardOpen)(inner))
+	srv := httptest.NewServer(Require(Equal("s3cret"), DashboardOpen)(inner))
 	defer srv.Close()
-	open := httptest.NewServer(Require("", DashboardOpen)(inner))
+	open := httptest.NewServer(Require(Equal(""), DashboardOpen)(inner))
 	defer open.Close()
 
 	type hdr = map[string]string
@@ -106,7 +106,7 @@ func TestRequire(t *testing.T) {
 
 func TestRequireAgentPaths(t *testing.T) {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	h := Require("t", AgentOpen)(inner)
+	h := Require(Equal("t"), AgentOpen)(inner)
 	for path, want := range map[string]int{"/api/healthz": 200, "/api/local_raylet_healthz": 200, "/api/gcs_healthz": 401, "/": 401} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))

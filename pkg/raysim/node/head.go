@@ -56,6 +56,9 @@ type HeadConfig struct {
 	// open paths (health checks). The metrics page and Serve's proxy stay open, as in Ray. Empty
 	// means no authentication.
 	AuthToken string
+	// AuthCheck, when set, decides instead of AuthToken which tokens callers may present (Ray's
+	// Kubernetes-delegated token authentication, auth.K8sReviewer).
+	AuthCheck auth.Check
 	// Logf receives the head's log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -150,12 +153,16 @@ func StartHead(cfg HeadConfig) (*Head, error) {
 	}
 	dash := &dashboard.Head{Jobs: h.jobs, Nodes: h.table, Serve: h.serve, Version: jobs.VersionResponse{
 		Version: jobs.APIVersion, RayVersion: jobs.ReportedRayVersion(cfg.Version), RayCommit: "raysim", SessionName: h.session,
-	}, TokenAuth: cfg.AuthToken != ""}
+	}, TokenAuth: cfg.AuthToken != "" || cfg.AuthCheck != nil}
+	check := cfg.AuthCheck
+	if check == nil {
+		check = auth.Equal(cfg.AuthToken)
+	}
 	agent := &dashboard.Agent{Healthy: func() bool { return true }}
 	handlers := map[string]http.Handler{
-		"gcs":       auth.Require(cfg.AuthToken, auth.Paths{})(gcs.Handler(h.table, h.clusterInfo, h.jobs.PendingDemands)),
-		"dashboard": auth.Require(cfg.AuthToken, auth.DashboardOpen)(dash.Handler()),
-		"agent":     auth.Require(cfg.AuthToken, auth.AgentOpen)(agent.Handler()),
+		"gcs":       auth.Require(check, auth.Paths{})(gcs.Handler(h.table, h.clusterInfo, h.jobs.PendingDemands)),
+		"dashboard": auth.Require(check, auth.DashboardOpen)(dash.Handler()),
+		"agent":     auth.Require(check, auth.AgentOpen)(agent.Handler()),
 		"metrics":   dashboard.MetricsHandler(func() []dashboard.Metric { return headMetrics(dash) }),
 	}
 	for name, l := range lis {

@@ -46,6 +46,9 @@ type WorkerConfig struct {
 	// to the GCS, and its agent refuses callers without it but for its health checks. Empty means
 	// no authentication.
 	AuthToken string
+	// AuthCheck, when set, decides instead of AuthToken which tokens the agent's callers may present
+	// (Ray's Kubernetes-delegated token authentication, auth.K8sReviewer).
+	AuthCheck auth.Check
 	// Logf receives log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -149,8 +152,12 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	}
 
 	agent := &dashboard.Agent{Healthy: w.healthy.Load}
+	check := cfg.AuthCheck
+	if check == nil {
+		check = auth.Equal(cfg.AuthToken)
+	}
 	handlers := map[string]http.Handler{
-		"agent": auth.Require(cfg.AuthToken, auth.AgentOpen)(agent.Handler()),
+		"agent": auth.Require(check, auth.AgentOpen)(agent.Handler()),
 		"metrics": dashboard.MetricsHandler(func() []dashboard.Metric {
 			out := []dashboard.Metric{{Name: "raysim_node_registered", Help: "1 while the node is registered with a live GCS.", Value: b2f(w.healthy.Load())}}
 			for _, k := range total.Names() {

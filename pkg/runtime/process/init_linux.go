@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rayctl/rayctl/pkg/selfpages"
 )
 
 // initArg0 is argv[0] of a container's init: the runtime re-executes its own
@@ -31,7 +33,8 @@ func init() {
 // privileges no container has (see dropPrivileges), starts the program as
 // uid:gid ("-" keeps root) in a process group of its own, forwards every
 // signal it gets to that group, reaps orphans, and exits with the program's
-// status.
+// status. Once the program runs it gives back the pages of this binary that
+// starting up touched (selfpages.Drop).
 // Its exit ends the PID namespace: the kernel kills whatever is left in it.
 func containerInit(uid, gid, cgroups, prog string, argv []string) int {
 	fail := func(err error) int {
@@ -65,6 +68,7 @@ func containerInit(uid, gid, cgroups, prog string, argv []string) int {
 		return fail(err)
 	}
 	go forward(sigs, p.Pid)
+	_, _ = selfpages.Drop() // the binary's start-up pages; what it runs now faults back in
 	return reap(p.Pid)
 }
 

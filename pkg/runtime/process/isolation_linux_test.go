@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,4 +262,36 @@ func TestContainersEndWithRuntimeGivesASharedPodANewPIDNamespace(t *testing.T) {
 	if err := second.RemoveSandbox(testCtx(t), sb.PodUID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAContainerInitHoldsLittleMemory: the container init (this binary re-executed as PID 1 of the
+// container) gives back the binary's pages it touched starting up, so each container costs a few MiB
+// of resident memory for its init rather than the tens of MiB of a whole rayctl.
+func TestAContainerInitHoldsLittleMemory(t *testing.T) {
+	f := isolatedFixture(t)
+	id, log := f.run(t, f.r, f.pod(t, "lean"), sh("app", "echo ready; exec sleep 1000"))
+	waitLog(t, log, "ready")
+	rec, err := f.r.load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmdline, _ := os.ReadFile("/proc/" + itoa(rec.Pid) + "/cmdline"); !bytes.HasPrefix(cmdline, []byte(initArg0+"\x00")) {
+		t.Fatalf("pid %d is not the container init: %q", rec.Pid, cmdline)
+	}
+	status, err := os.ReadFile("/proc/" + itoa(rec.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			// Starting up touches the binary's code and tables: ~30 MiB of rayctl; a few stay in use.
+			t.Logf("RssFile %d kB", kb)
+			if kb > 8<<10 {
+				t.Errorf("the container init maps %d KiB of its binary (want a few MiB):\n%s", kb, status)
+			}
+			return
+		}
+	}
+	t.Fatalf("no RssFile in:\n%s", status)
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rayctl/rayctl/pkg/selfpages"
 )
 
 // pauseArg0 is argv[0] of the process that holds a pod's shared PID
@@ -30,6 +32,7 @@ func init() {
 func podPause() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+	_, _ = selfpages.Drop() // the binary's start-up pages; what it runs now faults back in
 	go func() {
 		for {
 			var ws unix.WaitStatus

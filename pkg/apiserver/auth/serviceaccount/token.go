@@ -122,7 +122,8 @@ type Authenticator struct {
 	Key *ecdsa.PublicKey
 	// Name is the issuer expected (DefaultIssuer when empty).
 	Name string
-	// Audiences are the audiences the API server accepts (the issuer alone when empty).
+	// Audiences are the audiences the API server accepts (the issuer alone when empty), unless the
+	// request's context names others (authenticator.WithAudiences: a TokenReview's spec.audiences).
 	Audiences []string
 	// Objects looks up the ServiceAccount and Pod a token names.
 	Objects Objects
@@ -143,7 +144,11 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 	if iss == "" {
 		iss = DefaultIssuer
 	}
-	aud := a.Audiences
+	fromCtx, _ := authenticator.AudiencesFrom(ctx)
+	aud := []string(fromCtx)
+	if len(aud) == 0 {
+		aud = a.Audiences
+	}
 	if len(aud) == 0 {
 		aud = []string{iss}
 	}

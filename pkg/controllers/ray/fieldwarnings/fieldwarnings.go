@@ -57,8 +57,6 @@ func (f Field) String() string {
 // accepts and does not act on.
 var ClusterSpecFields = []Field{
 	{Path: "tlsOptions", Undone: "TLS between Ray's components is not set up"},
-	{Path: "authOptions.enableK8sTokenAuth", Value: "true", Undone: "Ray's Kubernetes-delegated token authentication is not set up: " +
-		"the cluster's Ray requires the token of its Secret (named after the cluster; `rayctl get token`), not callers' service account tokens"},
 	{Path: "historyServerOptions", Undone: "no history server collector is added"},
 	// The redis backend (the default) is acted on: the head gets its Redis.
 	{Path: "gcsFaultToleranceOptions.backend", Value: "rocksdb", Undone: "GCS fault tolerance with RocksDB is not configured (only with Redis)"},

@@ -44,15 +44,22 @@ autoscalerOptions: {args: []}
 		t.Fatalf("with RocksDB: Present = %v, want %v", got, want)
 	}
 
-	// A boolean field's value is matched as fmt prints it: enableK8sTokenAuth false is acted on, true not.
+	// enableK8sTokenAuth is acted on (Kubernetes-delegated token authentication): no warning.
 	spec["authOptions"] = map[string]any{"mode": "token", "enableK8sTokenAuth": true}
 	got = nil
-	for _, f := range Present(spec, ClusterSpecFields[:2]) {
+	for _, f := range Present(spec, ClusterSpecFields[:1]) {
 		got = append(got, f.String())
 	}
-	want = []string{"tlsOptions", "authOptions.enableK8sTokenAuth: true"}
-	if !reflect.DeepEqual(got, want) {
+	if want = []string{"tlsOptions"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("with enableK8sTokenAuth: Present = %v, want %v", got, want)
+	}
+	// A boolean field's value is matched as fmt prints it: a field warned of when true only.
+	got = nil
+	for _, f := range Present(spec, []Field{{Path: "authOptions.enableK8sTokenAuth", Value: "false"}, {Path: "authOptions.enableK8sTokenAuth", Value: "true"}}) {
+		got = append(got, f.String())
+	}
+	if want = []string{"authOptions.enableK8sTokenAuth: true"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("a boolean's value: Present = %v, want %v", got, want)
 	}
 }
 

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +42,8 @@ type parentResult struct {
 	acceptedReason, acceptMsg string
 	resolved                  bool
 	resolvedReason, resolvMsg string
+	// partial, when set, is the PartiallyInvalid condition's message: some rules were dropped.
+	partial string
 }
 
 // routeResult is what one route gets from the Gateway: its parent results, and its rules for the table.
@@ -137,30 +138,39 @@ func attach(gw *gwv1.Gateway, w world) plan {
 	for i := range w.routes {
 		rt := &w.routes[i]
 		rr := routeResult{route: rt}
-		backends, resolved, reason, msg := resolveBackends(rt, w)
+		c := compileRoute(rt, w)
 		for _, ref := range rt.Spec.ParentRefs {
 			if !refersTo(ref, rt.Namespace, gw) {
 				continue
 			}
-			pr := parentResult{ref: ref, resolved: resolved, resolvedReason: reason, resolvMsg: msg}
+			pr := parentResult{ref: ref, resolved: c.resolved, resolvedReason: c.resolvedReason, resolvMsg: c.resolvMsg}
 			listeners, why, whyMsg := p.listenersFor(ref, rt, w)
-			if len(listeners) == 0 {
+			switch {
+			case len(listeners) == 0:
 				pr.acceptedReason, pr.acceptMsg = why, whyMsg
-			} else {
+			case !c.valid():
+				pr.acceptedReason, pr.acceptMsg = c.droppedReason, "every rule is invalid: "+strings.Join(c.dropped, "; ")
+			default:
+				if len(c.dropped) > 0 {
+					pr.partial = "Dropped Rule(s): " + strings.Join(c.dropped, "; ")
+				}
 				pr.accepted, pr.acceptedReason = true, string(gwv1.RouteReasonAccepted)
 				for _, ls := range listeners {
 					ls.attached++
 					hosts := effectiveHostnames(ls.l.Hostname, rt.Spec.Hostnames)
 					for ri, rule := range rt.Spec.Rules {
+						compiled := c.rules[ri]
+						if compiled == nil {
+							continue
+						}
 						matches := rule.Matches
 						if len(matches) == 0 {
 							matches = []gwv1.HTTPRouteMatch{{}}
 						}
 						for mi, m := range matches {
-							byPort[ls.l.Port] = append(byPort[ls.l.Port], entry{
-								rule:  gatewayproxy.Rule{Route: rt.Namespace + "/" + rt.Name, Hostnames: hosts, Match: toMatch(m), Backends: backends[ri]},
-								route: rt, order: ri*1000 + mi,
-							})
+							r := *compiled
+							r.Route, r.Hostnames, r.Match = rt.Namespace+"/"+rt.Name, hosts, toMatch(m)
+							byPort[ls.l.Port] = append(byPort[ls.l.Port], entry{rule: r, route: rt, order: ri*1000 + mi})
 						}
 					}
 				}
@@ -358,55 +368,6 @@ func pathRank(m gatewayproxy.Match) int {
 	default:
 		return 1 + len(strings.TrimSuffix(m.Path, "/"))
 	}
-}
-
-// resolveBackends turns each rule's backendRefs into the table's backends, and says whether every
-// reference resolved (and why not).
-func resolveBackends(rt *gwv1.HTTPRoute, w world) ([][]gatewayproxy.Backend, bool, string, string) {
-	out := make([][]gatewayproxy.Backend, len(rt.Spec.Rules))
-	ok, reason, msg := true, string(gwv1.RouteReasonResolvedRefs), ""
-	fail := func(r, m string) {
-		if ok {
-			ok, reason, msg = false, r, m
-		}
-	}
-	for ri, rule := range rt.Spec.Rules {
-		for _, ref := range rule.BackendRefs {
-			weight := int32(1)
-			if ref.Weight != nil {
-				weight = *ref.Weight
-			}
-			ns := rt.Namespace
-			if ref.Namespace != nil {
-				ns = string(*ref.Namespace)
-			}
-			port := int32(0)
-			if ref.Port != nil {
-				port = *ref.Port
-			}
-			b := gatewayproxy.Backend{Name: fmt.Sprintf("%s/%s:%d", ns, ref.Name, port), Weight: weight}
-			switch {
-			case ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != "Service":
-				fail(string(gwv1.RouteReasonInvalidKind), fmt.Sprintf("backend %s: only Services are supported", ref.Name))
-			case ns != rt.Namespace && !granted(w.grants, rt.Namespace, ns, string(ref.Name)):
-				fail(string(gwv1.RouteReasonRefNotPermitted), fmt.Sprintf("backend %s/%s: no ReferenceGrant in %s allows HTTPRoutes from %s", ns, ref.Name, ns, rt.Namespace))
-			default:
-				svc := w.services[types.NamespacedName{Namespace: ns, Name: string(ref.Name)}]
-				switch {
-				case svc == nil:
-					fail(string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s not found", ns, ref.Name))
-				case !hasPort(svc, port):
-					fail(string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no port %d", ns, ref.Name, port))
-				case svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone:
-					b.Addr = net.JoinHostPort(fmt.Sprintf("%s.%s.svc.cluster.local", svc.Name, svc.Namespace), strconv.Itoa(int(port)))
-				default:
-					b.Addr = net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port)))
-				}
-			}
-			out[ri] = append(out[ri], b)
-		}
-	}
-	return out, ok, reason, msg
 }
 
 func hasPort(svc *corev1.Service, port int32) bool {

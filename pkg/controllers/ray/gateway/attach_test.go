@@ -1,12 +1,16 @@
 package gateway
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/rayctl/rayctl/pkg/gatewayproxy"
 )
 
 func route(ns, name string, parent gwv1.ParentReference, rules ...gwv1.HTTPRouteRule) gwv1.HTTPRoute {
@@ -96,5 +100,90 @@ func TestAttach(t *testing.T) {
 		if rr.route.Name == "foreign" && !rr.parents[0].resolved {
 			t.Errorf("with a ReferenceGrant the foreign backend does not resolve: %s", rr.parents[0].resolvedReason)
 		}
+	}
+}
+
+// TestFiltersAndTimeouts: supported filters and timeouts reach the table; a rule with a filter rayctl's
+// Gateway does not implement is dropped (the route Accepted with PartiallyInvalid, or Accepted False,
+// UnsupportedValue, when no rule is left); an ExtensionRef filter makes its rule answer 500 and the
+// route's ResolvedRefs False (InvalidKind); a mirror to a missing Service is left out (BackendNotFound).
+func TestFiltersAndTimeouts(t *testing.T) {
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "gw"}, Spec: gwv1.GatewaySpec{Listeners: []gwv1.Listener{
+		{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}}
+	parent := gwv1.ParentReference{Name: "gw"}
+	with := func(r gwv1.HTTPRouteRule, fs ...gwv1.HTTPRouteFilter) gwv1.HTTPRouteRule {
+		r.Filters = fs
+		return r
+	}
+	headers := gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gwv1.HTTPHeaderFilter{
+		Set: []gwv1.HTTPHeader{{Name: "X-A", Value: "1"}}, Remove: []string{"X-B"}}}
+	cors := gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterCORS, CORS: &gwv1.HTTPCORSFilter{}}
+	ext := gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gwv1.LocalObjectReference{Group: "example.com", Kind: "Thing", Name: "t"}}
+	mirror := func(name string) gwv1.HTTPRouteFilter {
+		return gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
+			BackendRef: gwv1.BackendObjectReference{Name: gwv1.ObjectName(name), Port: ptrTo(int32(8000))}, Percent: ptrTo(int32(50))}}
+	}
+	timed := prefix("/timed", backendRef("", "web", 8000))
+	timed.Timeouts = &gwv1.HTTPRouteTimeouts{Request: ptrTo(gwv1.Duration("10s")), BackendRequest: ptrTo(gwv1.Duration("2s"))}
+	w := world{
+		routes: []gwv1.HTTPRoute{
+			route("a", "partial", parent, with(prefix("/ok", backendRef("", "web", 8000)), headers, mirror("web")), with(prefix("/cors", backendRef("", "web", 8000)), cors)),
+			route("a", "all-bad", parent, with(prefix("/bad", backendRef("", "web", 8000)), cors)),
+			route("a", "ext", parent, with(prefix("/ext", backendRef("", "web", 8000)), ext)),
+			route("a", "mirror-missing", parent, with(prefix("/mm", backendRef("", "web", 8000)), mirror("nope"))),
+			route("a", "timed", parent, timed),
+		},
+		services: map[types.NamespacedName]*corev1.Service{{Namespace: "a", Name: "web"}: {ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.9", Ports: []corev1.ServicePort{{Port: 8000}}}}},
+	}
+	p := attach(gw, w)
+	got := map[string]parentResult{}
+	for _, rr := range p.routes {
+		got[rr.route.Name] = rr.parents[0]
+	}
+	for name, want := range map[string]string{
+		"partial":        "true Accepted true ResolvedRefs partial",
+		"all-bad":        "false UnsupportedValue true ResolvedRefs",
+		"ext":            "true Accepted false InvalidKind",
+		"mirror-missing": "true Accepted false BackendNotFound",
+		"timed":          "true Accepted true ResolvedRefs",
+	} {
+		pr := got[name]
+		s := fmt.Sprintf("%v %s %v %s", pr.accepted, pr.acceptedReason, pr.resolved, pr.resolvedReason)
+		if pr.partial != "" {
+			s += " partial"
+		}
+		if s != want {
+			t.Errorf("route %s: %s (%s; %s); want %s", name, s, pr.acceptMsg, pr.partial, want)
+		}
+	}
+	if m := got["partial"].partial; !strings.HasPrefix(m, "Dropped Rule") || !strings.Contains(m, "rule 1") || !strings.Contains(m, "CORS") {
+		t.Errorf("PartiallyInvalid message %q: want it to start with Dropped Rule and name rule 1 and CORS", m)
+	}
+	rules := map[string]gatewayproxy.Rule{}
+	for _, r := range p.table.Ports[0].Rules {
+		rules[r.Match.Path] = r
+	}
+	if _, ok := rules["/cors"]; ok {
+		t.Error("the rule with a CORS filter is in the table")
+	}
+	if _, ok := rules["/bad"]; ok {
+		t.Error("the route with no valid rule is in the table")
+	}
+	ok := rules["/ok"]
+	if len(ok.Filters) != 2 || ok.Filters[0].Headers.Set[0].Name != "X-A" || ok.Filters[1].Mirror == nil || ok.Filters[1].Mirror.Fraction != 0.5 || ok.Filters[1].Mirror.Addr != "10.96.0.9:8000" {
+		t.Errorf("the /ok rule's filters: %+v", ok.Filters)
+	}
+	if r := rules["/ext"]; r.Error == "" {
+		t.Error("the rule with an ExtensionRef filter does not answer 500")
+	}
+	if r := rules["/mm"]; len(r.Filters) != 0 {
+		t.Errorf("a mirror to a missing Service is in the table: %+v", r.Filters)
+	}
+	if r := rules["/timed"]; r.Timeouts == nil || r.Timeouts.Request != "10s" || r.Timeouts.BackendRequest != "2s" {
+		t.Errorf("the /timed rule's timeouts: %+v", r.Timeouts)
+	}
+	if n := p.listeners[0].attached; n != 4 {
+		t.Errorf("%d routes attached; want 4 (not the one whose every rule is invalid)", n)
 	}
 }

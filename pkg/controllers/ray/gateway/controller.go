@@ -5,8 +5,12 @@
 // <gateway>-<gatewayclass> with the listeners' ports, and a ConfigMap of the same name holding the
 // routing table the proxy follows (its ServiceAccount may read that ConfigMap and nothing else). The
 // table comes from the HTTPRoutes attached to the Gateway's listeners: path (Exact, PathPrefix,
-// RegularExpression), header, query parameter and method matches, hostnames, and backendRefs to
-// Services with weights. Filters, HTTPS/TLS listeners and other route kinds are not implemented.
+// RegularExpression), header, query parameter and method matches, hostnames, backendRefs to Services
+// with weights, the filters RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite
+// and RequestMirror (on rules and on backends) and the rules' request and backendRequest timeouts. A
+// rule with another filter (CORS) is dropped with the route's PartiallyInvalid condition (Accepted
+// False, UnsupportedValue, when no rule is left); HTTPS/TLS listeners and other route kinds are not
+// implemented.
 //
 // Status is written as a conformant implementation writes it: GatewayClass Accepted and
 // SupportedVersion; Gateway Accepted and Programmed (once the proxy pod is ready), the Service's
@@ -30,8 +34,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -39,6 +41,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
+	"github.com/rayctl/rayctl/pkg/controllers/chainhooks"
 	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 )
 
@@ -82,14 +86,23 @@ func (o Options) Setup(mgr manager.Manager, env ctrlset.Env) error {
 	}
 	o.ReconcilerOptions = o.ReconcilerOptions.FromEnv(env).WithDefaults(0)
 	r := &reconciler{client: mgr.GetClient(), opts: o}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("gatewayclass").
-		For(&gwv1.GatewayClass{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.(*gwv1.GatewayClass).Spec.ControllerName == ControllerName
-		}))).Complete(&classReconciler{client: mgr.GetClient()}); err != nil {
+	classHooks := o.Hooks.Sub("class")
+	if err := classHooks.NewControllerManagedBy(mgr).
+		For(&gwv1.GatewayClass{}, claimedClass).
+		Complete(&classReconciler{client: mgr.GetClient(), hooks: classHooks}); err != nil {
 		return err
 	}
 	return r.setupWithManager(mgr)
 }
+
+// routeSpecChanged passes an HTTPRoute's creation, deletion and spec changes, not the status writes
+// (this controller's own among them).
+var routeSpecChanged = chainhooks.Named("generation changed", predicate.GenerationChangedPredicate{})
+
+// claimedClass passes the GatewayClasses that name ControllerName.
+var claimedClass = chainhooks.Named("controllerName is rayctl's", predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.(*gwv1.GatewayClass).Spec.ControllerName == ControllerName
+}))
 
 // reconciler programs the Gateways of rayctl's GatewayClasses.
 type reconciler struct {
@@ -98,14 +111,14 @@ type reconciler struct {
 }
 
 // setupWithManager wires the watches: For Gateway; Owns the proxy's Deployment, Service and ConfigMap;
-// the GatewayClasses, HTTPRoutes, ReferenceGrants and backend Services a Gateway depends on.
+// the GatewayClasses, HTTPRoutes (their spec), ReferenceGrants and backend Services a Gateway depends on.
 func (r *reconciler) setupWithManager(mgr manager.Manager) error {
 	return r.opts.Hooks.NewControllerManagedBy(mgr).
 		For(&gwv1.Gateway{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&gwv1.GatewayClass{}, "gateway class of the gateway", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
-		Watches(&gwv1.HTTPRoute{}, "route's parent gateway", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfRoute)).
+		Watches(&gwv1.HTTPRoute{}, "route's parent gateway", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfRoute), routeSpecChanged).
 		Watches(&gwv1.ReferenceGrant{}, "reference grant", handler.EnqueueRequestsFromMapFunc(r.allGateways)).
 		Watches(&corev1.Service{}, "proxy or backend service", handler.EnqueueRequestsFromMapFunc(r.gatewaysOfService)).
 		MaxConcurrentReconciles(r.opts.MaxConcurrentReconciles).
@@ -169,22 +182,16 @@ func (r *reconciler) readWorld(ctx context.Context, gw *gwv1.Gateway) (world, er
 				w.namespaces[rt.Namespace] = ns
 			}
 		}
-		for _, rule := range rt.Spec.Rules {
-			for _, ref := range rule.BackendRefs {
-				key := types.NamespacedName{Namespace: rt.Namespace, Name: string(ref.Name)}
-				if ref.Namespace != nil {
-					key.Namespace = string(*ref.Namespace)
-				}
-				if _, ok := w.services[key]; ok {
-					continue
-				}
-				svc := &corev1.Service{}
-				switch err := r.client.Get(ctx, key, svc); {
-				case err == nil:
-					w.services[key] = svc
-				case !apierrors.IsNotFound(err):
-					return w, err
-				}
+		for _, key := range serviceRefs(&rt) {
+			if _, ok := w.services[key]; ok {
+				continue
+			}
+			svc := &corev1.Service{}
+			switch err := r.client.Get(ctx, key, svc); {
+			case err == nil:
+				w.services[key] = svc
+			case !apierrors.IsNotFound(err):
+				return w, err
 			}
 		}
 	}
@@ -269,7 +276,11 @@ func (r *reconciler) writeGatewayStatus(ctx context.Context, gw *gwv1.Gateway, p
 	}
 	gw = gw.DeepCopy()
 	gw.Status = *st
-	return r.client.Status().Update(ctx, gw)
+	if err := r.client.Status().Update(ctx, gw); err != nil {
+		return err
+	}
+	r.opts.Hooks.StatusWritten(ctx, gw, chain.F("accepted", string(accepted.Status)), chain.F("programmed", string(programmed.Status)))
+	return nil
 }
 
 func inProxyName(dep *appsv1.Deployment) string {
@@ -307,7 +318,11 @@ func (r *reconciler) writeRouteStatuses(ctx context.Context, gw *gwv1.Gateway, p
 				return nil
 			}
 			cur.Status.Parents = next
-			return r.client.Status().Update(ctx, cur)
+			if err := r.client.Status().Update(ctx, cur); err != nil {
+				return err
+			}
+			r.opts.Hooks.StatusWritten(ctx, cur, routeSummary(cur, gw)...)
+			return nil
 		})
 		if client.IgnoreNotFound(err) != nil {
 			return err
@@ -333,7 +348,30 @@ func routeParents(rt *gwv1.HTTPRoute, gw *gwv1.Gateway, prs []parentResult) []gw
 		setConditions(&s.Conditions,
 			condition(string(gwv1.RouteConditionAccepted), pr.accepted, pr.acceptedReason, pr.acceptMsg, rt.Generation),
 			condition(string(gwv1.RouteConditionResolvedRefs), pr.resolved, pr.resolvedReason, pr.resolvMsg, rt.Generation))
+		if pr.partial != "" {
+			setConditions(&s.Conditions, condition(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), pr.partial, rt.Generation))
+		} else {
+			meta.RemoveStatusCondition(&s.Conditions, string(gwv1.RouteConditionPartiallyInvalid))
+		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// routeSummary is what a route's status write says of its parent entries for gw, for the chain:
+// accepted and resolvedRefs, with their reasons.
+func routeSummary(rt *gwv1.HTTPRoute, gw *gwv1.Gateway) []chain.Field {
+	var out []chain.Field
+	for _, s := range rt.Status.Parents {
+		if !ourParentStatus(s, rt.Namespace, gw) {
+			continue
+		}
+		if c := meta.FindStatusCondition(s.Conditions, string(gwv1.RouteConditionAccepted)); c != nil {
+			out = append(out, chain.F("accepted", string(c.Status)+"/"+c.Reason))
+		}
+		if c := meta.FindStatusCondition(s.Conditions, string(gwv1.RouteConditionResolvedRefs)); c != nil {
+			out = append(out, chain.F("resolvedRefs", string(c.Status)+"/"+c.Reason))
+		}
 	}
 	return out
 }
@@ -346,6 +384,7 @@ func parentKey(ref gwv1.ParentReference) string {
 // classReconciler accepts the GatewayClasses that name ControllerName.
 type classReconciler struct {
 	client client.Client
+	hooks  *chainhooks.Hooks
 }
 
 // Reconcile marks a claimed GatewayClass Accepted (and its version supported).
@@ -368,5 +407,9 @@ func (c *classReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 	gc.Status = *st
-	return reconcile.Result{}, c.client.Status().Update(ctx, gc)
+	if err := c.client.Status().Update(ctx, gc); err != nil {
+		return reconcile.Result{}, err
+	}
+	c.hooks.StatusWritten(ctx, gc, chain.F("accepted", string(accepted.Status)))
+	return reconcile.Result{}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/gatewayproxy"
 )
 
@@ -63,11 +64,11 @@ func (r *reconciler) ensureInfra(ctx context.Context, gw *gwv1.Gateway, inf infr
 	}
 	om := metav1.ObjectMeta{Name: inf.name, Namespace: inf.namespace}
 	sa := &corev1.ServiceAccount{ObjectMeta: om}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, sa, func() error { return meta(sa) }); err != nil {
+	if _, err := r.opts.Hooks.CreateOrUpdate(ctx, r.client, sa, func() error { return meta(sa) }); err != nil {
 		return nil, nil, fmt.Errorf("proxy service account: %w", err)
 	}
 	role := &rbacv1.Role{ObjectMeta: om}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, role, func() error {
+	if _, err := r.opts.Hooks.CreateOrUpdate(ctx, r.client, role, func() error {
 		role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{inf.name}, Verbs: []string{"get", "list", "watch"}}}
 		return meta(role)
 	}); err != nil {
@@ -85,16 +86,17 @@ func (r *reconciler) ensureInfra(ctx context.Context, gw *gwv1.Gateway, inf infr
 		if err := r.client.Create(ctx, rb); err != nil {
 			return nil, nil, fmt.Errorf("proxy role binding: %w", err)
 		}
+		r.opts.Hooks.Wrote(ctx, rb, chain.Create)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: om}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, cm, func() error {
+	if _, err := r.opts.Hooks.CreateOrUpdate(ctx, r.client, cm, func() error {
 		cm.Data = map[string]string{gatewayproxy.ConfigMapKey: string(table)}
 		return meta(cm)
 	}); err != nil {
 		return nil, nil, fmt.Errorf("proxy routing table: %w", err)
 	}
 	svc := &corev1.Service{ObjectMeta: om}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, svc, func() error {
+	if _, err := r.opts.Hooks.CreateOrUpdate(ctx, r.client, svc, func() error {
 		svc.Spec.Type = corev1.ServiceTypeClusterIP
 		svc.Spec.Selector = inf.labels
 		var ports []corev1.ServicePort
@@ -110,7 +112,7 @@ func (r *reconciler) ensureInfra(ctx context.Context, gw *gwv1.Gateway, inf infr
 		return nil, nil, fmt.Errorf("proxy service: %w", err)
 	}
 	dep := &appsv1.Deployment{ObjectMeta: om}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.client, dep, func() error {
+	if _, err := r.opts.Hooks.CreateOrUpdate(ctx, r.client, dep, func() error {
 		dep.Spec.Replicas = ptrTo(int32(1))
 		dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: inf.labels}
 		dep.Spec.Template.Labels = inf.labels

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,18 +92,7 @@ func (r *reconciler) gatewaysOfService(ctx context.Context, o client.Object) []r
 	return out
 }
 
-// namesService reports whether one of rt's backendRefs is the Service ns/name.
+// namesService reports whether rt refers to the Service ns/name (a backend or a mirror).
 func namesService(rt *gwv1.HTTPRoute, ns, name string) bool {
-	for _, rule := range rt.Spec.Rules {
-		for _, ref := range rule.BackendRefs {
-			refNS := rt.Namespace
-			if ref.Namespace != nil {
-				refNS = string(*ref.Namespace)
-			}
-			if refNS == ns && string(ref.Name) == name {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.Contains(serviceRefs(rt), types.NamespacedName{Namespace: ns, Name: name})
 }

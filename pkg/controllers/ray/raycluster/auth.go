@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +29,14 @@ import (
 // probes need none). The token lives in a Secret named after the cluster (key AuthTokenKey), which the
 // controller makes unless spec.authOptions.secretName names the user's own; the Ray containers, the
 // workers' GCS wait, the autoscaler and a RayJob's submitter read it from RAY_AUTH_TOKEN.
+//
+// With spec.authOptions.enableK8sTokenAuth (Ray 2.55 and later) there is no Secret: Ray delegates the
+// check to the API server. Its processes get RAY_ENABLE_K8S_TOKEN_AUTH=true and present the token of
+// the pod's service account, projected (volume ray-token) at RayTokenMountPath; the GCS and the
+// dashboard review each caller's bearer token (a TokenReview, then a SubjectAccessReview of verb
+// ray:write on the RayCluster, named by RAY_CLUSTER_NAME and RAY_CLUSTER_NAMESPACE) with the pod's
+// in-cluster credentials. So the pods' service account needs create on tokenreviews and
+// subjectaccessreviews and ray:write on the cluster, as KubeRay's ray-cluster.kubernetes.auth.yaml grants.
 const (
 	// AuthTokenKey is the Secret's data key that holds the token.
 	AuthTokenKey = "auth_token"
@@ -37,6 +48,12 @@ const (
 	// minK8sAuthRayVersion is the first Ray that can delegate token authentication to Kubernetes
 	// (authOptions.enableK8sTokenAuth).
 	minK8sAuthRayVersion = "2.55.0"
+	// EnvK8sTokenAuth turns on Ray's Kubernetes-delegated token authentication.
+	EnvK8sTokenAuth = "RAY_ENABLE_K8S_TOKEN_AUTH"
+	// RayTokenVolume is the projected service account token volume Ray's processes present their token
+	// from, mounted at RayTokenMountPath (KubeRay's names).
+	RayTokenVolume    = "ray-token"
+	RayTokenMountPath = "/var/run/secrets/ray.io/serviceaccount"
 )
 
 // TokenAuth reports whether the cluster's Ray requires a token: spec.authOptions.mode "token", or, on a
@@ -112,14 +129,63 @@ func AddAuthEnv(ctr *corev1.Container, secret string) {
 	}
 }
 
+// addK8sAuth gives ctr what Ray reads for Kubernetes-delegated token authentication (RAY_AUTH_MODE
+// token, RAY_ENABLE_K8S_TOKEN_AUTH true, the ray-token volume mounted read-only), each unless ctr has it,
+// and pod the ray-token volume: the pod's service account token for the API server's audience.
+func addK8sAuth(pod *corev1.PodSpec, ctr *corev1.Container) {
+	for _, e := range []corev1.EnvVar{{Name: EnvAuthMode, Value: string(rayv1.AuthModeToken)}, {Name: EnvK8sTokenAuth, Value: "true"}} {
+		if !hasEnv(ctr.Env, e.Name) {
+			ctr.Env = append(ctr.Env, e)
+		}
+	}
+	if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == RayTokenVolume }) {
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: RayTokenVolume, MountPath: RayTokenMountPath, ReadOnly: true})
+	}
+	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == RayTokenVolume }) {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: RayTokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}})
+	}
+}
+
+// HeadServiceAccount is the service account c's head runs as ("default" when its template names none).
+func HeadServiceAccount(c *rayv1.RayCluster) string {
+	if sa := c.Spec.HeadGroupSpec.Template.Spec.ServiceAccountName; sa != "" {
+		return sa
+	}
+	return "default"
+}
+
+// UserToken returns a token c's dashboard accepts ("" when c's Ray requires none), as a user gets it:
+// the Secret's token (ClusterToken), or, where c delegates authentication to Kubernetes
+// (enableK8sTokenAuth), a new token of service account account in c's namespace (HeadServiceAccount when
+// account is empty: Ray's own processes need ray:write on c, so the head's account has it wherever the
+// cluster works), issued through the API server (TokenRequest, the API server's audience, an hour).
+func UserToken(ctx context.Context, cl client.Client, c *rayv1.RayCluster, account string) (string, error) {
+	if !K8sTokenAuth(&c.Spec) {
+		return ClusterToken(ctx, cl, cl, c)
+	}
+	if account == "" {
+		account = HeadServiceAccount(c)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: account}}
+	tr := &authenticationv1.TokenRequest{}
+	if err := cl.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("issuing a token of service account %s/%s for RayCluster %s (authOptions.enableK8sTokenAuth): %w", c.Namespace, account, c.Name, err)
+	}
+	return tr.Status.Token, nil
+}
+
 // ClusterToken returns the token c's dashboard requires ("" when c's Ray requires none), reading c's
 // head Service through r and its Secret through secrets. Controllers read Secrets uncached (the
 // manager's API reader): no informer holds every Secret of the cluster, and RBAC grants them get, not
-// list.
+// list. A cluster that delegates authentication to Kubernetes has no such token (see UserToken).
 func ClusterToken(ctx context.Context, r, secrets client.Reader, c *rayv1.RayCluster) (string, error) {
 	on, err := ClusterAuth(ctx, r, c)
 	if err != nil || !on {
 		return "", err
+	}
+	if K8sTokenAuth(&c.Spec) {
+		return "", fmt.Errorf("RayCluster %s/%s delegates token authentication to Kubernetes (authOptions.enableK8sTokenAuth): it takes service account tokens, not a Secret's", c.Namespace, c.Name)
 	}
 	var s corev1.Secret
 	secret := AuthSecretName(c.Name, &c.Spec)
@@ -133,10 +199,14 @@ func ClusterToken(ctx context.Context, r, secrets client.Reader, c *rayv1.RayClu
 	return token, nil
 }
 
-// validateAuth rejects what KubeRay v1.7 rejects of spec.authOptions. enableK8sTokenAuth passes it:
-// rayctl does not set up Kubernetes-delegated authentication (Ray reviewing its callers' service account
-// tokens with the API server), so such a cluster requires the token of its Secret instead, and the
-// fieldwarnings controller says so.
+// errK8sAuthUnplaced is why a cluster with Kubernetes-delegated token authentication gets no pods on a
+// node whose pods do not get their volumes at their mountPaths: Ray reads its service account token and
+// the cluster's CA at fixed paths, so it would authenticate nothing (its processes could not even start).
+var errK8sAuthUnplaced = errors.New("authOptions.enableK8sTokenAuth: Ray reads the service account token and CA at " +
+	"/var/run/secrets/kubernetes.io/serviceaccount and " + RayTokenMountPath + ", and this node's pods cannot have files there " +
+	"(the host-process runtime gives pods mount namespaces only as root on Linux); use authOptions.mode token without it")
+
+// validateAuth rejects what KubeRay v1.7 rejects of spec.authOptions.
 func validateAuth(spec *rayv1.RayClusterSpec) error {
 	ao := spec.AuthOptions
 	if ao == nil {
@@ -196,7 +266,7 @@ func authSecret(c *rayv1.RayCluster) (*corev1.Secret, error) {
 // reconcileAuthSecret makes c's token Secret when c asks for token authentication with a token of the
 // controller's making (no authOptions.secretName), before any Pod that reads it.
 func (r *reconciler) reconcileAuthSecret(ctx context.Context, c *rayv1.RayCluster) error {
-	if !TokenAuth(&c.Spec, r.ports != nil) || (c.Spec.AuthOptions != nil && ptr.Deref(c.Spec.AuthOptions.SecretName, "") != "") {
+	if !TokenAuth(&c.Spec, r.ports != nil) || K8sTokenAuth(&c.Spec) || (c.Spec.AuthOptions != nil && ptr.Deref(c.Spec.AuthOptions.SecretName, "") != "") {
 		return nil
 	}
 	name := AuthSecretName(c.Name, &c.Spec)

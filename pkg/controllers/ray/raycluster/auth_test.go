@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/rayctl/rayctl/pkg/controllers/ctrlset"
 	"github.com/rayctl/rayctl/pkg/rayports"
 )
 
@@ -44,6 +46,62 @@ func TestTokenAuthEnv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestK8sTokenAuthPods: with authOptions.enableK8sTokenAuth every Ray container of the cluster (and the
+// workers' GCS wait) gets RAY_AUTH_MODE token and RAY_ENABLE_K8S_TOKEN_AUTH true, no Secret's token, and
+// the pod's service account token projected at Ray's path, as KubeRay v1.7 sets them up; the Ray
+// containers know the cluster's namespace (RAY_CLUSTER_NAMESPACE), which Ray's access review names.
+func TestK8sTokenAuthPods(t *testing.T) {
+	c := sampleCluster()
+	c.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	for _, p := range []*corev1.Pod{HeadPod(c, BuildOptions{}), WorkerPod(c, &c.Spec.WorkerGroupSpecs[0], BuildOptions{})} {
+		var vols []corev1.Volume
+		for _, v := range p.Spec.Volumes {
+			if v.Name == RayTokenVolume {
+				vols = append(vols, v)
+			}
+		}
+		if len(vols) != 1 || vols[0].Projected == nil || len(vols[0].Projected.Sources) != 1 ||
+			vols[0].Projected.Sources[0].ServiceAccountToken == nil || vols[0].Projected.Sources[0].ServiceAccountToken.Path != "token" {
+			t.Errorf("%s: ray-token volumes %+v; want one projecting the service account token at token", p.GenerateName, vols)
+		}
+		for _, ctr := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers[0]) {
+			mode, _ := env(&ctr, EnvAuthMode)
+			k8s, _ := env(&ctr, EnvK8sTokenAuth)
+			_, hasToken := env(&ctr, EnvAuthToken)
+			mounted := slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == RayTokenVolume && m.MountPath == RayTokenMountPath && m.ReadOnly
+			})
+			if mode.Value != "token" || k8s.Value != "true" || hasToken || !mounted {
+				t.Errorf("%s/%s: mode %q, k8s %q, RAY_AUTH_TOKEN set %v, ray-token mounted %v", p.GenerateName, ctr.Name, mode.Value, k8s.Value, hasToken, mounted)
+			}
+		}
+		if ns, ok := env(&p.Spec.Containers[0], "RAY_CLUSTER_NAMESPACE"); !ok || ns.ValueFrom == nil || ns.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+			t.Errorf("%s: RAY_CLUSTER_NAMESPACE %+v", p.GenerateName, ns)
+		}
+	}
+}
+
+// TestK8sTokenAuthWithoutMountPaths: where pods do not get their volumes at their mountPaths (the
+// host-process runtime without mount namespaces), a cluster with enableK8sTokenAuth is refused with the
+// reason (the InvalidRayClusterSpec Warning, and no pods); elsewhere, and without it, it is not.
+func TestK8sTokenAuthWithoutMountPaths(t *testing.T) {
+	c := sampleCluster()
+	c.Spec.RayVersion = "2.60.0"
+	c.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	unplaced := newReconciler(nil, ctrlset.Env{PodMountsUnplaced: true}, BuildOptions{})
+	if err := unplaced.validateCluster(c); err == nil || !strings.Contains(err.Error(), "authOptions.enableK8sTokenAuth") ||
+		!strings.Contains(err.Error(), "/var/run/secrets/kubernetes.io/serviceaccount") {
+		t.Errorf("without mount paths: %v; want the field and the paths Ray reads", err)
+	}
+	if err := newReconciler(nil, ctrlset.Env{}, BuildOptions{}).validateCluster(c); err != nil {
+		t.Errorf("with mount namespaces: %v", err)
+	}
+	c.Spec.AuthOptions.EnableK8sTokenAuth = nil
+	if err := unplaced.validateCluster(c); err != nil {
+		t.Errorf("mode token alone, without mount paths: %v", err)
 	}
 }
 

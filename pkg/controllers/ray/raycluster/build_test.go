@@ -100,7 +100,7 @@ func TestHeadPod(t *testing.T) {
 		}
 	}
 	for name, path := range map[string]string{
-		"RAY_CLUSTER_NAME": "metadata.labels['ray.io/cluster']", "RAY_CLOUD_INSTANCE_ID": "metadata.name",
+		"RAY_CLUSTER_NAME": "metadata.labels['ray.io/cluster']", "RAY_CLUSTER_NAMESPACE": "metadata.namespace", "RAY_CLOUD_INSTANCE_ID": "metadata.name",
 		"RAY_NODE_TYPE_NAME": "metadata.labels['ray.io/group']",
 	} {
 		if e, ok := env(ray, name); !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != path {
@@ -327,5 +327,31 @@ func TestScaleDownOrder(t *testing.T) {
 	scaleDownOrder(pods)
 	if pods[0].Name != "pending" || pods[1].Name != "new-ready" || pods[2].Name != "old-ready" {
 		t.Errorf("order: %s %s %s", pods[0].Name, pods[1].Name, pods[2].Name)
+	}
+}
+
+// TestKubeRaySwitchesFromTheEnvironment: ENABLE_INIT_CONTAINER_INJECTION and ENABLE_PROBES_INJECTION
+// turn the injections off only when "false" (any case), as KubeRay's operator reads them.
+func TestKubeRaySwitchesFromTheEnvironment(t *testing.T) {
+	for env, want := range map[string]BuildOptions{
+		"":      {},
+		"true":  {},
+		"no":    {},
+		"false": {NoInitContainer: true, NoProbes: true},
+		"FALSE": {NoInitContainer: true, NoProbes: true},
+	} {
+		got := buildOptionsFromEnv(func(string) string { return env })
+		if got.NoInitContainer != want.NoInitContainer || got.NoProbes != want.NoProbes {
+			t.Errorf("%q: %+v, want %+v", env, got, want)
+		}
+	}
+	only := buildOptionsFromEnv(func(k string) string {
+		if k == "ENABLE_INIT_CONTAINER_INJECTION" {
+			return "False"
+		}
+		return ""
+	})
+	if !only.NoInitContainer || only.NoProbes {
+		t.Errorf("only the init container switch: %+v", only)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -91,6 +93,9 @@ type reconciler struct {
 	secrets client.Reader
 	// indexed: the client reads a cache that indexes Pods and Services by cluster (indexCluster).
 	indexed bool
+	// mountsUnplaced: the node's pods do not get their volumes at their mountPaths
+	// (ctrlset.Env.PodMountsUnplaced), so Ray cannot find its service account token (auth.go).
+	mountsUnplaced bool
 }
 
 // newReconciler returns a reconciler that reads through c (normally the manager's cached client)
@@ -105,14 +110,25 @@ func newReconciler(c client.Client, env ctrlset.Env, build BuildOptions) *reconc
 	if env.HostNetworkPods {
 		r.ports = rayports.NewAllocator()
 	}
+	r.mountsUnplaced = env.PodMountsUnplaced
 	return r
 }
 
 // Setup is the ctrlset.SetupFunc of this controller (pkg/controlplane registers it in its group).
 func Setup(mgr ctrl.Manager, env ctrlset.Env) error {
-	r := newReconciler(mgr.GetClient(), env, BuildOptions{})
+	r := newReconciler(mgr.GetClient(), env, buildOptionsFromEnv(os.Getenv))
 	r.secrets = mgr.GetAPIReader()
 	return r.setupWithManager(mgr, env.ReconcileConcurrency)
+}
+
+// buildOptionsFromEnv reads the switches KubeRay's operator takes from its own environment, here
+// rayctl's: ENABLE_INIT_CONTAINER_INJECTION=false leaves out the workers' wait-gcs-ready init
+// container, ENABLE_PROBES_INJECTION=false the injected probes ("false" in any case, as KubeRay).
+func buildOptionsFromEnv(getenv func(string) string) BuildOptions {
+	return BuildOptions{
+		NoInitContainer: strings.EqualFold(getenv("ENABLE_INIT_CONTAINER_INJECTION"), "false"),
+		NoProbes:        strings.EqualFold(getenv("ENABLE_PROBES_INJECTION"), "false"),
+	}
 }
 
 // specLabelsOrAnnotationsChanged is KubeRay's predicate on RayCluster events: a status write (which
@@ -169,7 +185,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"The RayCluster metadata is invalid %s/%s: name must be at most %d characters", c.Namespace, c.Name, maxClusterNameLength)
 		return ctrl.Result{}, nil
 	}
-	if err := validateCluster(&c); err != nil {
+	if err := r.validateCluster(&c); err != nil {
 		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventInvalidSpec, "The RayCluster spec is invalid %s/%s: %v", c.Namespace, c.Name, err)
 		return ctrl.Result{}, nil
 	}
@@ -252,6 +268,18 @@ func validateCluster(c *rayv1.RayCluster) error {
 		return err
 	}
 	return validateGCSFaultTolerance(c)
+}
+
+// validateCluster is the function validateCluster plus what this node cannot run: Kubernetes-delegated token
+// authentication where pods do not get their volumes at their mountPaths (errK8sAuthUnplaced).
+func (r *reconciler) validateCluster(c *rayv1.RayCluster) error {
+	if err := validateCluster(c); err != nil {
+		return err
+	}
+	if r.mountsUnplaced && K8sTokenAuth(&c.Spec) {
+		return errK8sAuthUnplaced
+	}
+	return nil
 }
 
 // indexCluster is the cache index of Pods and Services by their ray.io/cluster label (clusterOf).

@@ -355,15 +355,19 @@ func buildPod(c *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, t rayv1.RayNode
 	setEnv(c, ray, t, fqdn, port, startCmd)
 	if TokenAuth(&c.Spec, o.Ports != nil) {
 		secret := AuthSecretName(c.Name, &c.Spec)
-		AddAuthEnv(ray, secret)
+		add := func(ctr *corev1.Container) { AddAuthEnv(ctr, secret) }
+		if K8sTokenAuth(&c.Spec) {
+			add = func(ctr *corev1.Container) { addK8sAuth(&pod.Spec, ctr) }
+		}
+		add(ray)
 		for i := range pod.Spec.InitContainers {
 			if pod.Spec.InitContainers[i].Name == initContainerName {
-				AddAuthEnv(&pod.Spec.InitContainers[i], secret)
+				add(&pod.Spec.InitContainers[i])
 			}
 		}
 		for i := range pod.Spec.Containers {
 			if pod.Spec.Containers[i].Name == AutoscalerContainerName {
-				AddAuthEnv(&pod.Spec.Containers[i], secret)
+				add(&pod.Spec.Containers[i])
 			}
 		}
 	}
@@ -491,6 +495,7 @@ func setEnv(c *rayv1.RayCluster, ray *corev1.Container, t rayv1.RayNodeType, fqd
 	}
 	ray.Env = append(ray.Env,
 		fieldEnv("RAY_CLUSTER_NAME", fmt.Sprintf("metadata.labels['%s']", rayparams.LabelCluster)),
+		fieldEnv("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
 		fieldEnv("RAY_CLOUD_INSTANCE_ID", "metadata.name"),
 		fieldEnv("RAY_NODE_TYPE_NAME", fmt.Sprintf("metadata.labels['%s']", rayparams.LabelGroup)),
 		corev1.EnvVar{Name: "KUBERAY_GEN_RAY_START_CMD", Value: startCmd},

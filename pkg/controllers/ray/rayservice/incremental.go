@@ -32,6 +32,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
+	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/rayparams"
 )
 
@@ -255,15 +256,20 @@ func (p *pass) reconcileGatewayObjects(ctx context.Context, active, pending *ray
 		if err := controllerutil.SetControllerReference(c, svc, p.r.client.Scheme()); err != nil {
 			return nil, err
 		}
-		if err := p.r.client.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := p.r.client.Create(ctx, svc); {
+		case err == nil:
+			p.r.opts.Hooks.Wrote(ctx, svc, chain.Create)
+		case !apierrors.IsAlreadyExists(err):
 			return nil, err
 		}
 	}
 	opts := rs.Spec.UpgradeStrategy.ClusterUpgradeOptions
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: gatewayName(rs), Namespace: rs.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, p.r.client, gw, func() error {
+	if _, err := p.r.opts.Hooks.CreateOrUpdate(ctx, p.r.client, gw, func() error {
 		gw.Spec.GatewayClassName = gwv1.ObjectName(opts.GatewayClassName)
-		gw.Spec.Listeners = []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: gatewayListenerPort}}
+		// Written with the API's defaults, so that an unchanged Gateway is not updated again each pass.
+		gw.Spec.Listeners = []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: gatewayListenerPort,
+			AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: ptr.To(gwv1.NamespacesFromSame)}}}}
 		return controllerutil.SetControllerReference(rs, gw, p.r.client.Scheme())
 	}); err != nil {
 		p.r.opts.Recorder.Eventf(rs, corev1.EventTypeWarning, EventFailedToCreateGateway, "Failed to create or update the Gateway %s/%s: %v", rs.Namespace, gw.Name, err)
@@ -276,6 +282,7 @@ func (p *pass) reconcileGatewayObjects(ctx context.Context, active, pending *ray
 	ns := gwv1.Namespace(rs.Namespace)
 	backend := func(c *rayv1.RayCluster, w int32) gwv1.HTTPBackendRef {
 		return gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
+			Group: ptr.To(gwv1.Group("")), Kind: ptr.To(gwv1.Kind("Service")),
 			Name: gwv1.ObjectName(clusterServeServiceName(c)), Namespace: &ns, Port: ptr.To(servingPort(c))}, Weight: ptr.To(w)}}
 	}
 	refs := []gwv1.HTTPBackendRef{backend(active, activeW)}
@@ -283,8 +290,9 @@ func (p *pass) reconcileGatewayObjects(ctx context.Context, active, pending *ray
 		refs = append(refs, backend(pending, pendingW))
 	}
 	rt := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: httpRouteName(rs), Namespace: rs.Namespace}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, p.r.client, rt, func() error {
-		rt.Spec.ParentRefs = []gwv1.ParentReference{{Name: gwv1.ObjectName(gw.Name), Namespace: &ns}}
+	if _, err := p.r.opts.Hooks.CreateOrUpdate(ctx, p.r.client, rt, func() error {
+		rt.Spec.ParentRefs = []gwv1.ParentReference{{Group: ptr.To(gwv1.Group(gwv1.GroupName)), Kind: ptr.To(gwv1.Kind("Gateway")),
+			Name: gwv1.ObjectName(gw.Name), Namespace: &ns}}
 		rt.Spec.Rules = []gwv1.HTTPRouteRule{{
 			Matches:     []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: ptr.To(gwv1.PathMatchPathPrefix), Value: ptr.To("/")}}},
 			BackendRefs: refs,

@@ -1,4 +1,4 @@
-package controlplane
+package selfpages
 
 import (
 	"bufio"
@@ -36,11 +36,11 @@ func exeRSSKB(t *testing.T) int {
 	return total
 }
 
-// TestDropBinaryPages drops the test binary's resident code and read-only pages from its RSS, and the
+// TestDrop drops the test binary's resident code and read-only pages from its RSS, and the
 // process runs on (the pages come back from the page cache as it touches them).
-func TestDropBinaryPages(t *testing.T) {
+func TestDrop(t *testing.T) {
 	before := exeRSSKB(t)
-	advised, err := dropBinaryPages()
+	advised, err := Drop()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package selfpages
 
 import (
 	"bufio"
@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dropBinaryPages unmaps the pages of rayctl's own binary that the process holds mapped but has not
+// Drop unmaps the pages of rayctl's own binary that the process holds mapped but has not
 // written (its code and read-only data), and returns how many bytes of mappings it advised. The pages stay
 // in the page cache: what the process touches again comes back with a minor fault, and RSS counts only
 // that. A mapping with anonymous pages (written copies, as relocated read-only data of a dynamically linked
 // binary would be) is left alone: dropping those would lose the writes.
-func dropBinaryPages() (int64, error) {
+func Drop() (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, err
