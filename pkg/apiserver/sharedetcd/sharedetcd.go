@@ -1,9 +1,9 @@
 // Package sharedetcd stores every resource of the API server through one etcd client. k8s.io/apiserver
 // opens an etcd client per resource (its own gRPC connection, TLS handshake, goroutines and buffers on
-// both ends, and its own watch stream): with ~40 resources that was ~40 connections to the embedded
-// etcd, ~600 goroutines and a few MB at idle, and ~40 TLS handshakes in the start-up. Here the
-// resources' storage shares one client, one connection and one watch stream (etcd's client multiplexes
-// the watches on it), with the same storage, watch cache and compaction as k8s.io/apiserver's.
+// both ends): with ~40 resources that was ~40 connections to the embedded etcd, ~600 goroutines and a
+// few MB at idle, and ~40 TLS handshakes in the start-up. Here the resources' storage shares one client
+// and one connection (gRPC multiplexes every request and watch stream on it), with the same storage,
+// watch cache and compaction as k8s.io/apiserver's.
 package sharedetcd
 
 import (
