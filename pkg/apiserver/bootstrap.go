@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
@@ -19,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +40,7 @@ import (
 var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // bootstrap creates the system namespaces, installs the CRDs, waiting until each is Established and its
-// custom resources' watch cache is filled (see warmWatchCaches), and applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
+// custom resources' watch cache is filled (see establishAndWarm), and applies the RBAC policy, waiting until authz has it in force. It runs as a post-start hook, so /readyz
 // fails until it is done. crdInformer is the server's own informer on CRDs, which the install reads
 // instead of the API (see informerCRDs).
 func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, authz *rbac.Authorizer) error {
@@ -67,9 +70,9 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer
 	}
 	wg.Go(func() {
 		view := informerCRDs{crdInformer}
-		names, err := installCRDs(ctx, extensions, crds, view, true)
+		names, ready, err := writeCRDs(ctx, extensions, crds, view, true, true)
 		if err == nil {
-			err = warmWatchCaches(ctx, client.CoreV1().RESTClient(), view, names)
+			err = establishAndWarm(ctx, client.CoreV1().RESTClient(), view, names, ready)
 		}
 		errs[len(SystemNamespaces)] = err
 	})
@@ -125,22 +128,30 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 	if err != nil {
 		return err
 	}
-	_, err = installCRDs(ctx, client, manifests, apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()}, false)
-	return err
+	view := apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()}
+	names, ready, err := writeCRDs(ctx, client, manifests, view, false, false)
+	if err != nil {
+		return err
+	}
+	return waitEstablished(ctx, view, names, ready)
 }
 
 // crdView is where the installer reads the CRDs' state from.
 type crdView interface {
 	// get returns the CRD named name as stored (not to be modified), or a NotFound error.
 	get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error)
-	// waitEstablished returns once every CRD named in pending is Established.
-	waitEstablished(ctx context.Context, pending map[string]bool) error
+	// list returns every CRD stored (not to be modified).
+	list(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error)
+	// waitFor returns once every CRD named in pending is as cond wants it.
+	waitFor(ctx context.Context, pending map[string]bool, cond func(*apiextensionsv1.CustomResourceDefinition) bool) error
 }
 
-// installCRDs creates or updates each CRD manifest through client and waits until all are Established,
-// reading their state from state; with slim, the CRDs' pod templates are served slim (see podtemplates.Slim:
-// only for this process's server, whose admission checks them). It returns the CRDs' names.
-func installCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView, slim bool) ([]string, error) {
+// writeCRDs creates or updates each CRD manifest through client, reading their state from state; with
+// slim, the CRDs' pod templates are served slim (see podtemplates.Slim: only for this process's server,
+// whose admission checks them); with accept, a CRD created is given its names and Established at once
+// (see acceptNames). It returns the CRDs' names and, for each, whether it is Established already (so
+// there is nothing to wait for).
+func writeCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView, slim, accept bool) ([]string, []bool, error) {
 	names := make([]string, len(manifests))
 	errs := make([]error, len(manifests))
 	ready := make([]bool, len(manifests))
@@ -149,14 +160,19 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, mani
 		// Reading a large CRD manifest, and the server validating it, cost CPU: they are done side by
 		// side, and a manifest is read only when its CRD is to be written.
 		wg.Go(func() {
-			names[i], ready[i], errs[i] = installCRD(ctx, client.ApiextensionsV1().RESTClient(), state, m, slim)
+			names[i], ready[i], errs[i] = installCRD(ctx, client.ApiextensionsV1().RESTClient(), state, m, slim, accept)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	klog.InfoS("CRDs written", "count", len(names))
+	return names, ready, nil
+}
+
+// waitEstablished waits until each CRD named (ready says which are Established already) is Established.
+func waitEstablished(ctx context.Context, state crdView, names []string, ready []bool) error {
 	pending := map[string]bool{}
 	for i, name := range names {
 		if !ready[i] {
@@ -166,12 +182,40 @@ func installCRDs(ctx context.Context, client apiextensionsclient.Interface, mani
 	if len(pending) > 0 {
 		waitCtx, cancel := context.WithTimeout(ctx, establishTimeout)
 		defer cancel()
-		if err := state.waitEstablished(waitCtx, pending); err != nil {
-			return nil, fmt.Errorf("CRDs %v did not become Established within %s: %w", sortedKeys(pending), establishTimeout, err)
+		if err := state.waitFor(waitCtx, pending, established); err != nil {
+			return fmt.Errorf("CRDs %v did not become Established within %s: %w", sortedKeys(pending), establishTimeout, err)
 		}
 	}
 	klog.InfoS("CRDs established", "count", len(names))
-	return names, nil
+	return nil
+}
+
+// establishAndWarm waits until the CRDs named are Established (see waitEstablished) and their custom
+// resources' watch caches filled (see warmWatchCaches). A CRD's custom resources are served, and its
+// storage built, once its names are accepted, before the establishing controller marks it Established:
+// each CRD's cache is warmed from then on, beside the wait for the others, rather than after all four.
+// (The storage built then stays: the Established condition changes neither the spec nor the names.)
+func establishAndWarm(ctx context.Context, rc rest.Interface, state crdView, names []string, ready []bool) error {
+	errs := make([]error, len(names)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[len(names)] = waitEstablished(ctx, state, names, ready) })
+	for i, name := range names {
+		wg.Go(func() {
+			waitCtx, cancel := context.WithTimeout(ctx, establishTimeout)
+			defer cancel()
+			if err := state.waitFor(waitCtx, map[string]bool{name: true}, served); err != nil {
+				errs[i] = fmt.Errorf("CRD %s not served within %s: %w", name, establishTimeout, err)
+				return
+			}
+			errs[i] = warmWatchCaches(ctx, rc, state, []string{name})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	klog.InfoS("custom resources' watch caches filled", "crds", len(names))
+	return nil
 }
 
 // warmWatchCaches makes the server build the storage of every served version of the CRDs named and
@@ -197,7 +241,7 @@ func warmWatchCaches(ctx context.Context, rc rest.Interface, state crdView, name
 	var wg sync.WaitGroup
 	for i, gvr := range gvrs {
 		wg.Go(func() {
-			errs[i] = retry(ctx, func() error {
+			errs[i] = retryEvery(ctx, warmRetry, func() error {
 				// Not client-go's own retry of a 429, which would wait the second Retry-After asks for.
 				body, err := rc.Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).
 					Param("watch", "true").Param("resourceVersion", "0").MaxRetries(0).Stream(ctx)
@@ -212,11 +256,7 @@ func warmWatchCaches(ctx context.Context, rc rest.Interface, state crdView, name
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	klog.InfoS("custom resources' watch caches filled", "count", len(gvrs))
-	return nil
+	return errors.Join(errs...)
 }
 
 // establishTimeout bounds the wait for the CRDs written to become Established.
@@ -235,7 +275,19 @@ func (a apiCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomR
 // encodes half a megabyte, which a poll every few milliseconds would spend the start-up's CPU on while
 // the server establishes them. (No precondition: the initial list arrives as events, and a precondition
 // would wait for it by polling.)
-func (a apiCRDs) waitEstablished(ctx context.Context, pending map[string]bool) error {
+func (a apiCRDs) list(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	l, err := a.crds.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+func (a apiCRDs) waitFor(ctx context.Context, pending map[string]bool, cond func(*apiextensionsv1.CustomResourceDefinition) bool) error {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return a.crds.List(ctx, opts)
@@ -245,7 +297,7 @@ func (a apiCRDs) waitEstablished(ctx context.Context, pending map[string]bool) e
 		},
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &apiextensionsv1.CustomResourceDefinition{}, nil, func(ev watch.Event) (bool, error) {
-		if crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
+		if crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition); ok && cond(crd) {
 			delete(pending, crd.Name)
 		}
 		return len(pending) == 0, nil
@@ -278,7 +330,18 @@ func (i informerCRDs) get(ctx context.Context, name string) (*apiextensionsv1.Cu
 	return obj.(*apiextensionsv1.CustomResourceDefinition), nil
 }
 
-func (i informerCRDs) waitEstablished(ctx context.Context, pending map[string]bool) error {
+func (i informerCRDs) list(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	if _, err := i.get(ctx, ""); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err // not synced before ctx ended
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, obj := range i.informer.GetStore().List() {
+		out = append(out, obj.(*apiextensionsv1.CustomResourceDefinition))
+	}
+	return out, nil
+}
+
+func (i informerCRDs) waitFor(ctx context.Context, pending map[string]bool, cond func(*apiextensionsv1.CustomResourceDefinition) bool) error {
 	changed := make(chan struct{}, 1)
 	notify := func(any) {
 		select {
@@ -296,7 +359,7 @@ func (i informerCRDs) waitEstablished(ctx context.Context, pending map[string]bo
 	defer i.informer.RemoveEventHandler(reg)
 	for {
 		for name := range pending {
-			if crd, err := i.get(ctx, name); err == nil && established(crd) {
+			if crd, err := i.get(ctx, name); err == nil && cond(crd) {
 				delete(pending, name)
 			}
 		}
@@ -325,10 +388,11 @@ func sortedKeys(m map[string]bool) []string {
 // the same manifests writes nothing.
 const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 
-// installCRD creates the CRD manifest describes (its pod templates slim with slim), or updates it when
-// the stored one (as state has it) came from another manifest or another choice of slim. It returns the
-// CRD's name and whether it is already Established (so there is nothing to wait for).
-func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte, slim bool) (string, bool, error) {
+// installCRD creates the CRD manifest describes (its pod templates slim with slim; its names accepted and
+// Established at once with accept, see acceptNames), or updates it when the stored one (as state has it)
+// came from another manifest or another choice of slim. It returns the CRD's name and whether it is
+// already Established (so there is nothing to wait for).
+func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte, slim, accept bool) (string, bool, error) {
 	name, err := crdName(manifest)
 	if err != nil {
 		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
@@ -368,6 +432,12 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 				// The view had not caught up with a CRD created meanwhile: read it again.
 				err = apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), name, err)
 			}
+			if err == nil && accept {
+				// Created: the retry ends here whatever acceptNames says (the controllers do it otherwise).
+				if aerr := acceptNames(ctx, rc, state, crd); aerr != nil {
+					klog.InfoS("CRD names left to apiextensions' controllers", "crd", name, "reason", aerr)
+				}
+			}
 			return err
 		}
 		// The server's answer, the whole CRD again, is not decoded: nothing here reads it.
@@ -379,6 +449,55 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 		return name, false, fmt.Errorf("installing CRD %s: %w", name, err)
 	}
 	return name, ready, nil
+}
+
+// acceptNames does at once, in one status write, what apiextensions' naming and establishing controllers
+// do for a new CRD in two, one CRD at a time each: it sets the CRD's accepted names to its spec's names,
+// and NamesAccepted and Established, with the controllers' reasons and messages (so that they find nothing
+// left to do), when no other CRD of its group has accepted any of those names (else it returns an error
+// and leaves the CRD to the controllers, which report the conflict). Established says the server serves
+// the custom resources: it does once its CRD informer has the names, which readiness waits for (see
+// warmWatchCaches).
+func acceptNames(ctx context.Context, rc rest.Interface, state crdView, crd *apiextensionsv1.CustomResourceDefinition) error {
+	crds, err := state.list(ctx)
+	if err != nil {
+		return err
+	}
+	names := crd.Spec.Names
+	mine := map[string]bool{names.Plural: true, names.Singular: true, names.Kind: true, names.ListKind: true}
+	for _, n := range names.ShortNames {
+		mine[n] = true
+	}
+	for _, other := range crds {
+		if other.Name == crd.Name || other.Spec.Group != crd.Spec.Group {
+			continue
+		}
+		taken := other.Status.AcceptedNames
+		for _, n := range append([]string{taken.Plural, taken.Singular, taken.Kind, taken.ListKind}, taken.ShortNames...) {
+			if n != "" && mine[n] {
+				return fmt.Errorf("%q is already in use by CRD %s", n, other.Name)
+			}
+		}
+	}
+	now := metav1.Now()
+	// Only these two fields: the stored versions the server set stay as they are.
+	status := map[string]any{"status": map[string]any{
+		"acceptedNames": names,
+		"conditions": []apiextensionsv1.CustomResourceDefinitionCondition{
+			{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: now,
+				Reason: "NoConflicts", Message: "no conflicts found"},
+			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: now,
+				Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"},
+		},
+	}}
+	body, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	return retry(ctx, func() error {
+		return rc.Patch(types.MergePatchType).Resource("customresourcedefinitions").Name(crd.Name).SubResource("status").
+			Body(body).Do(ctx).Error()
+	})
 }
 
 // slimHashPrefix goes before a manifest in the hash of a CRD installed with slim pod templates, so that
@@ -426,19 +545,29 @@ func readCRD(manifest []byte, name, hash string) (*apiextensionsv1.CustomResourc
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+	return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
+}
+
+// served says whether the API server serves crd's custom resources: once its names are accepted (as
+// apiextensions' handler decides), Established or not yet.
+func served(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.NamesAccepted) || established(crd)
 }
 
 // retry runs f until it succeeds, ends with an error that is not worth retrying, or ctx ends. The server's
 // own endpoints may answer 503 or 429 for a moment while it starts.
 func retry(ctx context.Context, f func() error) error {
+	return retryEvery(ctx, 20*time.Millisecond, f)
+}
+
+// warmRetry is how often warmWatchCaches asks again while a watch cache fills (a millisecond or two for
+// a CRD's few objects; the cache answers 429 until then).
+const warmRetry = 5 * time.Millisecond
+
+// retryEvery is retry, trying again every interval.
+func retryEvery(ctx context.Context, interval time.Duration, f func() error) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, interval, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = f()
 		switch {
 		case last == nil:

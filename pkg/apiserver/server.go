@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	extensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
@@ -42,6 +43,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver/admission"
@@ -55,6 +57,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/podtemplates"
 	"github.com/rayctl/rayctl/pkg/apiserver/registry/authentication/tokenreview"
 	"github.com/rayctl/rayctl/pkg/apiserver/scheme"
+	"github.com/rayctl/rayctl/pkg/apiserver/sharedetcd"
 	"github.com/rayctl/rayctl/pkg/apiserver/storageerrors"
 	"github.com/rayctl/rayctl/pkg/apiserver/yamlsize"
 )
@@ -84,6 +87,9 @@ type Config struct {
 	EtcdEndpoint string
 	EtcdClient   *pki.KeyPair
 	EtcdCAFile   string
+	// EtcdLogger receives the logs of the etcd client every resource's storage shares (see
+	// sharedetcd); nil discards them.
+	EtcdLogger *zap.Logger
 	// CRDs are CustomResourceDefinition manifests (YAML or JSON) installed, and Established, before the
 	// server reports ready.
 	CRDs [][]byte
@@ -156,12 +162,12 @@ func New(c Config) (*Server, error) {
 	}
 	generic.AdmissionControl = admit
 	configureOpenAPI(generic)
-	etcdOptions, err := configureStorage(generic, c)
+	etcdOptions, etcd, err := configureStorage(generic, c)
 	if err != nil {
 		return nil, err
 	}
 
-	server, crdInformer, err := newExtensionsServer(generic, etcdOptions, c)
+	server, crdInformer, err := newExtensionsServer(generic, etcdOptions, etcd, c)
 	if err != nil {
 		return nil, err
 	}
@@ -331,8 +337,9 @@ func configureOpenAPI(generic *genericapiserver.RecommendedConfig) {
 }
 
 // configureStorage connects the generic configuration to etcd (c.EtcdEndpoint) and enables the API
-// versions served; it returns the etcd options, which custom resources are stored with too.
-func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*genericoptions.EtcdOptions, error) {
+// versions served; it returns the etcd options and the etcd client shared by every resource's storage,
+// which custom resources are stored with too.
+func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*genericoptions.EtcdOptions, *sharedetcd.Client, error) {
 	// Storage: built-in kinds in protobuf, custom resources as apiextensions stores them.
 	etcdOptions := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
 	etcdOptions.StorageConfig.Transport = storagebackend.TransportConfig{
@@ -366,18 +373,21 @@ func configureStorage(generic *genericapiserver.RecommendedConfig, c Config) (*g
 	)
 	storageFactory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
 	if err := etcdOptions.ApplyWithStorageFactoryTo(storageFactory, &generic.Config); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	// Storage failures that are the client's doing answer 4xx, and etcd out of space 507, for built-in kinds
 	// and custom resources alike (see storageerrors).
-	generic.RESTOptionsGetter = c.storage(generic.RESTOptionsGetter)
-	return etcdOptions, nil
+	etcd := &sharedetcd.Client{Logger: c.EtcdLogger}
+	generic.RESTOptionsGetter = c.storage(generic.RESTOptionsGetter, etcd)
+	return etcdOptions, etcd, nil
 }
 
-// storage decorates a registries' storage options getter: storage failures that are the client's doing
-// answer 4xx, and etcd out of space 507 (see storageerrors), then c.WrapStorage.
-func (c Config) storage(g genericregistry.RESTOptionsGetter) genericregistry.RESTOptionsGetter {
+// storage decorates a registries' storage options getter: every resource stored through etcd, the one
+// client shared (see sharedetcd); storage failures that are the client's doing answer 4xx, and etcd out
+// of space 507 (see storageerrors); then c.WrapStorage.
+func (c Config) storage(g genericregistry.RESTOptionsGetter, etcd *sharedetcd.Client) genericregistry.RESTOptionsGetter {
+	g = sharedetcd.Getter{RESTOptionsGetter: g, Client: etcd}
 	g = storageerrors.Getter{RESTOptionsGetter: g}
 	if c.WrapStorage != nil {
 		g = c.WrapStorage(g)
@@ -386,12 +396,12 @@ func (c Config) storage(g genericregistry.RESTOptionsGetter) genericregistry.RES
 }
 
 // newExtensionsServer builds the apiextensions server from generic, as the only server (not a delegate),
-// custom resources stored with etcdOptions. It returns the server and its informer on CRDs.
-func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions, c Config) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
+// custom resources stored with etcdOptions, through etcd. It returns the server and its informer on CRDs.
+func newExtensionsServer(generic *genericapiserver.RecommendedConfig, etcdOptions *genericoptions.EtcdOptions, etcd *sharedetcd.Client, c Config) (*genericapiserver.GenericAPIServer, cache.SharedIndexInformer, error) {
 	extensionsConfig := &extensionsapiserver.Config{
 		GenericConfig: generic,
 		ExtraConfig: extensionsapiserver.ExtraConfig{
-			CRDRESTOptionsGetter: c.storage(extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker)),
+			CRDRESTOptionsGetter: c.storage(extensionsoptions.NewCRDRESTOptionsGetter(*etcdOptions, generic.ResourceTransformers, generic.StorageObjectCountTracker), etcd),
 			MasterCount:          1,
 		},
 	}
@@ -459,12 +469,23 @@ func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte,
 	})
 	// RBAC answers once its informers have synced; until then only system:masters gets through, and
 	// this hook keeps /readyz failing.
-	server.AddPostStartHookOrDie("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
+	server.AddPostStartHookOrDie("rbac-informers", timed("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
 		return a.rbac.Start(ctx, ctx.LoopbackClientConfig)
-	})
-	server.AddPostStartHookOrDie("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
+	}))
+	server.AddPostStartHookOrDie("rayctl-bootstrap", timed("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
 		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, crdInformer, rbacPolicy, a.rbac)
-	})
+	}))
+}
+
+// timed logs how long the post-start hook named name took (readiness waits for it): with the
+// bootstrap's own lines, rayctl.log shows where the "apiserver" start-up step went.
+func timed(name string, hook genericapiserver.PostStartHookFunc) genericapiserver.PostStartHookFunc {
+	return func(ctx genericapiserver.PostStartHookContext) error {
+		start := time.Now()
+		err := hook(ctx)
+		klog.InfoS("post-start hook finished", "hook", name, "took", time.Since(start), "err", err)
+		return err
+	}
 }
 
 // kubeletClientTLS is the TLS client configuration towards kubelets: c.KubeletClient, verified by c.CA.

@@ -56,7 +56,8 @@ func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds [][]byte) (*apis
 	c := cp.certs
 	cfg := apiserver.Config{
 		Port: cp.cfg.Port, CA: c.ca, Serving: c.serving, Loopback: c.loopback, KubeletClient: c.kubeletClient, ServiceAccountKey: c.saKey,
-		EtcdEndpoint: store.Endpoint, EtcdClient: c.etcd.APIServerClient, EtcdCAFile: c.etcd.CA.CertFile(), CRDs: crds,
+		EtcdEndpoint: store.Endpoint, EtcdClient: c.etcd.APIServerClient, EtcdCAFile: c.etcd.CA.CertFile(), EtcdLogger: cp.logger.Named("etcd-client"),
+		CRDs: crds,
 		// etcd-readiness (the API server's own) reads through etcd at most every second and waits up to
 		// 2 s; this one says at once when raft has no leader.
 		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("etcd-leader", func(*http.Request) error { return store.HasLeader() })},
