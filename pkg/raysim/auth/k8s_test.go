@@ -6,6 +6,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -68,6 +69,19 @@ func TestK8sReviewer(t *testing.T) {
 		t.Fatalf("kubectl apply: %v\n%s%s", err, out, stderr)
 	}
 	head, writer, reader := token("head"), token("writer"), token("reader")
+	// RBAC's informers see the new bindings shortly after they are written: wait until the API server
+	// answers with them before asserting on the reviewer.
+	allowed := func(user string, attrs *authorizationv1.ResourceAttributes) func() (bool, error) {
+		return func() (bool, error) {
+			sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+			return err == nil && sar.Status.Allowed, err
+		}
+	}
+	framework.WaitFor(t, ctx, "the head may review tokens", allowed("system:serviceaccount:default:head",
+		&authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}))
+	framework.WaitFor(t, ctx, "the writer may ray:write the RayCluster", allowed("system:serviceaccount:default:writer",
+		&authorizationv1.ResourceAttributes{Group: "ray.io", Resource: "rayclusters", Namespace: "default", Name: "ray-cluster-with-k8s-auth", Verb: K8sVerb}))
 	cfg := &rest.Config{Host: in.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: in.Config.CAData}, BearerToken: head}
 	env := map[string]string{"RAY_CLUSTER_NAME": "ray-cluster-with-k8s-auth", "RAY_CLUSTER_NAMESPACE": "default"}
 	r := NewK8sReviewer(func(k string) string { return env[k] }, cfg, t.Logf)
@@ -91,13 +105,10 @@ func TestK8sReviewer(t *testing.T) {
 	if !r.Allowed(ctx, writer) {
 		t.Error("the writer's token, within K8sCacheTTL of its review: refused, want taken (remembered)")
 	}
-	now = now.Add(K8sCacheTTL + time.Second)
-	// RBAC's informers see the deleted binding shortly after it is written: wait on the answer.
-	for r.Allowed(ctx, writer) && ctx.Err() == nil {
+	// RBAC's informers see the deleted binding shortly after it is written: wait on the answer, moving
+	// past K8sCacheTTL before each look.
+	framework.WaitFor(t, ctx, "the writer's token, its binding gone and K8sCacheTTL passed: refused", func() (bool, error) {
 		now = now.Add(K8sCacheTTL + time.Second)
-		time.Sleep(50 * time.Millisecond)
-	}
-	if ctx.Err() != nil {
-		t.Error("the writer's token, its binding gone and K8sCacheTTL passed: still taken")
-	}
+		return !r.Allowed(ctx, writer), nil
+	})
 }
