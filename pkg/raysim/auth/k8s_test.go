@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -111,4 +112,50 @@ func TestK8sReviewer(t *testing.T) {
 		now = now.Add(K8sCacheTTL + time.Second)
 		return !r.Allowed(ctx, writer), nil
 	})
+}
+
+// TestK8sReviewerHungAPIServer: an API server that takes connections and never answers refuses the token
+// once K8sReviewTimeout (here shortened) has passed, rather than holding the caller's request for ever.
+func TestK8sReviewerHungAPIServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	env := map[string]string{"RAY_CLUSTER_NAME": "c", "RAY_CLUSTER_NAMESPACE": "default"}
+	r := NewK8sReviewer(func(k string) string { return env[k] }, &rest.Config{Host: "http://" + l.Addr().String()}, t.Logf)
+	r.timeout = 100 * time.Millisecond
+	done := make(chan bool, 1)
+	go func() { done <- r.Allowed(context.Background(), "a-token") }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Error("a token the API server never answered about: taken")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the review of a hung API server did not end")
+	}
+}
+
+// TestK8sReviewerForgets: remembering a token forgets the tokens remembered more than K8sCacheTTL ago.
+func TestK8sReviewerForgets(t *testing.T) {
+	now := time.Now()
+	r := &K8sReviewer{now: func() time.Time { return now }, allowed: map[string]time.Time{}}
+	r.remember("old")
+	now = now.Add(K8sCacheTTL / 2)
+	r.remember("recent")
+	now = now.Add(K8sCacheTTL/2 + time.Second)
+	r.remember("new")
+	if _, ok := r.allowed["old"]; ok || len(r.allowed) != 2 {
+		t.Errorf("remembered %v; want recent and new", r.allowed)
+	}
 }
