@@ -54,8 +54,7 @@ const (
 	// from, mounted at RayTokenMountPath (KubeRay's names).
 	RayTokenVolume = "ray-token"
 	// RayTokenMountPath is where a Ray container with Kubernetes-delegated token authentication gets
-	// RayTokenVolume (read-only): Ray reads its token from the
-	// file "token" there.
+	// RayTokenVolume (read-only): Ray reads its token from the file "token" there.
 	RayTokenMountPath = "/var/run/secrets/ray.io/serviceaccount"
 )
 
