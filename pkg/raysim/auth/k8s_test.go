@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -117,22 +116,8 @@ func TestK8sReviewer(t *testing.T) {
 // TestK8sReviewerHungAPIServer: an API server that takes connections and never answers refuses the token
 // once K8sReviewTimeout (here shortened) has passed, rather than holding the caller's request for ever.
 func TestK8sReviewerHungAPIServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, never answered
-		}
-	}()
 	env := map[string]string{"RAY_CLUSTER_NAME": "c", "RAY_CLUSTER_NAMESPACE": "default"}
-	r := NewK8sReviewer(func(k string) string { return env[k] }, &rest.Config{Host: "http://" + l.Addr().String()}, t.Logf)
+	r := NewK8sReviewer(func(k string) string { return env[k] }, &rest.Config{Host: "http://" + framework.SilentServer(t)}, t.Logf)
 	r.timeout = 100 * time.Millisecond
 	done := make(chan bool, 1)
 	go func() { done <- r.Allowed(context.Background(), "a-token") }()
