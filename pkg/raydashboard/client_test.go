@@ -2,7 +2,6 @@ package raydashboard_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/rayctl/rayctl/pkg/raydashboard"
 	"github.com/rayctl/rayctl/pkg/raysim/node"
+	"github.com/rayctl/rayctl/test/e2e/framework"
 )
 
 func startHead(t *testing.T) string {
@@ -72,22 +72,9 @@ func TestAlreadySubmittedOn500(t *testing.T) {
 
 // A dashboard that accepts the connection but never answers costs at most RequestTimeout.
 func TestRequestTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // hold it open, say nothing
-		}
-	}()
+	addr := framework.SilentServer(t)
 	start := time.Now()
-	_, err = raydashboard.New("http://"+l.Addr().String()).GetJobInfo(context.Background(), "x")
+	_, err := raydashboard.New("http://"+addr).GetJobInfo(context.Background(), "x")
 	if err == nil {
 		t.Fatal("no error from a silent dashboard")
 	}

@@ -67,10 +67,14 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 	// With RAY_AUTH_MODE=token a node needs the cluster's token: the head requires it of every
 	// caller, a worker sends it to the GCS. Checked before going to the background, so that the
 	// error is seen.
-	token, ok := clientToken(stderr)
-	if !ok {
+	// A service account token (Kubernetes-delegated authentication) is read again when the kubelet
+	// rewrites it, before it expires.
+	tokenSource, err := auth.Source(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "raysim:", err)
 		return 1
 	}
+	token := tokenSource()
 	if !f.isSet("block") {
 		return daemonize(args, head, f.str("temp-dir"), stdout, stderr)
 	}
@@ -152,7 +156,7 @@ func cmdStart(args []string, stdout, stderr io.Writer) int {
 		ServePort: defaultServePort, HeadServePort: defaultServePort,
 		Resources:        res,
 		ReconnectTimeout: time.Duration(envInt("RAY_gcs_rpc_server_reconnect_timeout_s", 60)) * time.Second,
-		Version:          Version, AuthToken: token, AuthCheck: check, Logf: logger.Printf,
+		Version:          Version, AuthToken: token, AuthTokenSource: tokenSource, AuthCheck: check, Logf: logger.Printf,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

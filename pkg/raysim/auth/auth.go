@@ -49,27 +49,44 @@ func TokenMode(getenv func(string) string) bool {
 // else (K8sMode) of RaySATokenPath or K8sSATokenPath, else of $HOME/.ray/auth_token, with surrounding
 // whitespace removed. With token mode on and no token in any of them the error wraps ErrNoToken.
 func Token(getenv func(string) string) (string, error) {
+	t, _, err := lookup(getenv)
+	return t, err
+}
+
+// Source is Token for a long-running sender: a token read from a service account token file (K8sMode,
+// where the kubelet rewrites the file before the token expires) is read again when the file changes
+// (see FileToken); any other token is Token's, unchanged.
+func Source(getenv func(string) string) (func() string, error) {
+	t, saFile, err := lookup(getenv)
+	if err != nil || saFile == "" {
+		return func() string { return t }, err
+	}
+	return NewFileToken(saFile, t).Token, nil
+}
+
+// lookup is Token, and the service account token file the token was read from ("" when it was not).
+func lookup(getenv func(string) string) (token, saFile string, err error) {
 	if !TokenMode(getenv) {
-		return "", nil
+		return "", "", nil
 	}
 	if t := strings.TrimSpace(getenv(TokenEnv)); t != "" {
-		return t, nil
+		return t, "", nil
 	}
 	if p := getenv(TokenPathEnv); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return "", fmt.Errorf("%w: reading %s=%s: %v", ErrNoToken, TokenPathEnv, p, err)
+			return "", "", fmt.Errorf("%w: reading %s=%s: %v", ErrNoToken, TokenPathEnv, p, err)
 		}
 		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, nil
+			return t, "", nil
 		}
-		return "", fmt.Errorf("%w: %s=%s is empty", ErrNoToken, TokenPathEnv, p)
+		return "", "", fmt.Errorf("%w: %s=%s is empty", ErrNoToken, TokenPathEnv, p)
 	}
 	if K8sMode(getenv) {
 		for _, p := range []string{RaySATokenPath, K8sSATokenPath} {
 			if b, err := os.ReadFile(p); err == nil {
 				if t := strings.TrimSpace(string(b)); t != "" {
-					return t, nil
+					return t, p, nil
 				}
 			}
 		}
@@ -77,11 +94,11 @@ func Token(getenv func(string) string) (string, error) {
 	if home := getenv("HOME"); home != "" {
 		if b, err := os.ReadFile(filepath.Join(home, ".ray", "auth_token")); err == nil {
 			if t := strings.TrimSpace(string(b)); t != "" {
-				return t, nil
+				return t, "", nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%w: set %s, or %s to a file holding it, or write it to ~/.ray/auth_token", ErrNoToken, TokenEnv, TokenPathEnv)
+	return "", "", fmt.Errorf("%w: set %s, or %s to a file holding it, or write it to ~/.ray/auth_token", ErrNoToken, TokenEnv, TokenPathEnv)
 }
 
 // SetHeader puts "Authorization: Bearer <token>" on h; an empty token leaves h alone.

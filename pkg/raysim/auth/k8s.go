@@ -20,6 +20,7 @@ import (
 // node's RayCluster (a SubjectAccessReview naming RAY_CLUSTER_NAME in RAY_CLUSTER_NAMESPACE), asking
 // with the pod's in-cluster credentials (KUBERNETES_SERVICE_HOST and _PORT, K8sSATokenPath and the CA
 // beside it). A token allowed is remembered for K8sCacheTTL; one refused is asked about again each time.
+// A review the API server does not answer within K8sReviewTimeout refuses the token, as one that fails.
 // The node's own processes present the pod's service account token (RaySATokenPath, else
 // K8sSATokenPath).
 const (
@@ -33,6 +34,8 @@ const (
 	K8sVerb = "ray:write"
 	// K8sCacheTTL is how long an allowed token is not asked about again.
 	K8sCacheTTL = 5 * time.Minute
+	// K8sReviewTimeout bounds a token's review (its TokenReview and SubjectAccessReview together).
+	K8sReviewTimeout = 10 * time.Second
 )
 
 // K8sMode reports whether the environment getenv reads asks for Kubernetes-delegated token
@@ -48,6 +51,7 @@ type K8sReviewer struct {
 	cluster, namespace string
 	logf               func(format string, args ...any)
 	now                func() time.Time
+	timeout            time.Duration
 
 	mu      sync.Mutex
 	allowed map[string]time.Time // token → when it must be asked about again
@@ -60,7 +64,7 @@ func NewK8sReviewer(getenv func(string) string, cfg *rest.Config, logf func(form
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	r := &K8sReviewer{cluster: getenv("RAY_CLUSTER_NAME"), namespace: getenv("RAY_CLUSTER_NAMESPACE"), logf: logf, now: time.Now, allowed: map[string]time.Time{}}
+	r := &K8sReviewer{cluster: getenv("RAY_CLUSTER_NAME"), namespace: getenv("RAY_CLUSTER_NAMESPACE"), logf: logf, now: time.Now, timeout: K8sReviewTimeout, allowed: map[string]time.Time{}}
 	var err error
 	if cfg == nil {
 		if cfg, err = rest.InClusterConfig(); err != nil {
@@ -95,13 +99,28 @@ func (r *K8sReviewer) Allowed(ctx context.Context, token string) bool {
 	if !r.review(ctx, token) {
 		return false
 	}
-	r.mu.Lock()
-	r.allowed[token] = r.now().Add(K8sCacheTTL)
-	r.mu.Unlock()
+	r.remember(token)
 	return true
 }
 
+// remember notes token as allowed for K8sCacheTTL, and forgets the tokens whose time has passed (a
+// token is otherwise only forgotten when it is presented again).
+func (r *K8sReviewer) remember(token string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for t, until := range r.allowed {
+		if now.After(until) {
+			delete(r.allowed, t)
+		}
+	}
+	r.allowed[token] = now.Add(K8sCacheTTL)
+}
+
+// review asks the API server about token, for at most r.timeout; any failure refuses it.
 func (r *K8sReviewer) review(ctx context.Context, token string) bool {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	tr, err := r.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {

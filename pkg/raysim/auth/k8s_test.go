@@ -6,6 +6,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -68,6 +69,19 @@ func TestK8sReviewer(t *testing.T) {
 		t.Fatalf("kubectl apply: %v\n%s%s", err, out, stderr)
 	}
 	head, writer, reader := token("head"), token("writer"), token("reader")
+	// RBAC's informers see the new bindings shortly after they are written: wait until the API server
+	// answers with them before asserting on the reviewer.
+	allowed := func(user string, attrs *authorizationv1.ResourceAttributes) func() (bool, error) {
+		return func() (bool, error) {
+			sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+			return err == nil && sar.Status.Allowed, err
+		}
+	}
+	framework.WaitFor(t, ctx, "the head may review tokens", allowed("system:serviceaccount:default:head",
+		&authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}))
+	framework.WaitFor(t, ctx, "the writer may ray:write the RayCluster", allowed("system:serviceaccount:default:writer",
+		&authorizationv1.ResourceAttributes{Group: "ray.io", Resource: "rayclusters", Namespace: "default", Name: "ray-cluster-with-k8s-auth", Verb: K8sVerb}))
 	cfg := &rest.Config{Host: in.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: in.Config.CAData}, BearerToken: head}
 	env := map[string]string{"RAY_CLUSTER_NAME": "ray-cluster-with-k8s-auth", "RAY_CLUSTER_NAMESPACE": "default"}
 	r := NewK8sReviewer(func(k string) string { return env[k] }, cfg, t.Logf)
@@ -91,13 +105,42 @@ func TestK8sReviewer(t *testing.T) {
 	if !r.Allowed(ctx, writer) {
 		t.Error("the writer's token, within K8sCacheTTL of its review: refused, want taken (remembered)")
 	}
-	now = now.Add(K8sCacheTTL + time.Second)
-	// RBAC's informers see the deleted binding shortly after it is written: wait on the answer.
-	for r.Allowed(ctx, writer) && ctx.Err() == nil {
+	// RBAC's informers see the deleted binding shortly after it is written: wait on the answer, moving
+	// past K8sCacheTTL before each look.
+	framework.WaitFor(t, ctx, "the writer's token, its binding gone and K8sCacheTTL passed: refused", func() (bool, error) {
 		now = now.Add(K8sCacheTTL + time.Second)
-		time.Sleep(50 * time.Millisecond)
+		return !r.Allowed(ctx, writer), nil
+	})
+}
+
+// TestK8sReviewerHungAPIServer: an API server that takes connections and never answers refuses the token
+// once K8sReviewTimeout (here shortened) has passed, rather than holding the caller's request for ever.
+func TestK8sReviewerHungAPIServer(t *testing.T) {
+	env := map[string]string{"RAY_CLUSTER_NAME": "c", "RAY_CLUSTER_NAMESPACE": "default"}
+	r := NewK8sReviewer(func(k string) string { return env[k] }, &rest.Config{Host: "http://" + framework.SilentServer(t)}, t.Logf)
+	r.timeout = 100 * time.Millisecond
+	done := make(chan bool, 1)
+	go func() { done <- r.Allowed(context.Background(), "a-token") }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Error("a token the API server never answered about: taken")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the review of a hung API server did not end")
 	}
-	if ctx.Err() != nil {
-		t.Error("the writer's token, its binding gone and K8sCacheTTL passed: still taken")
+}
+
+// TestK8sReviewerForgets: remembering a token forgets the tokens remembered more than K8sCacheTTL ago.
+func TestK8sReviewerForgets(t *testing.T) {
+	now := time.Now()
+	r := &K8sReviewer{now: func() time.Time { return now }, allowed: map[string]time.Time{}}
+	r.remember("old")
+	now = now.Add(K8sCacheTTL / 2)
+	r.remember("recent")
+	now = now.Add(K8sCacheTTL/2 + time.Second)
+	r.remember("new")
+	if _, ok := r.allowed["old"]; ok || len(r.allowed) != 2 {
+		t.Errorf("remembered %v; want recent and new", r.allowed)
 	}
 }

@@ -19,6 +19,9 @@ type Client struct {
 	HTTP *http.Client
 	// Token, when set, is sent with every call (a GCS started with RAY_AUTH_MODE=token requires it).
 	Token string
+	// TokenSource, when set, is asked for the token before each call instead of sending Token (a token
+	// file rewritten while the client runs).
+	TokenSource func() string
 }
 
 // NewClient returns a client for the GCS at address (host:port).
@@ -43,8 +46,16 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		Timeout:     5 * time.Second,
 		MaxBody:     16 << 20,
 		StatusError: func(code int, body string) error { return &StatusError{Code: code, Body: body} },
-		Token:       c.Token,
+		Token:       c.token(),
 	}.Do(ctx, method, "http://"+c.Address+PathPrefix+path, in, out)
+}
+
+// token is the token to send on the next call.
+func (c *Client) token() string {
+	if c.TokenSource != nil {
+		return c.TokenSource()
+	}
+	return c.Token
 }
 
 // Health returns nil when the GCS answers its health check.

@@ -6,10 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rayctl/rayctl/pkg/raysim/auth"
 	"github.com/rayctl/rayctl/pkg/raysim/gcs"
 	"github.com/rayctl/rayctl/pkg/raysim/internal/wsock"
 	"github.com/rayctl/rayctl/pkg/raysim/jobs"
@@ -169,6 +173,70 @@ func TestHeadInfoFile(t *testing.T) {
 	h.Close()
 	if _, err := ReadHeadInfo(dir); err == nil {
 		t.Fatal("head info survives Close")
+	}
+}
+
+// TestWorkerTokenRotation: a worker whose token is a service account token file (Kubernetes-delegated
+// authentication) sends the token the kubelet wrote last, so its heartbeats go on being taken after the
+// token it started with has expired.
+func TestWorkerTokenRotation(t *testing.T) {
+	var mu sync.Mutex
+	valid := map[string]bool{"first": true}
+	var seen []string
+	check := func(_ context.Context, tok string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, tok)
+		return valid[tok]
+	}
+	h := testHead(t, HeadConfig{Resources: resource.Set{"CPU": 1}, AuthCheck: check})
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := StartWorker(ctx, WorkerConfig{GCSAddress: h.GCSAddress(), BindHost: "127.0.0.1", Resources: resource.Set{"CPU": 1},
+		HeartbeatPeriod: 50 * time.Millisecond, AuthToken: "first", AuthTokenSource: auth.NewFileToken(path, "").Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The kubelet writes a new token while the old one is still good; then the old one expires.
+	mu.Lock()
+	valid["second-token"] = true
+	mu.Unlock()
+	if err := os.WriteFile(path, []byte("second-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the worker to send the rewritten token", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0 && seen[len(seen)-1] == "second-token"
+	})
+	mu.Lock()
+	delete(valid, "first")
+	n := len(seen)
+	mu.Unlock()
+	waitFor(t, 10*time.Second, "more heartbeats after the first token expired", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= n+5
+	})
+	mu.Lock()
+	for _, tok := range seen[n:] {
+		if tok != "second-token" {
+			t.Errorf("after the rewrite the worker sent %q", tok)
+		}
+	}
+	mu.Unlock()
+	select {
+	case <-w.Done():
+		t.Fatalf("the worker stopped: %v", w.Err())
+	default:
+	}
+	if alive(h) != 2 {
+		t.Errorf("alive nodes: %d, want 2", alive(h))
 	}
 }
 

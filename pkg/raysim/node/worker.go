@@ -49,6 +49,9 @@ type WorkerConfig struct {
 	// AuthCheck, when set, decides instead of AuthToken which tokens the agent's callers may present
 	// (Ray's Kubernetes-delegated token authentication, auth.K8sReviewer).
 	AuthCheck auth.Check
+	// AuthTokenSource, when set, is asked for the token before each call to the GCS instead of sending
+	// AuthToken (a service account token the kubelet rewrites before it expires, auth.Source).
+	AuthTokenSource func() string
 	// Logf receives log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -89,6 +92,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	w := &Worker{cfg: cfg, client: gcs.NewClient(cfg.GCSAddress), addrs: map[string]string{}, done: make(chan struct{})}
 	w.client.HTTP.Timeout = 3 * time.Second
 	w.client.Token = cfg.AuthToken
+	w.client.TokenSource = cfg.AuthTokenSource
 
 	// Wait for the GCS, as a raylet does on start.
 	deadline := time.Now().Add(cfg.ReconnectTimeout)

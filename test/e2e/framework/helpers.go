@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -179,4 +181,14 @@ func RayCluster(name string) *unstructured.Unstructured {
 			},
 		},
 	}}
+}
+
+// SilentServer is an HTTP server on 127.0.0.1 that takes every request and never answers it (a hung
+// server) until the test ends; it returns the address (host:port).
+func SilentServer(t testing.TB) string {
+	t.Helper()
+	ended := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-ended }))
+	t.Cleanup(func() { close(ended); srv.Close() })
+	return srv.Listener.Addr().String()
 }

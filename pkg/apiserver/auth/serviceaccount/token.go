@@ -122,9 +122,6 @@ type Authenticator struct {
 	Key *ecdsa.PublicKey
 	// Name is the issuer expected (DefaultIssuer when empty).
 	Name string
-	// Audiences are the audiences the API server accepts (the issuer alone when empty), unless the
-	// request's context names others (authenticator.WithAudiences: a TokenReview's spec.audiences).
-	Audiences []string
 	// Objects looks up the ServiceAccount and Pod a token names.
 	Objects Objects
 	// Now is the clock (time.Now when nil).
@@ -144,11 +141,10 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 	if iss == "" {
 		iss = DefaultIssuer
 	}
+	// The audiences accepted are the request context's (the API server puts its APIAudiences there for
+	// every request; a TokenReview its spec.audiences), else the issuer alone.
 	fromCtx, _ := authenticator.AudiencesFrom(ctx)
 	aud := []string(fromCtx)
-	if len(aud) == 0 {
-		aud = a.Audiences
-	}
 	if len(aud) == 0 {
 		aud = []string{iss}
 	}

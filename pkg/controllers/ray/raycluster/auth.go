@@ -52,7 +52,9 @@ const (
 	EnvK8sTokenAuth = "RAY_ENABLE_K8S_TOKEN_AUTH"
 	// RayTokenVolume is the projected service account token volume Ray's processes present their token
 	// from, mounted at RayTokenMountPath (KubeRay's names).
-	RayTokenVolume    = "ray-token"
+	RayTokenVolume = "ray-token"
+	// RayTokenMountPath is where a Ray container with Kubernetes-delegated token authentication gets
+	// RayTokenVolume (read-only): Ray reads its token from the file "token" there.
 	RayTokenMountPath = "/var/run/secrets/ray.io/serviceaccount"
 )
 

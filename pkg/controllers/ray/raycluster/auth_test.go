@@ -86,21 +86,21 @@ func TestK8sTokenAuthPods(t *testing.T) {
 
 // TestK8sTokenAuthWithoutMountPaths: where pods do not get their volumes at their mountPaths (the
 // host-process runtime without mount namespaces), a cluster with enableK8sTokenAuth is refused with the
-// reason (the InvalidRayClusterSpec Warning, and no pods); elsewhere, and without it, it is not.
+// reason (the UnsupportedNode Warning, and no pods); elsewhere, and without it, it is not.
 func TestK8sTokenAuthWithoutMountPaths(t *testing.T) {
 	c := sampleCluster()
 	c.Spec.RayVersion = "2.60.0"
 	c.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
 	unplaced := newReconciler(nil, ctrlset.Env{PodMountsUnplaced: true}, BuildOptions{})
-	if err := unplaced.validateCluster(c); err == nil || !strings.Contains(err.Error(), "authOptions.enableK8sTokenAuth") ||
+	if err := unplaced.unsupported(c); err == nil || !strings.Contains(err.Error(), "authOptions.enableK8sTokenAuth") ||
 		!strings.Contains(err.Error(), "/var/run/secrets/kubernetes.io/serviceaccount") {
 		t.Errorf("without mount paths: %v; want the field and the paths Ray reads", err)
 	}
-	if err := newReconciler(nil, ctrlset.Env{}, BuildOptions{}).validateCluster(c); err != nil {
+	if err := newReconciler(nil, ctrlset.Env{}, BuildOptions{}).unsupported(c); err != nil {
 		t.Errorf("with mount namespaces: %v", err)
 	}
 	c.Spec.AuthOptions.EnableK8sTokenAuth = nil
-	if err := unplaced.validateCluster(c); err != nil {
+	if err := unplaced.unsupported(c); err != nil {
 		t.Errorf("mode token alone, without mount paths: %v", err)
 	}
 }

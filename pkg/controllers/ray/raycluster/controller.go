@@ -69,6 +69,9 @@ const (
 	// EventRayVersionMismatch is rayctl's own: spec.rayVersion differs from the host's Ray that runs the
 	// cluster's image.
 	EventRayVersionMismatch = "RayVersionMismatch"
+	// EventUnsupportedNode is rayctl's own: the spec is valid, but this node cannot run it (its pods
+	// cannot have files where Ray reads them), so the cluster gets no pods.
+	EventUnsupportedNode = "UnsupportedNode"
 )
 
 // maxClusterNameLength keeps `<name>-serve-svc` within 63 characters, as KubeRay requires.
@@ -185,8 +188,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"The RayCluster metadata is invalid %s/%s: name must be at most %d characters", c.Namespace, c.Name, maxClusterNameLength)
 		return ctrl.Result{}, nil
 	}
-	if err := r.validateCluster(&c); err != nil {
+	if err := validateCluster(&c); err != nil {
 		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventInvalidSpec, "The RayCluster spec is invalid %s/%s: %v", c.Namespace, c.Name, err)
+		return ctrl.Result{}, nil
+	}
+	if err := r.unsupported(&c); err != nil {
+		r.recorder.Eventf(&c, corev1.EventTypeWarning, EventUnsupportedNode, "The RayCluster cannot run on this node %s/%s: %v", c.Namespace, c.Name, err)
 		return ctrl.Result{}, nil
 	}
 	if res, done, err := r.reconcileRedisCleanup(ctx, &c); done || err != nil {
@@ -270,12 +277,9 @@ func validateCluster(c *rayv1.RayCluster) error {
 	return validateGCSFaultTolerance(c)
 }
 
-// validateCluster is the function validateCluster plus what this node cannot run: Kubernetes-delegated token
+// unsupported says why this node cannot run the valid spec of c: Kubernetes-delegated token
 // authentication where pods do not get their volumes at their mountPaths (errK8sAuthUnplaced).
-func (r *reconciler) validateCluster(c *rayv1.RayCluster) error {
-	if err := validateCluster(c); err != nil {
-		return err
-	}
+func (r *reconciler) unsupported(c *rayv1.RayCluster) error {
 	if r.mountsUnplaced && K8sTokenAuth(&c.Spec) {
 		return errK8sAuthUnplaced
 	}

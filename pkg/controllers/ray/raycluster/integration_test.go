@@ -80,6 +80,9 @@ func runWithServer(m *testing.M) int {
 	opts.Registry = reg
 	opts.Sink = obs
 	opts.Logger = logr.Discard()
+	// As a node whose pods do not get their volumes at their mountPaths (the host-process runtime
+	// without mount namespaces); only clusters with enableK8sTokenAuth see the difference.
+	opts.PodMountsUnplaced = true
 	if os.Getenv("RAYCTL_TEST_LOG") != "" {
 		opts.Logger = funcr.New(func(p, a string) { fmt.Fprintln(os.Stderr, p, a) }, funcr.Options{Verbosity: 1})
 	}
@@ -651,6 +654,29 @@ func TestGCSFaultTolerance(t *testing.T) {
 	}, describe(ctx, t, ns, bad.Name))
 	if ps := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": bad.Name}); len(ps) != 0 {
 		t.Errorf("an invalid cluster got Pods: %v", names(ps))
+	}
+}
+
+// TestK8sTokenAuthUnsupportedNode: on a node whose pods cannot have files at Ray's fixed paths, a valid
+// RayCluster with enableK8sTokenAuth gets the UnsupportedNode Warning saying why (not the invalid-spec
+// one) and no Pods.
+func TestK8sTokenAuthUnsupportedNode(t *testing.T) {
+	ctx, ns := setup(t)
+	c := sample(t, ns, 0)
+	c.Name = "k8s-auth"
+	c.Spec.RayVersion = "2.60.0"
+	c.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+	if err := cl.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the UnsupportedNode Warning naming the field", func() bool {
+		return hasEvent(ctx, ns, raycluster.EventUnsupportedNode, c.Name, "authOptions.enableK8sTokenAuth")
+	}, describe(ctx, t, ns, c.Name))
+	if hasEvent(ctx, ns, raycluster.EventInvalidSpec, c.Name, "") {
+		t.Error("a valid spec was reported invalid")
+	}
+	if ps := pods(ctx, t, ns, client.MatchingLabels{"ray.io/cluster": c.Name}); len(ps) != 0 {
+		t.Errorf("a cluster this node cannot run got Pods: %v", names(ps))
 	}
 }
 

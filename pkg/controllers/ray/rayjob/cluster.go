@@ -41,11 +41,18 @@ func clusterKey(job *rayv1.RayJob) types.NamespacedName {
 
 // getOrCreateCluster returns the RayCluster named in status.rayClusterName,
 // creating it from spec.rayClusterSpec unless the job selects an existing one.
+// A selected cluster the job cannot use is a *ValidationError.
 func (p *pass) getOrCreateCluster(ctx context.Context) (*rayv1.RayCluster, error) {
 	key := clusterKey(p.job)
 	cluster := &rayv1.RayCluster{}
 	err := p.r.client.Get(ctx, key, cluster)
 	if err == nil {
+		if usesClusterSelector(p.job) && raycluster.K8sTokenAuth(&cluster.Spec) {
+			// As for a RayJob's own rayClusterSpec (validateSpec): no token to submit with.
+			return nil, invalid(EventInvalidSpec, "The RayJob spec is invalid: clusterSelector: RayCluster %s/%s has "+
+				"authOptions.enableK8sTokenAuth; Kubernetes-delegated token authentication is not supported for a RayJob (as in KubeRay v1.7)",
+				key.Namespace, key.Name)
+		}
 		return cluster, nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -698,3 +698,40 @@ func TestDeletionStopsARunningJob(t *testing.T) {
 		t.Error("RayJob still there: finalizer not removed")
 	}
 }
+
+// TestSelectedK8sTokenAuthCluster: a RayJob whose clusterSelector names a RayCluster with
+// enableK8sTokenAuth fails validation once, with a message naming the field, and gets no submitter
+// (it would have no token to submit with), however many passes run; from Running too.
+func TestSelectedK8sTokenAuthCluster(t *testing.T) {
+	for _, st := range []rayv1.JobDeploymentStatus{rayv1.JobDeploymentStatusInitializing, rayv1.JobDeploymentStatusRunning} {
+		t.Run(string(st), func(t *testing.T) {
+			job := newJob(at(st), mode(rayv1.K8sJobMode), func(j *rayv1.RayJob) {
+				j.Spec.RayClusterSpec = nil
+				j.Spec.ClusterSelector = map[string]string{rayparams.LabelCluster: "shared"}
+				j.Status.RayClusterName = "shared"
+			})
+			shared := newCluster("shared", rayv1.Ready)
+			shared.Spec.RayVersion = "2.60.0"
+			shared.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}
+			h := newHarness(t, job, shared)
+			for range 3 {
+				h.reconcile(t)
+			}
+			got := h.job(t).Status
+			if got.JobDeploymentStatus != rayv1.JobDeploymentStatusValidationFailed || got.Reason != rayv1.ValidationFailed ||
+				!strings.Contains(got.Message, "clusterSelector") || !strings.Contains(got.Message, "authOptions.enableK8sTokenAuth") {
+				t.Errorf("status %q reason %q message %q; want ValidationFailed naming clusterSelector and the field",
+					got.JobDeploymentStatus, got.Reason, got.Message)
+			}
+			if events := h.eventsSeen(); strings.Count(events, "InvalidRayJobSpec") != 1 {
+				t.Errorf("want one InvalidRayJobSpec event, got:\n%s", events)
+			}
+			if h.exists(t, &batchv1.Job{}, "demo") {
+				t.Error("a submitter was created for a cluster it has no token for")
+			}
+			if !h.exists(t, &rayv1.RayCluster{}, "shared") {
+				t.Error("the selected cluster was deleted")
+			}
+		})
+	}
+}

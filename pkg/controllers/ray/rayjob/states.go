@@ -76,6 +76,9 @@ func (p *pass) run(ctx context.Context) (reconcile.Result, error) {
 		p.log.Info("unknown jobDeploymentStatus; leaving the RayJob alone", "jobDeploymentStatus", st)
 		return reconcile.Result{}, nil
 	}
+	if ve := (*ValidationError)(nil); errors.As(err, &ve) {
+		return p.validationFailed(ctx, err) // a selected cluster the job cannot use
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -136,15 +136,17 @@ func TestTokenReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("GrantedByTheSamplesRoles", func(t *testing.T) {
-		var got *authenticationv1.TokenReview
-		var err error
-		// RBAC's informers see the new bindings shortly after they are written: wait on the answer.
-		for got, err = review(headClient, token("alice")); apierrors.IsForbidden(err) && ctx.Err() == nil; got, err = review(headClient, token("alice")) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil || !got.Status.Authenticated {
-			t.Fatalf("the granted head reviews alice's token: %v, %+v", err, got)
-		}
+		// RBAC's informers see the new bindings shortly after they are written: wait on the answers, the
+		// ClusterRoleBinding's (the head may review) and the RoleBinding's (the head may ray:write).
+		alice := token("alice")
+		framework.WaitFor(t, ctx, "the granted head reviews alice's token", func() (bool, error) {
+			got, err := review(headClient, alice)
+			return err == nil && got.Status.Authenticated, err
+		})
+		framework.WaitFor(t, ctx, "the RoleBinding lets the head ray:write the RayCluster", func() (bool, error) {
+			got, err := sar("system:serviceaccount:default:ray-head")
+			return err == nil && got.Status.Allowed, err
+		})
 		for _, tc := range []struct {
 			user  string
 			allow bool
