@@ -71,10 +71,10 @@ for k, (host, _, bulk) in enumerate(targets):
 print(json.dumps(out))
 `
 
-// connServer is the server in a pod: argv bulkbytes; on 8080 it answers each connection's byte with
-// that byte, on 8081 it sends bulkbytes (whole MiB), one connection at a time on each (the pod's own
-// network namespace has nothing else to listen beside).
-const connServer = `import socket, sys, threading
+// connServer is the server in a pod: argv bulkbytes; on the pod IP (env POD_IP, from the downward API)
+// port 8080 it answers each connection's byte with that byte, on 8081 it sends bulkbytes (whole MiB), one
+// connection at a time on each.
+const connServer = `import os, socket, sys, threading
 bulk = int(sys.argv[1]) >> 20
 chunk = b"\0" * (1 << 20)
 def echo(c):
@@ -85,7 +85,7 @@ def stream(c):
     for _ in range(bulk):
         c.sendall(chunk)
 def serve(port, handle):
-    ln = socket.create_server(("0.0.0.0", port), backlog=128)
+    ln = socket.create_server((os.environ["POD_IP"], port), backlog=128)
     while True:
         c, _ = ln.accept()
         try:

@@ -252,6 +252,8 @@ func serveBehindService(ctx context.Context, in *upInstance, ns string) ([]strin
 	if err != nil {
 		return nil, err
 	}
+	server.Spec.Containers[0].Env = append(server.Spec.Containers[0].Env, corev1.EnvVar{Name: "POD_IP",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
 	if _, err := in.kube.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
