@@ -4,6 +4,14 @@
 // few MB at idle, and ~40 TLS handshakes in the start-up. Here the resources' storage shares one client
 // and one connection (gRPC multiplexes every request and watch stream on it), with the same storage,
 // watch cache and compaction as k8s.io/apiserver's.
+//
+// Each resource's storage still has its own etcd Watcher on that connection, as it had its own client
+// upstream. etcd's client puts every watch whose context carries the same gRPC metadata on one watch
+// stream, and k8s.io/apiserver gives all its watches and progress requests the same metadata: on one
+// shared Watcher every resource's watch would be on one stream, and etcd drops a progress request
+// while any watch on its stream lags, so one resource's slow watch would hold up the consistent reads
+// from every other resource's watch cache (they wait for a progress notification, then fall back to
+// etcd).
 package sharedetcd
 
 import (
@@ -25,6 +33,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/apiserver/pkg/storage/etcd3"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
@@ -110,10 +119,11 @@ func sameFunc(a, b any) bool { return reflect.ValueOf(a).Pointer() == reflect.Va
 
 // storage is one resource's etcd storage on the shared client, as k8s.io/apiserver's etcd3 storage.
 func (c *Client) storage(config *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, prefix string) (storage.Interface, factory.DestroyFunc, error) {
-	client, compactor, err := c.acquire(config)
+	shared, compactor, err := c.acquire(config)
 	if err != nil {
 		return nil, nil, err
 	}
+	client := ownWatcher(shared)
 	transformer := config.Transformer
 	if transformer == nil {
 		transformer = identity.NewEncryptCheckTransformer()
@@ -127,17 +137,42 @@ func (c *Client) storage(config *storagebackend.ConfigForResource, newFunc, newL
 	store, err := etcd3.New(client, compactor, config.Codec, newFunc, newListFunc, config.Prefix, prefix, config.GroupResource,
 		transformer, config.LeaseManagerConfig, decoder, versioner)
 	if err != nil {
+		client.Close()
 		c.release()
 		return nil, nil, err
 	}
 	var once sync.Once
-	return store, func() {
+	destroy := func() {
 		once.Do(func() {
 			store.Close()
+			client.Close()
 			c.release()
 		})
-	}, nil
+	}
+	// As k8s.io/apiserver's etcd3 storage: corrupt objects answer an error that allows their unsafe deletion.
+	if utilfeature.DefaultFeatureGate.Enabled(features.AllowUnsafeMalformedObjectDeletion) {
+		return etcd3.NewStoreWithUnsafeCorruptObjectDeletion(store, config.GroupResource), destroy, nil
+	}
+	return store, destroy, nil
 }
+
+// ownWatcher returns a client for one resource's storage that makes its requests on shared, but watches
+// (and asks for progress) through a Watcher of its own on shared's connection, so its watch streams are
+// its own. Closing it closes that Watcher only.
+func ownWatcher(shared *kubernetes.Client) *kubernetes.Client {
+	own := etcdclient.NewCtxClient(shared.Ctx(), etcdclient.WithZapLogger(shared.GetLogger()))
+	own.KV, own.Lease, own.Watcher = shared.KV, keptLease{shared.Lease}, etcdclient.NewWatcher(shared.Client)
+	own.Cluster, own.Maintenance, own.Auth = shared.Cluster, shared.Maintenance, shared.Auth
+	client := &kubernetes.Client{Client: own}
+	client.Kubernetes = client
+	return client
+}
+
+// keptLease is the shared client's Lease, left open when a resource's client is closed.
+type keptLease struct{ etcdclient.Lease }
+
+// Close leaves the shared Lease open.
+func (keptLease) Close() error { return nil }
 
 // acquire returns the shared client (opening it, and starting compaction as config asks, the first
 // time) and counts one more user.
@@ -154,6 +189,8 @@ func (c *Client) acquire(config *storagebackend.ConfigForResource) (*kubernetes.
 			compactor := etcd3.StartCompactorPerEndpoint(client.Client, config.CompactionInterval)
 			c.compactor, c.stopCompactor = compactor, compactor.Stop
 		}
+		// etcd3.New checks its client's endpoints; the resources' clients have none of their own.
+		etcdfeature.DefaultFeatureSupportChecker.CheckClient(client.Ctx(), client, storage.RequestWatchProgress)
 	}
 	c.refs++
 	return c.client, c.compactor, nil
