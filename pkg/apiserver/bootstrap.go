@@ -496,8 +496,12 @@ func (a *nameAcceptor) accept(ctx context.Context, rc rest.Interface, created *a
 	}
 	inUse := []claim{}
 	for _, other := range crds {
-		if other.Name != created.Name {
+		switch {
+		case other.Name != created.Name:
 			inUse = append(inUse, claim{group: other.Spec.Group, names: other.Status.AcceptedNames})
+		case other.ResourceVersion != created.ResourceVersion:
+			// Seen written since: the write would be refused, after the server decoded the whole CRD.
+			return errStatusChanged
 		}
 	}
 	for name, c := range a.claims {
