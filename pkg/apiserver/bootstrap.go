@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -21,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -70,7 +68,7 @@ func bootstrap(ctx context.Context, cfg *rest.Config, crds [][]byte, crdInformer
 	}
 	wg.Go(func() {
 		view := informerCRDs{crdInformer}
-		names, ready, err := writeCRDs(ctx, extensions, crds, view, true, true)
+		names, ready, err := writeCRDs(ctx, extensions, crds, view, true, newNameAcceptor(view))
 		if err == nil {
 			err = establishAndWarm(ctx, client.CoreV1().RESTClient(), view, names, ready)
 		}
@@ -129,7 +127,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 		return err
 	}
 	view := apiCRDs{client.ApiextensionsV1().CustomResourceDefinitions()}
-	names, ready, err := writeCRDs(ctx, client, manifests, view, false, false)
+	names, ready, err := writeCRDs(ctx, client, manifests, view, false, nil)
 	if err != nil {
 		return err
 	}
@@ -140,18 +138,16 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, manifests [][]byte) erro
 type crdView interface {
 	// get returns the CRD named name as stored (not to be modified), or a NotFound error.
 	get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error)
-	// list returns every CRD stored (not to be modified).
-	list(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error)
 	// waitFor returns once every CRD named in pending is as cond wants it.
 	waitFor(ctx context.Context, pending map[string]bool, cond func(*apiextensionsv1.CustomResourceDefinition) bool) error
 }
 
 // writeCRDs creates or updates each CRD manifest through client, reading their state from state; with
 // slim, the CRDs' pod templates are served slim (see podtemplates.Slim: only for this process's server,
-// whose admission checks them); with accept, a CRD created is given its names and Established at once
-// (see acceptNames). It returns the CRDs' names and, for each, whether it is Established already (so
+// whose admission checks them); with accept (not nil), a CRD created is given its names and Established
+// at once (see nameAcceptor). It returns the CRDs' names and, for each, whether it is Established already (so
 // there is nothing to wait for).
-func writeCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView, slim, accept bool) ([]string, []bool, error) {
+func writeCRDs(ctx context.Context, client apiextensionsclient.Interface, manifests [][]byte, state crdView, slim bool, accept *nameAcceptor) ([]string, []bool, error) {
 	names := make([]string, len(manifests))
 	errs := make([]error, len(manifests))
 	ready := make([]bool, len(manifests))
@@ -271,22 +267,10 @@ func (a apiCRDs) get(ctx context.Context, name string) (*apiextensionsv1.CustomR
 	return a.crds.Get(ctx, name, metav1.GetOptions{})
 }
 
-// waitEstablished watches the CRDs. A watch rather than a poll: each read of a Ray CRD decodes and
-// encodes half a megabyte, which a poll every few milliseconds would spend the start-up's CPU on while
-// the server establishes them. (No precondition: the initial list arrives as events, and a precondition
-// would wait for it by polling.)
-func (a apiCRDs) list(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	l, err := a.crds.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*apiextensionsv1.CustomResourceDefinition, len(l.Items))
-	for i := range l.Items {
-		out[i] = &l.Items[i]
-	}
-	return out, nil
-}
-
+// waitFor watches the CRDs. A watch rather than a poll: each read of a Ray CRD decodes and encodes half
+// a megabyte, which a poll every few milliseconds would spend the start-up's CPU on while the server
+// establishes them. (No precondition: the initial list arrives as events, and a precondition would wait
+// for it by polling.)
 func (a apiCRDs) waitFor(ctx context.Context, pending map[string]bool, cond func(*apiextensionsv1.CustomResourceDefinition) bool) error {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -330,6 +314,7 @@ func (i informerCRDs) get(ctx context.Context, name string) (*apiextensionsv1.Cu
 	return obj.(*apiextensionsv1.CustomResourceDefinition), nil
 }
 
+// list returns every CRD the informer has (not to be modified), once it has synced.
 func (i informerCRDs) list(ctx context.Context) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if _, err := i.get(ctx, ""); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err // not synced before ctx ended
@@ -389,10 +374,10 @@ func sortedKeys(m map[string]bool) []string {
 const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 
 // installCRD creates the CRD manifest describes (its pod templates slim with slim; its names accepted and
-// Established at once with accept, see acceptNames), or updates it when the stored one (as state has it)
+// Established at once by accept, if not nil: see nameAcceptor), or updates it when the stored one (as state has it)
 // came from another manifest or another choice of slim. It returns the CRD's name and whether it is
 // already Established (so there is nothing to wait for).
-func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte, slim, accept bool) (string, bool, error) {
+func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte, slim bool, accept *nameAcceptor) (string, bool, error) {
 	name, err := crdName(manifest)
 	if err != nil {
 		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
@@ -425,16 +410,25 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 			if slim {
 				podtemplates.Slim(crd)
 			}
+			if accept != nil {
+				accept.claim(crd)
+			}
 		}
 		if existing == nil {
-			err = rc.Post().Resource("customresourcedefinitions").Body(crd).Do(ctx).Error()
+			req := rc.Post().Resource("customresourcedefinitions").Body(crd).Do(ctx)
+			err := req.Error()
 			if apierrors.IsAlreadyExists(err) {
 				// The view had not caught up with a CRD created meanwhile: read it again.
 				err = apierrors.NewConflict(apiextensionsv1.Resource("customresourcedefinitions"), name, err)
 			}
-			if err == nil && accept {
-				// Created: the retry ends here whatever acceptNames says (the controllers do it otherwise).
-				if aerr := acceptNames(ctx, rc, state, crd); aerr != nil {
+			if err == nil && accept != nil {
+				// Created: the retry ends here whatever accept says (the controllers do it otherwise).
+				created := &apiextensionsv1.CustomResourceDefinition{}
+				aerr := req.Into(created)
+				if aerr == nil {
+					aerr = accept.accept(ctx, rc, created)
+				}
+				if aerr != nil {
 					klog.InfoS("CRD names left to apiextensions' controllers", "crd", name, "reason", aerr)
 				}
 			}
@@ -451,53 +445,117 @@ func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest 
 	return name, ready, nil
 }
 
-// acceptNames does at once, in one status write, what apiextensions' naming and establishing controllers
-// do for a new CRD in two, one CRD at a time each: it sets the CRD's accepted names to its spec's names,
-// and NamesAccepted and Established, with the controllers' reasons and messages (so that they find nothing
-// left to do), when no other CRD of its group has accepted any of those names (else it returns an error
-// and leaves the CRD to the controllers, which report the conflict). Established says the server serves
-// the custom resources: it does once its CRD informer has the names, which readiness waits for (see
-// warmWatchCaches).
-func acceptNames(ctx context.Context, rc rest.Interface, state crdView, crd *apiextensionsv1.CustomResourceDefinition) error {
-	crds, err := state.list(ctx)
+// nameAcceptor does at once, in one status write, what apiextensions' naming and establishing
+// controllers do for a new CRD in two, one CRD at a time each (see accept). It serves one install: it
+// knows the names of every CRD the install writes (see claim), which the server's view may not show yet.
+type nameAcceptor struct {
+	crds informerCRDs
+	// mu makes each CRD's check of the names in use and its status write one step, and orders claims
+	// with them.
+	mu sync.Mutex
+	// claims are the spec names (defaulted as the server does) of the CRDs this install writes, by CRD name.
+	claims map[string]claim
+}
+
+// claim is the group and names a CRD written asks for.
+type claim struct {
+	group string
+	names apiextensionsv1.CustomResourceDefinitionNames
+}
+
+func newNameAcceptor(crds informerCRDs) *nameAcceptor {
+	return &nameAcceptor{crds: crds, claims: map[string]claim{}}
+}
+
+// claim records the names crd asks for: it is called before crd is written. A CRD accepted after that
+// sees them (see accept); one accepted before was written first, so apiextensions' naming controller,
+// reading the CRDs in the order they were written, sees its names before crd's.
+func (a *nameAcceptor) claim(crd *apiextensionsv1.CustomResourceDefinition) {
+	spec := apiextensionsv1.CustomResourceDefinitionSpec{Names: *crd.Spec.Names.DeepCopy()}
+	apiextensionsv1.SetDefaults_CustomResourceDefinitionSpec(&spec)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.claims[crd.Name] = claim{group: crd.Spec.Group, names: spec.Names}
+}
+
+// accept sets the accepted names of created, a CRD just created (as the server answered, with its
+// resourceVersion and defaulted names), to its spec's names, and NamesAccepted and Established with the
+// controllers' reasons and messages (so that they find nothing left to do), keeping any other condition.
+// It does so when no name is in use in the group, as apiextensions' naming controller decides: plural,
+// singular and short names among the other CRDs' accepted ones, kind and list kind among theirs, and
+// here also among the names the other CRDs of this install ask for. Otherwise, or if the CRD changed
+// since created (another controller wrote its status), it returns an error and leaves the CRD to the
+// controllers, which report a conflict. Established says the server serves the custom resources: it
+// does once its CRD informer has the names, which readiness waits for (see warmWatchCaches).
+func (a *nameAcceptor) accept(ctx context.Context, rc rest.Interface, created *apiextensionsv1.CustomResourceDefinition) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	crds, err := a.crds.list(ctx)
 	if err != nil {
 		return err
 	}
-	names := crd.Spec.Names
-	mine := map[string]bool{names.Plural: true, names.Singular: true, names.Kind: true, names.ListKind: true}
-	for _, n := range names.ShortNames {
-		mine[n] = true
-	}
+	inUse := []claim{}
 	for _, other := range crds {
-		if other.Name == crd.Name || other.Spec.Group != crd.Spec.Group {
+		switch {
+		case other.Name != created.Name:
+			inUse = append(inUse, claim{group: other.Spec.Group, names: other.Status.AcceptedNames})
+		case other.ResourceVersion != created.ResourceVersion:
+			// Seen written since: the write would be refused, after the server decoded the whole CRD.
+			return errStatusChanged
+		}
+	}
+	for name, c := range a.claims {
+		if name != created.Name {
+			inUse = append(inUse, c)
+		}
+	}
+	if err := namesConflict(created.Spec.Group, created.Spec.Names, inUse); err != nil {
+		return err
+	}
+	crd := created.DeepCopy()
+	crd.Status.AcceptedNames = crd.Spec.Names
+	apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted,
+		Status: apiextensionsv1.ConditionTrue, Reason: "NoConflicts", Message: "no conflicts found"})
+	apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established,
+		Status: apiextensionsv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"})
+	return retry(ctx, func() error {
+		// The server's answer, the whole CRD again, is not decoded: nothing here reads it.
+		err := rc.Put().Resource("customresourcedefinitions").Name(crd.Name).SubResource("status").Body(crd).Do(ctx).Error()
+		if apierrors.IsConflict(err) {
+			return errStatusChanged // not retried: the controllers saw the CRD first
+		}
+		return err
+	})
+}
+
+// errStatusChanged says a CRD was written since created: its names are left to apiextensions.
+var errStatusChanged = errors.New("the CRD changed since created")
+
+// namesConflict returns an error naming the first of names already in use in group by a CRD in inUse.
+// Resource names (plural, singular, short names) and kinds (kind, list kind) are apart, as the server
+// tells them apart.
+func namesConflict(group string, names apiextensionsv1.CustomResourceDefinitionNames, inUse []claim) error {
+	resources, kinds := map[string]bool{}, map[string]bool{}
+	for _, c := range inUse {
+		if c.group != group {
 			continue
 		}
-		taken := other.Status.AcceptedNames
-		for _, n := range append([]string{taken.Plural, taken.Singular, taken.Kind, taken.ListKind}, taken.ShortNames...) {
-			if n != "" && mine[n] {
-				return fmt.Errorf("%q is already in use by CRD %s", n, other.Name)
-			}
+		for _, n := range append([]string{c.names.Plural, c.names.Singular}, c.names.ShortNames...) {
+			resources[n] = true
+		}
+		kinds[c.names.Kind], kinds[c.names.ListKind] = true, true
+	}
+	for _, n := range append([]string{names.Plural, names.Singular}, names.ShortNames...) {
+		if n != "" && resources[n] {
+			return fmt.Errorf("resource name %q is already in use in group %s", n, group)
 		}
 	}
-	now := metav1.Now()
-	// Only these two fields: the stored versions the server set stay as they are.
-	status := map[string]any{"status": map[string]any{
-		"acceptedNames": names,
-		"conditions": []apiextensionsv1.CustomResourceDefinitionCondition{
-			{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: now,
-				Reason: "NoConflicts", Message: "no conflicts found"},
-			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: now,
-				Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"},
-		},
-	}}
-	body, err := json.Marshal(status)
-	if err != nil {
-		return err
+	for _, n := range []string{names.Kind, names.ListKind} {
+		if n != "" && kinds[n] {
+			return fmt.Errorf("kind %q is already in use in group %s", n, group)
+		}
 	}
-	return retry(ctx, func() error {
-		return rc.Patch(types.MergePatchType).Resource("customresourcedefinitions").Name(crd.Name).SubResource("status").
-			Body(body).Do(ctx).Error()
-	})
+	return nil
 }
 
 // slimHashPrefix goes before a manifest in the hash of a CRD installed with slim pod templates, so that
