@@ -712,8 +712,11 @@ func testHeadRayProcessKilled(t *testing.T, e *rayEnv) {
 	must(t, "watching the RayCluster", err)
 	defer clusterWatch.Stop()
 
+	// The shell runs inside the container whose main process it kills: when that process ends, the runtime
+	// kills the container's other processes, so the shell may die by SIGKILL (exit code 137) just after its
+	// kill went out. That is the container ending, not a failed kill; the watches below show the restart.
 	if out, stderr, err := e.in.Kubectl(e.ctx, "", "exec", "-n", e.ns, head.Name, "-c", head.Spec.Containers[0].Name,
-		"--", "sh", "-c", "kill $(pidof ray)"); err != nil {
+		"--", "sh", "-c", "kill $(pidof ray)"); err != nil && !strings.Contains(out+stderr, "exit code 137") {
 		t.Fatalf("killing ray in the head container: %v\n%s%s", err, out, stderr)
 	}
 
