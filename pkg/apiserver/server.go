@@ -52,6 +52,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
 	satoken "github.com/rayctl/rayctl/pkg/apiserver/auth/serviceaccount"
+	"github.com/rayctl/rayctl/pkg/apiserver/lazyopenapi"
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 	"github.com/rayctl/rayctl/pkg/apiserver/pki"
 	"github.com/rayctl/rayctl/pkg/apiserver/podtemplates"
@@ -179,11 +180,13 @@ func New(c Config) (*Server, error) {
 		server.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
 	}
 	addPostStartHooks(server, c.CRDs, crdInformer, rbacPolicy, startAdmission, access)
+	prepared := server.PrepareRun()
+	lazyopenapi.Install(server, generic.OpenAPIConfig, generic.OpenAPIV3Config)
 
 	return &Server{
 		Addr:                addr,
 		LoopbackConfig:      rest.CopyConfig(generic.LoopbackClientConfig),
-		prepared:            server.PrepareRun(),
+		prepared:            prepared,
 		listeners:           served,
 		kubernetesClusterIP: KubernetesServiceIP(serviceCIDR),
 	}, nil
@@ -326,7 +329,7 @@ func configureAuth(generic *genericapiserver.RecommendedConfig, c Config) (*auth
 }
 
 // configureOpenAPI sets the OpenAPI v2 and v3 documents: the built-in kinds' definitions, titled as
-// kube-apiserver's.
+// kube-apiserver's; New serves them through lazyopenapi.
 func configureOpenAPI(generic *genericapiserver.RecommendedConfig) {
 	namer := openapinamer.NewDefinitionNamer(clientgoscheme.Scheme, extensionsapiserver.Scheme)
 	defs := openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(rayopenapi.GetOpenAPIDefinitions)
@@ -334,6 +337,8 @@ func configureOpenAPI(generic *genericapiserver.RecommendedConfig) {
 	generic.OpenAPIConfig.Info.Title = "Kubernetes"
 	generic.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
 	generic.OpenAPIV3Config.Info.Title = "Kubernetes"
+	// Built when first asked for, not in PrepareRun (see lazyopenapi).
+	generic.SkipOpenAPIInstallation = true
 }
 
 // configureStorage connects the generic configuration to etcd (c.EtcdEndpoint) and enables the API

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -190,6 +191,17 @@ func TestKubectlDescribeExplain(t *testing.T) {
 	for _, want := range []string{"RayCluster", "GROUP:", "ray.io", "headGroupSpec", "workerGroupSpecs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl explain raycluster.spec lacks %q:\n%.2000s", want, out)
+		}
+	}
+	// The OpenAPI v2 document (built when first asked for) has the built-in kinds and, merged into it by
+	// apiextensions, the custom resources, as kube-apiserver's has.
+	var v2 struct {
+		Definitions map[string]json.RawMessage `json:"definitions"`
+	}
+	must(t, "decode /openapi/v2", json.Unmarshal([]byte(kubectl(t, ctx, in, "", "", "get", "--raw", "/openapi/v2")), &v2))
+	for _, want := range []string{"io.k8s.api.core.v1.Pod", "io.ray.v1.RayCluster", "io.ray.v1.RayJob"} {
+		if _, ok := v2.Definitions[want]; !ok {
+			t.Errorf("/openapi/v2 has no definition %s (%d definitions)", want, len(v2.Definitions))
 		}
 	}
 }

@@ -1,0 +1,174 @@
+// Package lazyopenapi serves a GenericAPIServer's OpenAPI documents (/openapi/v2 and /openapi/v3)
+// built on the first request for them, not at start.
+//
+// k8s.io/apiserver builds both documents of the built-in groups in PrepareRun: every path, operation
+// and definition, tens of milliseconds of CPU on each start and ~15 MB of heap kept for as long as
+// the server runs, although a control plane on a laptop may never be asked for them (its own
+// components do not read them; kubectl does for `apply` and `explain`). Here the same documents are
+// built from the same routes and configuration when first asked for, and kept from then on, as
+// upstream keeps them. The custom resources' parts are added by apiextensions' OpenAPI controllers,
+// which find the services where PrepareRun would have left them.
+package lazyopenapi
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+
+	restful "github.com/emicklei/go-restful/v3"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/kube-openapi/pkg/builder"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/cached"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/common/restfuladapter"
+	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// Install serves /openapi/v2 (from v2) and /openapi/v3 (from v3) for s's go-restful web services,
+// each document built on its first request, and sets s.OpenAPIVersionedService, s.StaticOpenAPISpec
+// and s.OpenAPIV3VersionedService as PrepareRun would have. Call it after PrepareRun, on a server
+// whose configuration had SkipOpenAPIInstallation set and v2 and v3 as its OpenAPI configurations;
+// a nil configuration serves no document of that version.
+func Install(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) {
+	container, mux := s.Handler.GoRestfulContainer, s.Handler.NonGoRestfulMux
+	if v2 != nil {
+		s.OpenAPIVersionedService, s.StaticOpenAPISpec = installV2(container, mux, v2)
+	}
+	if v3 != nil {
+		s.OpenAPIV3VersionedService = installV3(container, mux, v3)
+	}
+}
+
+// installV2 serves /openapi/v2 on mux. The static spec it returns is empty until the document is
+// first asked for: apiextensions' OpenAPI controller merges the custom resources into it only when
+// the document is served, and every request fills it first.
+func installV2(container *restful.Container, mux common.PathHandler, config *common.Config) (*handler.OpenAPIService, *spec.Swagger) {
+	static := &spec.Swagger{}
+	var once sync.Once
+	var buildErr error
+	fill := func() error {
+		once.Do(func() {
+			built, err := builder.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(container.RegisteredWebServices()), config)
+			if err != nil {
+				buildErr = err
+				return
+			}
+			// As k8s.io/apiserver serves it: without the definitions' defaults.
+			built.Definitions = handler.PruneDefaults(built.Definitions)
+			*static = *built
+		})
+		return buildErr
+	}
+	service := handler.NewOpenAPIServiceLazy(cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
+		if err := fill(); err != nil {
+			return nil, "", err
+		}
+		return static, "built-in", nil
+	})))
+	service.RegisterOpenAPIVersionedService("/openapi/v2", filledFirst{mux: mux, fill: fill})
+	return service, static
+}
+
+// filledFirst registers handlers that fill the static v2 spec before they serve.
+type filledFirst struct {
+	mux  common.PathHandler
+	fill func() error
+}
+
+// Handle registers h at path, behind the fill.
+func (f filledFirst) Handle(path string, h http.Handler) {
+	f.mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f.fill(); err != nil {
+			http.Error(w, "building the OpenAPI document: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// installV3 serves /openapi/v3 on mux, each group version's document built on the first request that
+// needs it (the discovery document at /openapi/v3 needs them all: it names each by its hash).
+func installV3(container *restful.Container, mux common.PathHandlerByGroupVersion, config *common.OpenAPIV3Config) *handler3.OpenAPIService {
+	service := handler3.NewOpenAPIService()
+	// The error is always nil: registering only adds handlers to mux.
+	_ = service.RegisterOpenAPIV3VersionedService("/openapi/v3", mux)
+	byPath := map[string]*restful.WebService{}
+	for _, ws := range container.RegisteredWebServices() {
+		byPath[strings.TrimPrefix(ws.RootPath(), "/")] = ws
+	}
+	for path, ws := range byPath {
+		service.UpdateGroupVersionLazy(path, cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), config)
+			if err != nil {
+				return nil, "", err
+			}
+			if group, version, ok := groupVersion(path); ok {
+				narrowSharedKinds(doc, group, version)
+			}
+			return doc, "built-in", nil
+		})))
+	}
+	return service
+}
+
+// groupVersion reads the group and version from a web service's path: api/v1 is the core group's
+// v1, apis/GROUP/VERSION a named group's.
+func groupVersion(path string) (group, version string, ok bool) {
+	parts := strings.Split(path, "/")
+	switch {
+	case len(parts) == 2 && parts[0] == "api":
+		return "", parts[1], true
+	case len(parts) == 3 && parts[0] == "apis":
+		return parts[1], parts[2], true
+	}
+	return "", "", false
+}
+
+// sharedKinds are the kinds registered into every group version (metav1.AddToGroupVersion), whose
+// definitions would otherwise list every group version the server serves.
+var sharedKinds = map[string]bool{"WatchEvent": true, "DeleteOptions": true}
+
+// gvkExtension is the extension that lists the group-version-kinds a definition describes.
+const gvkExtension = "x-kubernetes-group-version-kind"
+
+// narrowSharedKinds keeps, in doc's definitions of sharedKinds, only the group-version-kinds of
+// group/version and of the core group's v1, as kube-apiserver serves a group version's document.
+func narrowSharedKinds(doc *spec3.OpenAPI, group, version string) {
+	if doc == nil || doc.Components == nil {
+		return
+	}
+	for _, schema := range doc.Components.Schemas {
+		if schema == nil {
+			continue
+		}
+		gvks, _ := schema.Extensions[gvkExtension].([]interface{})
+		if len(gvks) < 2 {
+			continue
+		}
+		first, _ := gvks[0].(map[string]interface{})
+		if kind, _ := first["kind"].(string); !sharedKinds[kind] {
+			continue
+		}
+		var kept []interface{}
+		for _, item := range gvks {
+			gvk, _ := item.(map[string]interface{})
+			if gvk == nil {
+				continue
+			}
+			g, gok := gvk["group"].(string)
+			v, vok := gvk["version"].(string)
+			if gok && vok && ((g == group && v == version) || (g == "" && v == "v1")) {
+				kept = append(kept, item)
+			}
+		}
+		if len(kept) == 0 {
+			delete(schema.Extensions, gvkExtension)
+			continue
+		}
+		schema.Extensions[gvkExtension] = kept
+	}
+}
