@@ -31,7 +31,24 @@ const (
 // CRDManifests returns the YAML of every CRD in CRDs whose group is one of groups, in file-name order.
 func CRDManifests(groups ...string) ([][]byte, error) {
 	var out [][]byte
-	err := fs.WalkDir(CRDs, ".", func(path string, d fs.DirEntry, err error) error {
+	err := walkCRDs(groups, func(path string) error {
+		b, err := CRDs.ReadFile(path)
+		out = append(out, b)
+		return err
+	})
+	return out, err
+}
+
+// CRDCount is how many CRDs CRDManifests(groups...) returns, without reading them.
+func CRDCount(groups ...string) int {
+	n := 0
+	_ = walkCRDs(groups, func(string) error { n++; return nil })
+	return n
+}
+
+// walkCRDs calls f with the path of every CRD in CRDs whose group is one of groups, in file-name order.
+func walkCRDs(groups []string, f func(path string) error) error {
+	return fs.WalkDir(CRDs, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}
@@ -39,9 +56,6 @@ func CRDManifests(groups ...string) ([][]byte, error) {
 		if !slices.Contains(groups, group) {
 			return nil
 		}
-		b, err := CRDs.ReadFile(path)
-		out = append(out, b)
-		return err
+		return f(path)
 	})
-	return out, err
 }

@@ -55,7 +55,7 @@ func startServer(t *testing.T, crds [][]byte) *rest.Config {
 		t.Fatal(err)
 	}
 	server, err := New(Config{CA: ca, Serving: serving, Loopback: loopback, ServiceAccountKey: saKey,
-		EtcdEndpoint: store.Endpoint, EtcdClient: creds.APIServerClient, EtcdCAFile: creds.CA.CertFile(), CRDs: crds})
+		EtcdEndpoint: store.Endpoint, EtcdClient: creds.APIServerClient, EtcdCAFile: creds.CA.CertFile(), CRDs: func() ([][]byte, error) { return crds, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

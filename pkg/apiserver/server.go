@@ -91,9 +91,11 @@ type Config struct {
 	// EtcdLogger receives the logs of the etcd client every resource's storage shares (see
 	// sharedetcd); nil discards them.
 	EtcdLogger *zap.Logger
-	// CRDs are CustomResourceDefinition manifests (YAML or JSON) installed, and Established, before the
-	// server reports ready.
-	CRDs [][]byte
+	// CRDs reads the CustomResourceDefinition manifests (YAML or JSON) installed, and Established, before
+	// the server reports ready; nil installs none. It is called at start and again when the Ray CRDs'
+	// full pod template schema is first needed (see podtemplates): the server does not keep the
+	// manifests, a few MB, in between.
+	CRDs func() ([][]byte, error)
 	// ServiceCIDR is the range ClusterIPs are allocated from; nil means 10.96.0.0/16. Its first address is
 	// the kubernetes Service's.
 	ServiceCIDR *net.IPNet
@@ -464,9 +466,9 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, generic *generic
 }
 
 // addPostStartHooks adds the hooks that run once the server serves: admission's informers, the node
-// authorizer's pod cache, RBAC's informers, and the bootstrap (crds, read back through crdInformer;
+// authorizer's pod cache, RBAC's informers, and the bootstrap (what crds reads, read back through crdInformer;
 // rbacPolicy; the kubernetes Service).
-func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte, crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, startAdmission genericapiserver.PostStartHookFunc, a *authState) {
+func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds func() ([][]byte, error), crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, startAdmission genericapiserver.PostStartHookFunc, a *authState) {
 	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)
 	server.AddPostStartHookOrDie("node-authorizer-pods", func(ctx genericapiserver.PostStartHookContext) error {
 		go a.nodePods.Run(ctx)
@@ -478,7 +480,14 @@ func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds [][]byte,
 		return a.rbac.Start(ctx, ctx.LoopbackClientConfig)
 	}))
 	server.AddPostStartHookOrDie("rayctl-bootstrap", timed("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
-		return bootstrap(ctx, ctx.LoopbackClientConfig, crds, crdInformer, rbacPolicy, a.rbac)
+		var manifests [][]byte
+		if crds != nil {
+			var err error
+			if manifests, err = crds(); err != nil {
+				return err
+			}
+		}
+		return bootstrap(ctx, ctx.LoopbackClientConfig, manifests, crdInformer, rbacPolicy, a.rbac)
 	}))
 }
 

@@ -20,7 +20,7 @@ import (
 // the member elects itself and serves (tens of milliseconds of waiting), the API server with crds is
 // built beside it (see buildAPIServer), its clients waiting for etcd to answer: the channel returned
 // gives it.
-func (cp *ControlPlane) startEtcd(ctx context.Context, crds [][]byte) (<-chan builtServer, error) {
+func (cp *ControlPlane) startEtcd(ctx context.Context, crds func() ([][]byte, error)) (<-chan builtServer, error) {
 	store, err := etcd.Launch(cp.certs.etcd.ServerConfig(etcd.Config{
 		Dir: cp.dir.Join("etcd"), Logger: cp.logger.Named("etcd"), RequireData: cp.dir.Initialized(), Fatal: etcdFatal(cp.dir, cp.cfg.Err),
 		QuotaBackendBytes: cp.cfg.EtcdQuota,
@@ -52,7 +52,7 @@ type builtServer struct {
 
 // buildAPIServer builds the API server on store, with crds installed and the chain recorder (when on)
 // as its audit backend and watching its watches' deliveries; nothing runs until startAPIServer.
-func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds [][]byte) (*apiserver.Server, error) {
+func (cp *ControlPlane) buildAPIServer(store *etcd.Server, crds func() ([][]byte, error)) (*apiserver.Server, error) {
 	c := cp.certs
 	cfg := apiserver.Config{
 		Port: cp.cfg.Port, CA: c.ca, Serving: c.serving, Loopback: c.loopback, KubeletClient: c.kubeletClient, ServiceAccountKey: c.saKey,

@@ -227,10 +227,10 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	if err := cp.step("pki", cp.issueCertificates); err != nil {
 		return err
 	}
-	crds, err := configs.CRDManifests(cp.crdGroups()...)
-	if err != nil {
-		return err
-	}
+	// The API server reads the CRDs' manifests when it installs them, and again when it first needs their
+	// pod template schema: they are not kept in between.
+	groups := cp.crdGroups()
+	crds := func() ([][]byte, error) { return configs.CRDManifests(groups...) }
 	var built <-chan builtServer
 	if err := cp.step("etcd", func() (string, error) {
 		var err error
@@ -241,7 +241,7 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	}); err != nil {
 		return err
 	}
-	if err := cp.step("apiserver", func() (string, error) { return cp.startAPIServer(ctx, <-built, len(crds)) }); err != nil {
+	if err := cp.step("apiserver", func() (string, error) { return cp.startAPIServer(ctx, <-built, configs.CRDCount(groups...)) }); err != nil {
 		return err
 	}
 	if cp.ray, err = foundRay(); err != nil {

@@ -54,10 +54,19 @@ var (
 // NewAdmission returns the plugin. The full PodTemplateSpec schema is read from the first of manifests
 // (CRD manifests, YAML) that embeds one, on the first write of a pod template: reading and building it
 // costs about as much as one of the templates apiextensions no longer builds.
-func NewAdmission(manifests [][]byte) *Admission {
+func NewAdmission(manifests func() ([][]byte, error)) *Admission {
 	return &Admission{
 		Handler: admission.NewHandler(admission.Create, admission.Update),
-		schema:  sync.OnceValues(func() (*templateSchema, error) { return loadSchema(manifests) }),
+		schema: sync.OnceValues(func() (*templateSchema, error) {
+			if manifests == nil {
+				return loadSchema(nil)
+			}
+			m, err := manifests()
+			if err != nil {
+				return nil, err
+			}
+			return loadSchema(m)
+		}),
 	}
 }
 
