@@ -241,16 +241,23 @@ func (cp *ControlPlane) Start(ctx context.Context) (err error) {
 	}); err != nil {
 		return err
 	}
-	if err := cp.step("apiserver", func() (string, error) { return cp.startAPIServer(ctx, <-built, configs.CRDCount(groups...)) }); err != nil {
-		return err
-	}
-	if cp.ray, err = foundRay(); err != nil {
-		return err
-	}
-	if err := cp.step("runtime", func() (string, error) { return cp.startRuntime(ctx) }); err != nil {
-		return err
-	}
+	// The container runtime needs nothing of the API server until it publishes its RuntimeClasses: it is
+	// chosen and started (a private containerd, the node's network) while the server starts, the wait
+	// for the server's readiness (its post-start hooks) leaving a core free.
 	cp.compCtx, cp.stopComponents = context.WithCancel(context.Background())
+	serving := make(chan struct{})
+	if err := cp.parallelSteps(
+		namedStep{"apiserver", func() (string, error) {
+			detail, err := cp.startAPIServer(ctx, <-built, configs.CRDCount(groups...))
+			if err == nil {
+				close(serving)
+			}
+			return detail, err
+		}},
+		namedStep{"runtime", func() (string, error) { return cp.startRuntime(ctx, foundRay, serving) }},
+	); err != nil {
+		return err
+	}
 	for _, s := range []namedStep{
 		{"ray", func() (string, error) { return rayLine(cp.rt, cp.ray, cp.cfg.Ray), nil }},
 		{"pod-api", cp.servePods},

@@ -17,6 +17,7 @@ import (
 	"github.com/rayctl/rayctl/pkg/datadir"
 	"github.com/rayctl/rayctl/pkg/runtime"
 	"github.com/rayctl/rayctl/pkg/runtime/fake"
+	"github.com/rayctl/rayctl/pkg/runtime/hostray"
 	"github.com/rayctl/rayctl/pkg/runtime/image"
 	"github.com/rayctl/rayctl/pkg/runtime/network"
 	"github.com/rayctl/rayctl/pkg/runtime/perpod"
@@ -27,10 +28,15 @@ import (
 // SimImageRef is the raysim image every `rayctl up` loads into its runtime; the samples use it.
 const SimImageRef = "rayctl.local/raysim:latest"
 
-// startRuntime is the "runtime" step: it picks the container runtime (recording the one chosen in the
-// data dir) and starts loading the raysim image into it. What happens to a private containerd later
-// (it died, it was restarted) is printed to Config.Out and logged.
-func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
+// startRuntime is the "runtime" step: once foundRay says which Ray the host has, it picks the container
+// runtime (recording the one chosen in the data dir) and starts loading the raysim image into it; once
+// serving is closed (the API server is ready) it publishes the runtime's RuntimeClasses. What happens to
+// a private containerd later (it died, it was restarted) is printed to Config.Out and logged.
+func (cp *ControlPlane) startRuntime(ctx context.Context, foundRay func() (*hostray.Ray, error), serving <-chan struct{}) (string, error) {
+	var err error
+	if cp.ray, err = foundRay(); err != nil {
+		return "", err
+	}
 	cfg, dir := cp.cfg, cp.dir
 	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: cfg.Runtime, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {
 		return "", err
@@ -82,6 +88,13 @@ func (cp *ControlPlane) startRuntime(ctx context.Context) (string, error) {
 	// The runtime chosen, not "auto": `down --purge` must find it whatever auto would take then.
 	if err := dir.WriteNodeConfig(datadir.NodeConfig{Runtime: choice.Name, PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge}); err != nil {
 		return "", err
+	}
+	select {
+	case <-serving:
+	case <-cp.compCtx.Done(): // the API server's step failed
+		return "", cp.compCtx.Err()
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
 	client, err := kubernetes.NewForConfig(cp.server.LoopbackConfig)
 	if err != nil {
