@@ -100,8 +100,13 @@ func installV3(container *restful.Container, mux common.PathHandlerByGroupVersio
 	for _, ws := range container.RegisteredWebServices() {
 		byPath[strings.TrimPrefix(ws.RootPath(), "/")] = ws
 	}
+	// One build at a time, as PrepareRun builds them: kube-openapi's builder fills in fields of the
+	// configuration it is given when they are unset.
+	var building sync.Mutex
 	for path, ws := range byPath {
 		service.UpdateGroupVersionLazy(path, cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+			building.Lock()
+			defer building.Unlock()
 			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), config)
 			if err != nil {
 				return nil, "", err
