@@ -3,9 +3,12 @@ package lazyopenapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"sync"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -139,25 +142,32 @@ func newServer(t *testing.T, lazy bool) *genericapiserver.GenericAPIServer {
 // depend on).
 func get(t *testing.T, s *genericapiserver.GenericAPIServer, path string) []byte {
 	t.Helper()
+	body, err := fetch(s, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// fetch is get for any goroutine: it returns what went wrong.
+func fetch(s *genericapiserver.GenericAPIServer, path string) ([]byte, error) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.Header.Set("Accept", "application/json")
 	s.Handler.NonGoRestfulMux.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body.String())
+		return nil, fmt.Errorf("GET %s: %d %s", path, rec.Code, rec.Body.String())
 	}
-	return rec.Body.Bytes()
+	return rec.Body.Bytes(), nil
 }
 
-// sameJSON fails unless got and want are the same JSON value.
+// sameJSON fails unless got and want are the same JSON value (from any goroutine).
 func sameJSON(t *testing.T, what string, got, want []byte) {
 	t.Helper()
 	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatalf("%s: %v", what, err)
+	if err := errors.Join(json.Unmarshal(got, &g), json.Unmarshal(want, &w)); err != nil {
+		t.Errorf("%s: %v", what, err)
+		return
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("%s differs from the document built in PrepareRun:\n got %.600s\nwant %.600s", what, got, want)
@@ -190,4 +200,29 @@ func (s *storage) Watch(context.Context, *metainternalversion.ListOptions) (watc
 }
 func (s *storage) Delete(context.Context, string, rest.ValidateObjectFunc, *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	return s.newObj(), true, nil
+}
+
+// TestFirstRequestsAtOnce: clients asking for every document at the same moment, on a server that has
+// built none, all get the documents a server built in PrepareRun serves.
+func TestFirstRequestsAtOnce(t *testing.T) {
+	eager, lazy := newServer(t, false), newServer(t, true)
+	paths := []string{"/openapi/v2", "/openapi/v3", "/openapi/v3/api/v1", "/openapi/v3/apis/coordination.k8s.io/v1"}
+	want := map[string][]byte{}
+	for _, p := range paths {
+		want[p] = get(t, eager, p)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, p := range paths {
+			wg.Go(func() {
+				got, err := fetch(lazy, p)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				sameJSON(t, p, got, want[p])
+			})
+		}
+	}
+	wg.Wait()
 }
