@@ -198,8 +198,8 @@ func run(rayctl, out, samples string, runs int) error {
 		"next start slower by about a second).\n")
 	memMet := mem.afterMB <= rayjobRSSGoalMB
 	fmt.Fprintf(&b, "\nMemory after a RayJob: on another fresh `rayctl up --runtime=containerd`, RSS %.0f MB idle (3 s after ready); one RayJob "+
-		"(configs/samples/rayjob-k8sjob.yaml with the entrypoint `echo hello` and shutdownAfterJobFinishes, so the controller deletes its RayCluster) "+
-		"ran to Complete and its cluster's pods were gone %s after the apply; RSS %.0f s later: **%.0f MB** (goal ≤ %d MB %s).\n",
+		"(configs/samples/rayjob-k8sjob.yaml with the entrypoint `echo hello` and shutdownAfterJobFinishes, so the controller deletes its RayCluster), "+
+		"applied with `rayctl kubectl apply` (whose validation has the API server build its OpenAPI documents), ran to Complete and its cluster's pods were gone %s after the apply; RSS %.0f s later: **%.0f MB** (goal ≤ %d MB %s).\n",
 		mem.idleMB, mem.took.Round(100*time.Millisecond), rayjobSettle.Seconds(), mem.afterMB, rayjobRSSGoalMB, mark(memMet))
 	var plots []plotSpec
 	if mem.idleParts != nil && mem.afterParts != nil {
