@@ -106,3 +106,19 @@ func servedV1(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.Cu
 	}
 	return nil
 }
+
+// TestCRDCount counts what CRDManifests returns, group by group.
+func TestCRDCount(t *testing.T) {
+	for _, groups := range [][]string{{configs.RayGroup}, {configs.GatewayGroup}, {configs.RayGroup, configs.GatewayGroup}, {"example.com"}} {
+		manifests, err := configs.CRDManifests(groups...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := configs.CRDCount(groups...); n != len(manifests) {
+			t.Errorf("CRDCount(%v) = %d, CRDManifests gives %d", groups, n, len(manifests))
+		}
+	}
+	if n := configs.CRDCount(configs.RayGroup); n != 4 {
+		t.Errorf("CRDCount(ray.io) = %d, want KubeRay's 4", n)
+	}
+}

@@ -87,6 +87,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, built builtServer, c
 	go func() { cp.serverDone <- server.Run(serverCtx) }()
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	// A step beside this one that failed stopped the components: no need to wait for readiness then.
+	defer context.AfterFunc(cp.compCtx, cancel)()
 	errc := make(chan error, 1)
 	go func() { errc <- apiserver.WaitReady(readyCtx, server.LoopbackConfig) }()
 	select {

@@ -30,11 +30,16 @@ const SimImageRef = "rayctl.local/raysim:latest"
 
 // startRuntime is the "runtime" step: once foundRay says which Ray the host has, it picks the container
 // runtime (recording the one chosen in the data dir) and starts loading the raysim image into it; once
-// serving is closed (the API server is ready) it publishes the runtime's RuntimeClasses. What happens to
-// a private containerd later (it died, it was restarted) is printed to Config.Out and logged.
+// serving is closed (the API server is ready) it publishes the runtime's RuntimeClasses, so its time, taken
+// from the start it shares with the API server's step, includes that wait. What happens to a private
+// containerd later (it died, it was restarted) is printed to Config.Out and logged.
 func (cp *ControlPlane) startRuntime(ctx context.Context, foundRay func() (*hostray.Ray, error), serving <-chan struct{}) (string, error) {
 	var err error
 	if cp.ray, err = foundRay(); err != nil {
+		return "", err
+	}
+	// Nothing is started once the API server's step has failed (it stopped the components).
+	if err := cp.compCtx.Err(); err != nil {
 		return "", err
 	}
 	cfg, dir := cp.cfg, cp.dir

@@ -17,7 +17,8 @@ func exeRSSKB(t *testing.T) int {
 }
 
 // exeMappings reads this process's read-only mappings of its own executable: their resident kB, and
-// whether every one of them is marked to take no huge pages (VmFlags nh).
+// whether every one that Drop advises (those without written copies) is marked to take no huge pages
+// (VmFlags nh).
 func exeMappings(t *testing.T) (rssKB int, noHuge bool) {
 	t.Helper()
 	exe, err := os.Readlink("/proc/self/exe")
@@ -29,26 +30,31 @@ func exeMappings(t *testing.T) (rssKB int, noHuge bool) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	total, in, mappings, noHugeMappings := 0, false, 0, 0
+	total, in, written, advised, noHugeMappings := 0, false, false, 0, 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
 			in = len(fields) >= 6 && strings.Join(fields[5:], " ") == exe && !strings.Contains(fields[1], "w")
-			if in {
-				mappings++
-			}
+			written = false
 			continue
 		}
-		if in && len(fields) >= 1 && fields[0] == "VmFlags:" && slices.Contains(fields[1:], "nh") {
-			noHugeMappings++
+		if in && len(fields) >= 2 && fields[0] == "Anonymous:" && fields[1] != "0" {
+			written = true
+		}
+		// VmFlags is a mapping's last line.
+		if in && !written && len(fields) >= 1 && fields[0] == "VmFlags:" {
+			advised++
+			if slices.Contains(fields[1:], "nh") {
+				noHugeMappings++
+			}
 		}
 		if in && len(fields) >= 2 && fields[0] == "Rss:" {
 			kb, _ := strconv.Atoi(fields[1])
 			total += kb
 		}
 	}
-	return total, mappings > 0 && noHugeMappings == mappings
+	return total, advised > 0 && noHugeMappings == advised
 }
 
 // TestDrop drops the test binary's resident code and read-only pages from its RSS, and the

@@ -17,6 +17,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/cached"
@@ -34,27 +35,29 @@ import (
 // whose configuration had SkipOpenAPIInstallation set and v2 and v3 as its OpenAPI configurations;
 // a nil configuration serves no document of that version.
 func Install(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) {
-	container, mux := s.Handler.GoRestfulContainer, s.Handler.NonGoRestfulMux
+	// The web services as PrepareRun would have seen them.
+	services, mux := s.Handler.GoRestfulContainer.RegisteredWebServices(), s.Handler.NonGoRestfulMux
 	if v2 != nil {
-		s.OpenAPIVersionedService, s.StaticOpenAPISpec = installV2(container, mux, v2)
+		s.OpenAPIVersionedService, s.StaticOpenAPISpec = installV2(services, mux, v2)
 	}
 	if v3 != nil {
-		s.OpenAPIV3VersionedService = installV3(container, mux, v3)
+		s.OpenAPIV3VersionedService = installV3(services, mux, v3)
 	}
 }
 
 // installV2 serves /openapi/v2 on mux. The static spec it returns is empty until the document is
 // first asked for: apiextensions' OpenAPI controller merges the custom resources into it only when
 // the document is served, and every request fills it first.
-func installV2(container *restful.Container, mux common.PathHandler, config *common.Config) (*handler.OpenAPIService, *spec.Swagger) {
+func installV2(services []*restful.WebService, mux common.PathHandler, config *common.Config) (*handler.OpenAPIService, *spec.Swagger) {
 	static := &spec.Swagger{}
 	var once sync.Once
 	var buildErr error
 	fill := func() error {
 		once.Do(func() {
-			built, err := builder.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(container.RegisteredWebServices()), config)
+			built, err := builder.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(services), config)
 			if err != nil {
 				buildErr = err
+				klog.ErrorS(err, "Building the OpenAPI v2 document")
 				return
 			}
 			// As k8s.io/apiserver serves it: without the definitions' defaults.
@@ -90,34 +93,51 @@ func (f filledFirst) Handle(path string, h http.Handler) {
 	}))
 }
 
-// installV3 serves /openapi/v3 on mux, each group version's document built on the first request that
-// needs it (the discovery document at /openapi/v3 needs them all: it names each by its hash).
-func installV3(container *restful.Container, mux common.PathHandlerByGroupVersion, config *common.OpenAPIV3Config) *handler3.OpenAPIService {
+// installV3 serves /openapi/v3 on mux. The documents of all group versions are built together, one
+// after another as PrepareRun builds them, on the first request that needs one (the discovery document
+// at /openapi/v3 needs them all: it names each by its hash). They are built from definitions of their
+// own: kube-openapi's builder writes into the extensions of the definitions it is given, and config's
+// are shared with what reads them while the server runs (the custom resources' server-side apply
+// models), which PrepareRun, building before anything is served, never races with.
+func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVersion, config *common.OpenAPIV3Config) *handler3.OpenAPIService {
 	service := handler3.NewOpenAPIService()
 	// The error is always nil: registering only adds handlers to mux.
 	_ = service.RegisterOpenAPIV3VersionedService("/openapi/v3", mux)
 	byPath := map[string]*restful.WebService{}
-	for _, ws := range container.RegisteredWebServices() {
+	for _, ws := range services {
 		byPath[strings.TrimPrefix(ws.RootPath(), "/")] = ws
 	}
-	// One build at a time, as PrepareRun builds them: kube-openapi's builder fills in fields of the
-	// configuration it is given when they are unset.
-	var building sync.Mutex
-	for path, ws := range byPath {
-		service.UpdateGroupVersionLazy(path, cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
-			building.Lock()
-			defer building.Unlock()
-			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), config)
+	build := sync.OnceValue(func() map[string]builtDocument {
+		own := *config
+		own.Definitions = config.GetDefinitions(func(name string) spec.Ref {
+			defName, _ := own.GetDefinitionName(name)
+			return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
+		})
+		docs := make(map[string]builtDocument, len(byPath))
+		for path, ws := range byPath {
+			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), &own)
 			if err != nil {
-				return nil, "", err
-			}
-			if group, version, ok := groupVersion(path); ok {
+				klog.ErrorS(err, "Building an OpenAPI v3 document", "groupVersion", path)
+			} else if group, version, ok := groupVersion(path); ok {
 				narrowSharedKinds(doc, group, version)
 			}
-			return doc, "built-in", nil
-		})))
+			docs[path] = builtDocument{doc, err}
+		}
+		return docs
+	})
+	for path := range byPath {
+		service.UpdateGroupVersionLazy(path, cached.Func(func() (*spec3.OpenAPI, string, error) {
+			built := build()[path]
+			return built.doc, "built-in", built.err
+		}))
 	}
 	return service
+}
+
+// builtDocument is a group version's OpenAPI v3 document, or why it could not be built.
+type builtDocument struct {
+	doc *spec3.OpenAPI
+	err error
 }
 
 // groupVersion reads the group and version from a web service's path: api/v1 is the core group's

@@ -25,6 +25,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	restclient "k8s.io/client-go/rest"
 	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/kube-openapi/pkg/common"
 
 	rayopenapi "github.com/rayctl/rayctl/pkg/apiserver/openapi"
 )
@@ -90,9 +91,50 @@ func TestSharedKindsNarrowed(t *testing.T) {
 	}
 }
 
+// TestBuildsLeaveTheConfigurationsDefinitionsAlone: the documents are built while the server runs,
+// beside readers of the definitions in its OpenAPI v3 configuration (apiextensions builds the custom
+// resources' server-side apply models from them), so building them must not write there (go test
+// -race reports it; without -race, a map read beside a write may end the process).
+func TestBuildsLeaveTheConfigurationsDefinitionsAlone(t *testing.T) {
+	s, config := newServerAndConfig(t, true)
+	stop := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, d := range config.Definitions {
+				for range d.Schema.Extensions {
+				}
+			}
+		}
+	})
+	var clients sync.WaitGroup
+	for _, p := range []string{"/openapi/v3", "/openapi/v3/api/v1", "/openapi/v3/apis/coordination.k8s.io/v1"} {
+		clients.Go(func() {
+			if _, err := fetch(s, p); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	clients.Wait()
+	close(stop)
+	reader.Wait()
+}
+
 // newServer builds a server of the two groups, its OpenAPI documents built in PrepareRun (lazy false)
 // or installed by Install.
 func newServer(t *testing.T, lazy bool) *genericapiserver.GenericAPIServer {
+	t.Helper()
+	s, _ := newServerAndConfig(t, lazy)
+	return s
+}
+
+// newServerAndConfig is newServer, and the OpenAPI v3 configuration it was given.
+func newServerAndConfig(t *testing.T, lazy bool) (*genericapiserver.GenericAPIServer, *common.OpenAPIV3Config) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	// batch/v1 is in the scheme, not served: the kinds every group shares list it too.
@@ -135,7 +177,7 @@ func newServer(t *testing.T, lazy bool) *genericapiserver.GenericAPIServer {
 	if lazy {
 		Install(server, config.OpenAPIConfig, config.OpenAPIV3Config)
 	}
-	return server
+	return server, config.OpenAPIV3Config
 }
 
 // get is the body of a GET of path from s's handlers (past authentication, which the documents do not

@@ -51,9 +51,10 @@ var (
 	_ admission.ValidationInterface = (*Admission)(nil)
 )
 
-// NewAdmission returns the plugin. The full PodTemplateSpec schema is read from the first of manifests
-// (CRD manifests, YAML) that embeds one, on the first write of a pod template: reading and building it
-// costs about as much as one of the templates apiextensions no longer builds.
+// NewAdmission returns the plugin. On the first write of a pod template, manifests is called for CRD
+// manifests (YAML) and the full PodTemplateSpec schema is read from the first of them that embeds one:
+// reading and building it costs about as much as one of the templates apiextensions no longer builds.
+// Until then nothing of them is kept; nil manifests leaves every template write refused.
 func NewAdmission(manifests func() ([][]byte, error)) *Admission {
 	return &Admission{
 		Handler: admission.NewHandler(admission.Create, admission.Update),
