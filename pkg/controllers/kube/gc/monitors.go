@@ -25,7 +25,8 @@ var ignored = map[schema.GroupResource]bool{
 // monitor is the metadata informer of one resource.
 type monitor struct {
 	informer cache.SharedIndexInformer
-	stop     chan struct{}
+	// stop ends the informer.
+	stop context.CancelFunc
 }
 
 // collectableResources returns the preferred version of every resource the collector can follow.
@@ -74,7 +75,7 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 			}
 		}
 		klog.FromContext(ctx).Info("resource went away, no longer watched", "resource", gvr)
-		close(m.stop)
+		m.stop()
 		delete(c.monitors, gvr)
 		for _, obj := range m.informer.GetStore().List() {
 			c.onDelete(obj)
@@ -102,7 +103,7 @@ func (c *Collector) stopMonitors() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for gvr, m := range c.monitors {
-		close(m.stop)
+		m.stop()
 		delete(c.monitors, gvr)
 	}
 }
@@ -123,22 +124,10 @@ func (c *Collector) startMonitor(ctx context.Context, gvr schema.GroupVersionRes
 		UpdateFunc: func(_, obj any) { c.onUpsert(gvr, obj) },
 		DeleteFunc: c.onDelete,
 	})
-	m := &monitor{informer: inf, stop: make(chan struct{})}
-	go inf.RunWithContext(contextUntil(ctx, m.stop))
+	runCtx, stop := context.WithCancel(ctx)
+	m := &monitor{informer: inf, stop: stop}
+	go inf.RunWithContext(runCtx)
 	return m
-}
-
-// contextUntil is ctx, also ended when stop closes.
-func contextUntil(ctx context.Context, stop <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx
 }
 
 // onUpsert records an added or changed object and queues whatever its change may unblock.
