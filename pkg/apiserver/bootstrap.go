@@ -233,13 +233,26 @@ func warmWatchCaches(ctx context.Context, rc rest.Interface, state crdView, name
 			}
 		}
 	}
+	return awaitWatchCaches(ctx, rc, gvrs)
+}
+
+// awaitWatchCaches waits until the watch cache of each of gvrs has its initial list. Until then the
+// cache refuses every watch, and every list at resourceVersion 0 (an informer's first), with 429 and
+// Retry-After: 1, which client-go obeys: an informer started a moment too early waits a whole second.
+// Here the watch is asked again every warmRetry; one accepted is the cache's own answer that it is
+// filled, and is closed at once.
+func awaitWatchCaches(ctx context.Context, rc rest.Interface, gvrs []schema.GroupVersionResource) error {
 	errs := make([]error, len(gvrs))
 	var wg sync.WaitGroup
 	for i, gvr := range gvrs {
+		path := []string{"/apis", gvr.Group, gvr.Version, gvr.Resource}
+		if gvr.Group == "" {
+			path = []string{"/api", gvr.Version, gvr.Resource}
+		}
 		wg.Go(func() {
 			errs[i] = retryEvery(ctx, warmRetry, func() error {
 				// Not client-go's own retry of a 429, which would wait the second Retry-After asks for.
-				body, err := rc.Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).
+				body, err := rc.Get().AbsPath(path...).
 					Param("watch", "true").Param("resourceVersion", "0").MaxRetries(0).Stream(ctx)
 				if err == nil {
 					body.Close()

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	extensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	extensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -469,16 +470,21 @@ func installBuiltins(server *genericapiserver.GenericAPIServer, generic *generic
 // authorizer's pod cache, RBAC's informers, and the bootstrap (what crds reads, read back through crdInformer;
 // rbacPolicy; the kubernetes Service).
 func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds func() ([][]byte, error), crdInformer cache.SharedIndexInformer, rbacPolicy []runtime.Object, startAdmission genericapiserver.PostStartHookFunc, a *authState) {
-	server.AddPostStartHookOrDie("rayctl-admission-informers", startAdmission)
+	server.AddPostStartHookOrDie("rayctl-admission-informers", afterWatchCaches(startAdmission,
+		corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")))
 	server.AddPostStartHookOrDie("node-authorizer-pods", func(ctx genericapiserver.PostStartHookContext) error {
 		go a.nodePods.Run(ctx)
 		return nil
 	})
 	// RBAC answers once its informers have synced; until then only system:masters gets through, and
 	// this hook keeps /readyz failing.
-	server.AddPostStartHookOrDie("rbac-informers", timed("rbac-informers", func(ctx genericapiserver.PostStartHookContext) error {
+	rbacResources := make([]schema.GroupVersionResource, 0, 4)
+	for _, r := range []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"} {
+		rbacResources = append(rbacResources, rbacv1.SchemeGroupVersion.WithResource(r))
+	}
+	server.AddPostStartHookOrDie("rbac-informers", timed("rbac-informers", afterWatchCaches(func(ctx genericapiserver.PostStartHookContext) error {
 		return a.rbac.Start(ctx, ctx.LoopbackClientConfig)
-	}))
+	}, rbacResources...)))
 	server.AddPostStartHookOrDie("rayctl-bootstrap", timed("rayctl-bootstrap", func(ctx genericapiserver.PostStartHookContext) error {
 		var manifests [][]byte
 		if crds != nil {
@@ -489,6 +495,22 @@ func addPostStartHooks(server *genericapiserver.GenericAPIServer, crds func() ([
 		}
 		return bootstrap(ctx, ctx.LoopbackClientConfig, manifests, crdInformer, rbacPolicy, a.rbac)
 	}))
+}
+
+// afterWatchCaches is hook, run once the server's watch caches of gvrs are filled (see awaitWatchCaches):
+// the informers a hook starts as the server starts serving would otherwise, now and then, find a cache
+// not yet filled and wait the second its 429 asks for, holding the server's readiness that long.
+func afterWatchCaches(hook genericapiserver.PostStartHookFunc, gvrs ...schema.GroupVersionResource) genericapiserver.PostStartHookFunc {
+	return func(ctx genericapiserver.PostStartHookContext) error {
+		rc, err := rest.UnversionedRESTClientFor(withNegotiation(ctx.LoopbackClientConfig))
+		if err != nil {
+			return err
+		}
+		if err := awaitWatchCaches(ctx, rc, gvrs); err != nil {
+			return err
+		}
+		return hook(ctx)
+	}
 }
 
 // timed logs how long the post-start hook named name took (readiness waits for it): with the
