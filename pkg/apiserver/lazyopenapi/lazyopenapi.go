@@ -11,6 +11,7 @@
 package lazyopenapi
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -95,10 +96,8 @@ func (f filledFirst) Handle(path string, h http.Handler) {
 
 // installV3 serves /openapi/v3 on mux. The documents of all group versions are built together, one
 // after another as PrepareRun builds them, on the first request that needs one (the discovery document
-// at /openapi/v3 needs them all: it names each by its hash). They are built from definitions of their
-// own: kube-openapi's builder writes into the extensions of the definitions it is given, and config's
-// are shared with what reads them while the server runs (the custom resources' server-side apply
-// models), which PrepareRun, building before anything is served, never races with.
+// at /openapi/v3 needs them all: it names each by its hash). They are built from config's definitions
+// with extensions of their own (see ownExtensions).
 func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVersion, config *common.OpenAPIV3Config) *handler3.OpenAPIService {
 	service := handler3.NewOpenAPIService()
 	// The error is always nil: registering only adds handlers to mux.
@@ -109,10 +108,13 @@ func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVers
 	}
 	build := sync.OnceValue(func() map[string]builtDocument {
 		own := *config
-		own.Definitions = config.GetDefinitions(func(name string) spec.Ref {
-			defName, _ := own.GetDefinitionName(name)
-			return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
-		})
+		own.Definitions = ownExtensions(config.Definitions)
+		if own.Definitions == nil {
+			own.Definitions = config.GetDefinitions(func(name string) spec.Ref {
+				defName, _ := own.GetDefinitionName(name)
+				return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
+			})
+		}
 		docs := make(map[string]builtDocument, len(byPath))
 		for path, ws := range byPath {
 			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), &own)
@@ -132,6 +134,22 @@ func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVers
 		}))
 	}
 	return service
+}
+
+// ownExtensions is defs with each definition's top-level extensions copied: kube-openapi's builder
+// writes into those of the definitions it builds from, and config's are read while the server runs (the
+// custom resources' server-side apply models are built from them), which PrepareRun, building before
+// anything is served, never races with. The rest of each definition is shared, as when PrepareRun builds.
+func ownExtensions(defs map[string]common.OpenAPIDefinition) map[string]common.OpenAPIDefinition {
+	if defs == nil {
+		return nil
+	}
+	own := make(map[string]common.OpenAPIDefinition, len(defs))
+	for name, d := range defs {
+		d.Schema.Extensions = maps.Clone(d.Schema.Extensions)
+		own[name] = d
+	}
+	return own
 }
 
 // builtDocument is a group version's OpenAPI v3 document, or why it could not be built.
