@@ -237,8 +237,9 @@ func warmWatchCaches(ctx context.Context, rc rest.Interface, state crdView, name
 }
 
 // awaitWatchCaches waits until the watch cache of each of gvrs has its initial list. Until then the
-// cache refuses every watch, and every list at resourceVersion 0 (an informer's first), with 429 and
-// Retry-After: 1, which client-go obeys: an informer started a moment too early waits a whole second.
+// cache refuses every watch with 429 and Retry-After: 1 (an informer's first request is a watch that
+// lists, client-go's watch-list), and client-go obeys: an informer started a moment too early waits a
+// whole second.
 // Here the watch is asked again every warmRetry; one accepted is the cache's own answer that it is
 // filled, and is closed at once.
 func awaitWatchCaches(ctx context.Context, rc rest.Interface, gvrs []schema.GroupVersionResource) error {

@@ -506,8 +506,9 @@ func afterWatchCaches(hook genericapiserver.PostStartHookFunc, gvrs ...schema.Gr
 		if err != nil {
 			return err
 		}
-		if err := awaitWatchCaches(ctx, rc, gvrs); err != nil {
-			return err
+		// The wait only saves time: whatever stops it, the hook runs (a hook's error ends the process).
+		if err := awaitWatchCaches(ctx, rc, gvrs); err != nil && ctx.Err() == nil {
+			klog.ErrorS(err, "Waiting for watch caches before starting informers")
 		}
 		return hook(ctx)
 	}

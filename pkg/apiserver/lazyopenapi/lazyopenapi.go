@@ -96,8 +96,8 @@ func (f filledFirst) Handle(path string, h http.Handler) {
 
 // installV3 serves /openapi/v3 on mux. The documents of all group versions are built together, one
 // after another as PrepareRun builds them, on the first request that needs one (the discovery document
-// at /openapi/v3 needs them all: it names each by its hash). They are built from config's definitions
-// with extensions of their own (see ownExtensions).
+// at /openapi/v3 needs them all: it names each by its hash), not side by side as handler3 would ask for
+// them. They are built from config's definitions with extensions of their own (see ownExtensions).
 func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVersion, config *common.OpenAPIV3Config) *handler3.OpenAPIService {
 	service := handler3.NewOpenAPIService()
 	// The error is always nil: registering only adds handlers to mux.
@@ -107,19 +107,17 @@ func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVers
 		byPath[strings.TrimPrefix(ws.RootPath(), "/")] = ws
 	}
 	build := sync.OnceValue(func() map[string]builtDocument {
+		// Without definitions computed in the configuration, the builder asks GetDefinitions for new ones.
 		own := *config
 		own.Definitions = ownExtensions(config.Definitions)
-		if own.Definitions == nil {
-			own.Definitions = config.GetDefinitions(func(name string) spec.Ref {
-				defName, _ := own.GetDefinitionName(name)
-				return spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(defName))
-			})
-		}
 		docs := make(map[string]builtDocument, len(byPath))
 		for path, ws := range byPath {
 			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), &own)
 			if err != nil {
+				// Left out, as PrepareRun leaves it out: the requests that asked fail, later ones do not
+				// see it (not removed here: the service's lock may be held by the request building it).
 				klog.ErrorS(err, "Building an OpenAPI v3 document", "groupVersion", path)
+				go service.DeleteGroupVersion(path)
 			} else if group, version, ok := groupVersion(path); ok {
 				narrowSharedKinds(doc, group, version)
 			}
@@ -137,9 +135,9 @@ func installV3(services []*restful.WebService, mux common.PathHandlerByGroupVers
 }
 
 // ownExtensions is defs with each definition's top-level extensions copied: kube-openapi's builder
-// writes into those of the definitions it builds from, and config's are read while the server runs (the
-// custom resources' server-side apply models are built from them), which PrepareRun, building before
-// anything is served, never races with. The rest of each definition is shared, as when PrepareRun builds.
+// writes into those of the definitions it builds from, and the builds now happen while the server runs;
+// the copy leaves the configuration the server was built with as it was, for whatever reads it. The rest
+// of each definition is shared (the builder only reads it), as when PrepareRun builds.
 func ownExtensions(defs map[string]common.OpenAPIDefinition) map[string]common.OpenAPIDefinition {
 	if defs == nil {
 		return nil

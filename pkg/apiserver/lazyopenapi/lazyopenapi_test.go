@@ -91,10 +91,10 @@ func TestSharedKindsNarrowed(t *testing.T) {
 	}
 }
 
-// TestBuildsLeaveTheConfigurationsDefinitionsAlone: the documents are built while the server runs,
-// beside readers of the definitions in its OpenAPI v3 configuration (apiextensions builds the custom
-// resources' server-side apply models from them), so building them must not write there (go test
-// -race reports it; without -race, a map read beside a write may end the process).
+// TestBuildsLeaveTheConfigurationsDefinitionsAlone: the documents are built while the server runs, so
+// building them must not write into the definitions of the configuration the server was built with, which
+// anything may read meanwhile (go test -race reports a write; without -race, a map read beside a write
+// may end the process).
 func TestBuildsLeaveTheConfigurationsDefinitionsAlone(t *testing.T) {
 	s, config := newServerAndConfig(t, true)
 	stop := make(chan struct{})
