@@ -85,10 +85,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, built builtServer, c
 	serverCtx, cp.stopServer = context.WithCancel(context.Background())
 	cp.server, cp.serverDone = server, make(chan error, 1)
 	go func() { cp.serverDone <- server.Run(serverCtx) }()
+	// Waited for even when the step beside this one failed: stopping the server while its post-start hooks
+	// run ends the process (k8s.io/apiserver treats a hook's error as fatal), not with the step's error.
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	// A step beside this one that failed stopped the components: no need to wait for readiness then.
-	defer context.AfterFunc(cp.compCtx, cancel)()
 	errc := make(chan error, 1)
 	go func() { errc <- apiserver.WaitReady(readyCtx, server.LoopbackConfig) }()
 	select {
