@@ -72,11 +72,11 @@ $(KUBERAY_OPERATOR): hack/kuberay-version
 ## test: every test — unit, integration and end-to-end (starts rayctl up as a process)
 test: build
 	RAYCTL_BIN=$(CURDIR)/$(RAYCTL) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 	cd bench/report && $(GO) test -count=1 ./...
 
-# RACE_PKGS are tested again under the race detector: their tests are about what runs at once (the
-# OpenAPI documents built while the server serves).
+# RACE_PKGS are tested again under the race detector (which needs cgo, so a C compiler: .ci/run installs
+# gcc): their tests are about what runs at once (the OpenAPI documents built while the server serves).
 RACE_PKGS := ./pkg/apiserver/lazyopenapi/
 
 ## test-unit: the fast tests only (no end-to-end suite)
