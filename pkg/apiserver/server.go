@@ -184,7 +184,11 @@ func New(c Config) (*Server, error) {
 	}
 	addPostStartHooks(server, c.CRDs, crdInformer, rbacPolicy, startAdmission, access)
 	prepared := server.PrepareRun()
-	lazyopenapi.Install(server, generic.OpenAPIConfig, generic.OpenAPIV3Config)
+	if v3 := lazyopenapi.Install(server, generic.OpenAPIConfig, generic.OpenAPIV3Config); v3 != nil {
+		if err := lazyopenapi.ServeCustomResources(v3, crdInformer); err != nil {
+			return nil, err
+		}
+	}
 
 	return &Server{
 		Addr:                addr,

@@ -6,8 +6,9 @@
 // the server runs, although a control plane on a laptop may never be asked for them (its own
 // components do not read them; kubectl does for `apply` and `explain`). Here the same documents are
 // built from the same routes and configuration when first asked for, and kept from then on, as
-// upstream keeps them. The custom resources' parts are added by apiextensions' OpenAPI controllers,
-// which find the services where PrepareRun would have left them.
+// upstream keeps them. The custom resources' parts are added by apiextensions' OpenAPI v2 controller,
+// which finds the v2 service where PrepareRun would have left it, and for v3 by ServeCustomResources,
+// which builds each custom resource group version's document when first asked for too.
 package lazyopenapi
 
 import (
@@ -31,19 +32,23 @@ import (
 )
 
 // Install serves /openapi/v2 (from v2) and /openapi/v3 (from v3) for s's go-restful web services,
-// each document built on its first request, and sets s.OpenAPIVersionedService, s.StaticOpenAPISpec
-// and s.OpenAPIV3VersionedService as PrepareRun would have. Call it after PrepareRun, on a server
-// whose configuration had SkipOpenAPIInstallation set and v2 and v3 as its OpenAPI configurations;
-// a nil configuration serves no document of that version.
-func Install(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) {
+// each document built on its first request, and sets s.OpenAPIVersionedService and s.StaticOpenAPISpec
+// as PrepareRun would have, for apiextensions' OpenAPI v2 controller (which builds the custom resources'
+// parts when the document is served). It returns the /openapi/v3 service (nil without v3), leaving
+// s.OpenAPIV3VersionedService unset: apiextensions' OpenAPI v3 controller, which would build every CRD's
+// document at once, does not start; ServeCustomResources adds the CRDs' documents to the service
+// instead. Call it after PrepareRun, on a server whose configuration had SkipOpenAPIInstallation set and
+// v2 and v3 as its OpenAPI configurations; a nil configuration serves no document of that version.
+func Install(s *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) *handler3.OpenAPIService {
 	// The web services as PrepareRun would have seen them.
 	services, mux := s.Handler.GoRestfulContainer.RegisteredWebServices(), s.Handler.NonGoRestfulMux
 	if v2 != nil {
 		s.OpenAPIVersionedService, s.StaticOpenAPISpec = installV2(services, mux, v2)
 	}
-	if v3 != nil {
-		s.OpenAPIV3VersionedService = installV3(services, mux, v3)
+	if v3 == nil {
+		return nil
 	}
+	return installV3(services, mux, v3)
 }
 
 // installV2 serves /openapi/v2 on mux. The static spec it returns is empty until the document is
