@@ -703,6 +703,9 @@ func (s *rvpSide) workerMedians() (running, ready time.Duration) {
 	return medianSigned(wRunning), medianDur(wReady)
 }
 
+// msSigned is ms of a time that may be below zero, to 10 ms (a few ms before the head is "0.00 s", not "-0.00 s").
+func msSigned(d time.Duration) string { return ms(d.Round(10 * time.Millisecond)) }
+
 // medianSigned is the median (upper middle) of v, zeros and negative values included.
 func medianSigned(v []time.Duration) time.Duration {
 	if len(v) == 0 {
@@ -836,10 +839,10 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 		}
 		var each []string
 		for _, r := range s.runs {
-			each = append(each, ms(r.worker[0])+" / "+joinDur(r.worker[1:]))
+			each = append(each, msSigned(r.worker[0])+" / "+joinDur(r.worker[1:]))
 		}
 		running, ready := s.workerMedians()
-		fmt.Fprintf(&b, "| %s | %s | %s | %d of %d runs | %s |\n", s.name, ms(running), ms(ready), s.workerDownRuns(), len(s.runs), strings.Join(each, ", "))
+		fmt.Fprintf(&b, "| %s | %s | %s | %d of %d runs | %s |\n", s.name, msSigned(running), ms(ready), s.workerDownRuns(), len(s.runs), strings.Join(each, ", "))
 	}
 	fmt.Fprintf(&b, "\nPlain Ray, step by step:\n\n")
 	writePhaseTable(&b, pr)
@@ -926,7 +929,7 @@ func writeNoWaitLever(b *strings.Builder, rc, lw, nw, lwNW, pr *rvpSide) {
 		running, ready := s.workerMedians()
 		after, first := s.workerAfterHead()
 		return fmt.Sprintf("worker's Ray container started %s after the head's, Pod Ready %s after the head's container started and %s after the head Pod's Ready "+
-			"(worker Ready first in %d of %d runs; its Ray container seen down in %d)", ms(running), ms(ready), ms(after), first, len(s.runs), s.workerDownRuns())
+			"(worker Ready first in %d of %d runs; its Ray container seen down in %d)", msSigned(running), ms(ready), ms(after), first, len(s.runs), s.workerDownRuns())
 	}
 	saved := func(with, without *rvpSide, label string) string {
 		d := total(with) - total(without)
