@@ -436,7 +436,12 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 // startUp runs `rayctl up --data-dir dir --port 0 args...` with a pod network of its own and waits for
 // its ready line.
 func startUp(rayctl, dir string, args ...string) (*instance.Process, error) {
-	return instance.Start(context.Background(), instance.Options{Binary: rayctl, DataDir: dir,
+	return startUpEnv(rayctl, dir, nil, args...)
+}
+
+// startUpEnv is startUp with env ("KEY=value") added to rayctl's environment.
+func startUpEnv(rayctl, dir string, env []string, args ...string) (*instance.Process, error) {
+	return instance.Start(context.Background(), instance.Options{Binary: rayctl, DataDir: dir, Env: env,
 		Args: instance.OwnNetwork(append([]string{"--port", "0"}, args...))})
 }
 

@@ -16,11 +16,16 @@ package main
 // the dashboard split the time hop by hop; for plain Ray, the moments each command printed its result.
 // The Ray processes' RSS is read on both once the job has ended, summed and split by kind of process.
 //
-// Two more sides (-rayvsplain-levers, on by default) measure levers. One runs the same RayJob with KubeRay v1.7's
+// Four more sides (-rayvsplain-levers, on by default) measure levers. One runs the same RayJob with KubeRay v1.7's
 // light-weight submitter selected as KubeRay's sample selects it (spec.submitterPodTemplate: image
 // quay.io/kuberay/submitter, command /submitter, the runtime env and entrypoint as its arguments), which
 // rayctl's process runtime runs as its own Go submitter (pkg/raysubmitter): what a submitter without
-// Python's start-up saves. The other runs it without the pods' CPU limits: what their CFS quotas cost.
+// Python's start-up saves. One runs it without the pods' CPU limits: what their CFS quotas cost. The last
+// two run the default RayJob and the light-weight submitter's on a second `rayctl up` of the same flags,
+// started with KubeRay's operator switch ENABLE_INIT_CONTAINER_INJECTION=false in its environment: the
+// worker comes without the wait-gcs-ready init container, its `ray start --address` waiting for the GCS
+// itself; what that init container costs. Both instances stay up through the suite, so every side runs
+// beside the other instance's idle control plane alike.
 
 import (
 	"bufio"
@@ -39,13 +44,16 @@ import (
 	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	rayclient "github.com/ray-project/kuberay/ray-operator/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/pkg/chain"
 	"github.com/rayctl/rayctl/pkg/chain/chainhttp"
 	"github.com/rayctl/rayctl/pkg/controllers/ray/raycluster"
+	"github.com/rayctl/rayctl/pkg/instance"
 )
 
 // rvpRun is one measured run of either side.
@@ -57,6 +65,9 @@ type rvpRun struct {
 	// worker (rayctl's sides): from the head's container start to the worker's Pod Running (its
 	// wait-gcs-ready init container ended and its Ray container started) and to its Ready.
 	worker [2]time.Duration
+	// workerDown: the worker's Ray container was seen down (terminated or waiting) after its Pod was
+	// Running, before the job ended: `ray start --address` gave up and the kubelet restarted it.
+	workerDown bool
 }
 
 // rvpSide is one way of getting the cluster and the job run, and its measured runs.
@@ -93,12 +104,24 @@ var (
 		"→ `ray job submit` exited",
 	}
 	// rvpGroups are the stretches every side has: cluster up, submission, the job itself, seeing its end.
-	rvpGroups    = []string{"cluster up", "submission", "the job", "its end seen"}
-	rayctlSpans  = [][2]int{{0, 5}, {5, 8}, {8, 9}, {9, 11}}
-	plainSpans   = [][2]int{{0, 2}, {2, 3}, {3, 4}, {4, 5}}
+	rvpGroups   = []string{"cluster up", "submission", "the job", "its end seen"}
+	rayctlSpans = [][2]int{{0, 5}, {5, 8}, {8, 9}, {9, 11}}
+	plainSpans  = [][2]int{{0, 2}, {2, 3}, {3, 4}, {4, 5}}
+	// noWaitPhases are rayctlPhases on the sides without the wait-gcs-ready init container.
+	noWaitPhases = append(append(append([]string(nil), rayctlPhases[:3]...),
+		"→ worker Pod Ready (if later than the head: its `ray start --address` waiting for the GCS, start-up, probe)"), rayctlPhases[4:]...)
 	lwSubmitter  = "quay.io/kuberay/submitter:v1.5.1"
 	rvpPlainName = "plain Ray"
+	// The lever sides' names that writeLevers looks up.
+	rvpLWName       = "rayctl, light-weight submitter"
+	rvpNoLimitsName = "rayctl, no CPU limits"
+	rvpNoWaitName   = "rayctl, no wait-gcs-ready"
+	rvpLWNoWaitName = "rayctl, light-weight submitter, no wait-gcs-ready"
 )
+
+// noInitContainerEnv is KubeRay's operator switch, read by rayctl's RayCluster controller from rayctl's
+// environment, that leaves the workers' wait-gcs-ready init container out.
+const noInitContainerEnv = "ENABLE_INIT_CONTAINER_INJECTION=false"
 
 func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) error {
 	if rayBin == "" {
@@ -106,30 +129,6 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 	}
 	if _, err := os.Stat(filepath.Join(rayBin, "ray")); err != nil {
 		return fmt.Errorf("rayvsplain needs real Ray (make ray): %w", err)
-	}
-	loadBefore := loadAverage()
-	dir, err := os.MkdirTemp("", "rayctl-bench-rvp-")
-	if err != nil {
-		return err
-	}
-	defer removeInstance(rayctl, dir)
-	args := []string{"--runtime=process", "--ray=host"}
-	up, err := startUp(rayctl, dir, args...)
-	if err != nil {
-		return err
-	}
-	defer up.Stop(time.Minute)
-	kube, ray, err := clients(up, 100, 200)
-	if err != nil {
-		return err
-	}
-	cfg, err := up.RESTConfig(100, 200)
-	if err != nil {
-		return err
-	}
-	cc, err := chainhttp.NewClient(cfg)
-	if err != nil {
-		return err
 	}
 	tmpl, configMaps, err := sampleRayJob(samples, "rayjob-real.yaml")
 	if err != nil {
@@ -143,39 +142,18 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 	}
 	defer os.RemoveAll(plain.dir)
 
+	loadBefore := loadAverage()
 	ctx := context.Background()
-	const ns = "bench"
-	if err := podNamespace(ctx, kube, ns); err != nil {
+	inst, err := startRVPInstance(ctx, rayctl, nil, configMaps)
+	if inst != nil {
+		defer inst.close(rayctl)
+	}
+	if err != nil {
 		return err
-	}
-	for _, cm := range configMaps {
-		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	}
-	rayjob := func(tmpl *rayv1.RayJob) func(ctx context.Context, i int) (rvpRun, error) {
-		return func(ctx context.Context, i int) (rvpRun, error) {
-			l, err := cc.Events(ctx, chain.Filter{Hop: "none"})
-			if err != nil {
-				return rvpRun{}, err
-			}
-			job := tmpl.DeepCopy()
-			job.Name = fmt.Sprintf("%s-%d", job.Name, i)
-			s, err := rayjobOnce(ctx, kube, ray, ns, job, up, 8*time.Minute)
-			if err != nil {
-				return rvpRun{}, fmt.Errorf("RayJob %s: %w\nrayctl.log tail:\n%s", job.Name, err, logTail(dir))
-			}
-			evs, err := cc.Events(ctx, chain.Filter{After: l.Next - 1, Namespace: ns})
-			if err != nil {
-				return rvpRun{}, err
-			}
-			phases, worker := rayjobHops(evs.Events, s, job.Name)
-			return rvpRun{total: s.complete, phases: phases, rss: s.rss, byKind: s.rssByKind, worker: worker}, nil
-		}
 	}
 	tmpl.Name = "bench"
 	sides := []*rvpSide{
-		{name: "rayctl", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(tmpl)},
+		{name: "rayctl", phases: rayctlPhases, spans: rayctlSpans, run: inst.rayjob(tmpl)},
 		{name: rvpPlainName, phases: plainPhases, spans: plainSpans, run: plain.run},
 	}
 	if levers {
@@ -185,7 +163,7 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 		lw.Spec.SubmitterPodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "ray-job-submitter", Image: lwSubmitter, Command: []string{"/submitter"},
 				Args: append([]string{"--runtime-env-json", plain.runtimeEnv, "--"}, strings.Fields(tmpl.Spec.Entrypoint)...)}}}}
-		sides = append(sides, &rvpSide{name: "rayctl, light-weight submitter", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(lw), lever: true})
+		sides = append(sides, &rvpSide{name: rvpLWName, phases: rayctlPhases, spans: rayctlSpans, run: inst.rayjob(lw), lever: true})
 		// The pods' CPU limits are CFS quotas (the process runtime applies them as a node would): a head
 		// of 1 CPU runs its GCS, raylet, dashboard, agents and the driver in one CPU's time, where plain
 		// Ray's processes share the machine's cores. The same RayJob without them (Ray still told 1 CPU
@@ -207,7 +185,28 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			g := &spec.WorkerGroupSpecs[i]
 			g.RayStartParams = unlimit(g.RayStartParams, &g.Template.Spec)
 		}
-		sides = append(sides, &rvpSide{name: "rayctl, no CPU limits", phases: rayctlPhases, spans: rayctlSpans, run: rayjob(nq), lever: true})
+		sides = append(sides, &rvpSide{name: rvpNoLimitsName, phases: rayctlPhases, spans: rayctlSpans, run: inst.rayjob(nq), lever: true})
+		// KubeRay's operator switch that leaves the workers' wait-gcs-ready init container out, on a second
+		// `rayctl up` of the same flags with it in its environment (the RayCluster controller reads it when it
+		// starts), interleaved with the others: both instances are up all along, so each side runs beside
+		// the other's idle control plane alike.
+		noInit, err := startRVPInstance(ctx, rayctl, []string{noInitContainerEnv}, configMaps)
+		if noInit != nil {
+			defer noInit.close(rayctl)
+		}
+		for _, v := range []struct {
+			name string
+			job  *rayv1.RayJob
+		}{{rvpNoWaitName, tmpl}, {rvpLWNoWaitName, lw}} {
+			side := &rvpSide{name: v.name, phases: noWaitPhases, spans: rayctlSpans, lever: true}
+			if err != nil {
+				side.err = fmt.Errorf("the second rayctl up (%s): %w", noInitContainerEnv, err)
+				fmt.Fprintf(os.Stderr, "rayvsplain: %s dropped: %v\n", side.name, side.err)
+			} else {
+				side.run = noInit.rayjob(v.job)
+			}
+			sides = append(sides, side)
+		}
 	}
 	for i := 0; i <= runs; i++ {
 		// The side that goes first rotates; run 0 of each side is a warm-up (the file cache, Python's bytecode).
@@ -232,7 +231,84 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			}
 		}
 	}
-	return writeRayVsPlain(out, sides, runs, loadBefore, loadAverage(), runtimeLine(up))
+	return writeRayVsPlain(out, sides, runs, loadBefore, loadAverage(), runtimeLine(inst.up))
+}
+
+// rvpInstance is one `rayctl up --runtime=process --ray=host` the suite's RayJobs run on, with its
+// clients and the bench namespace holding the sample's ConfigMaps.
+type rvpInstance struct {
+	dir  string
+	up   *instance.Process
+	kube kubernetes.Interface
+	ray  rayclient.Interface
+	cc   *chainhttp.Client
+}
+
+// rvpNamespace is the namespace the RayJobs run in, on every instance.
+const rvpNamespace = "bench"
+
+// startRVPInstance starts `rayctl up --runtime=process --ray=host` on a data dir of its own, with env added
+// to its environment, and creates the bench namespace and configMaps in it. An instance is returned
+// (to close) whenever its data dir was made, even with an error.
+func startRVPInstance(ctx context.Context, rayctl string, env []string, configMaps []*corev1.ConfigMap) (*rvpInstance, error) {
+	dir, err := os.MkdirTemp("", "rayctl-bench-rvp-")
+	if err != nil {
+		return nil, err
+	}
+	in := &rvpInstance{dir: dir}
+	if in.up, err = startUpEnv(rayctl, dir, env, "--runtime=process", "--ray=host"); err != nil {
+		return in, err
+	}
+	if in.kube, in.ray, err = clients(in.up, 100, 200); err != nil {
+		return in, err
+	}
+	cfg, err := in.up.RESTConfig(100, 200)
+	if err != nil {
+		return in, err
+	}
+	if in.cc, err = chainhttp.NewClient(cfg); err != nil {
+		return in, err
+	}
+	if err := podNamespace(ctx, in.kube, rvpNamespace); err != nil {
+		return in, err
+	}
+	for _, cm := range configMaps {
+		if _, err := in.kube.CoreV1().ConfigMaps(rvpNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// close stops the instance and removes what it left.
+func (in *rvpInstance) close(rayctl string) {
+	if in.up != nil {
+		in.up.Stop(time.Minute)
+	}
+	removeInstance(rayctl, in.dir)
+}
+
+// rayjob is a side's run: a copy of tmpl, named for the run, from create to Complete on the instance,
+// split into hops by the chain recorder's events of the run.
+func (in *rvpInstance) rayjob(tmpl *rayv1.RayJob) func(ctx context.Context, i int) (rvpRun, error) {
+	return func(ctx context.Context, i int) (rvpRun, error) {
+		l, err := in.cc.Events(ctx, chain.Filter{Hop: "none"})
+		if err != nil {
+			return rvpRun{}, err
+		}
+		job := tmpl.DeepCopy()
+		job.Name = fmt.Sprintf("%s-%d", job.Name, i)
+		s, err := rayjobOnce(ctx, in.kube, in.ray, rvpNamespace, job, in.up, 8*time.Minute)
+		if err != nil {
+			return rvpRun{}, fmt.Errorf("RayJob %s: %w\nrayctl.log tail:\n%s", job.Name, err, logTail(in.dir))
+		}
+		evs, err := in.cc.Events(ctx, chain.Filter{After: l.Next - 1, Namespace: rvpNamespace})
+		if err != nil {
+			return rvpRun{}, err
+		}
+		phases, worker, down := rayjobHops(evs.Events, s, job.Name)
+		return rvpRun{total: s.complete, phases: phases, rss: s.rss, byKind: s.rssByKind, worker: worker, workerDown: down}, nil
+	}
 }
 
 func roundAll(v []time.Duration) []time.Duration {
@@ -245,12 +321,13 @@ func roundAll(v []time.Duration) []time.Duration {
 
 // rayjobHops splits one RayJob run into rayctlPhases from the chain's events of its namespace: the
 // kubelet's first write showing each Pod seen, started (Running), Ready and Succeeded, the RayCluster's
-// first status write with state=ready, the RayJob's transitions, and the dashboard's job times; and the
-// worker's course beside the head (rvpRun.worker).
-func rayjobHops(evs []chain.Event, s rayjobSample, job string) ([]time.Duration, [2]time.Duration) {
+// first status write with state=ready, the RayJob's transitions, and the dashboard's job times; the
+// worker's course beside the head (rvpRun.worker); and whether its container went down (rvpRun.workerDown).
+func rayjobHops(evs []chain.Event, s rayjobSample, job string) ([]time.Duration, [2]time.Duration, bool) {
 	type podTimes struct{ seen, running, ready, succeeded time.Time }
 	pods := map[string]*podTimes{}
 	var clusterReady, jobRunning, jobComplete time.Time
+	workerDown := false
 	first := func(t *time.Time, at time.Time) {
 		if t.IsZero() {
 			*t = at
@@ -279,6 +356,9 @@ func rayjobHops(evs []chain.Event, s rayjobSample, job string) ([]time.Duration,
 			}
 			if e.Pod.IsReady() {
 				first(&p.ready, e.Time)
+			}
+			if kind == "worker" && !p.running.IsZero() && e.Time.Before(s.jobEnd) && containerDown(e.Pod) {
+				workerDown = true
 			}
 		case e.Hop == chain.StatusWrite && e.Object.Kind == "RayCluster":
 			for _, f := range e.Status {
@@ -309,7 +389,18 @@ func rayjobHops(evs []chain.Event, s rayjobSample, job string) ([]time.Duration,
 		marks[4] = head.ready
 	}
 	w := between([]time.Time{head.running, worker.running, worker.ready})
-	return between(marks), [2]time.Duration{w[0], w[0] + w[1]}
+	return between(marks), [2]time.Duration{w[0], w[0] + w[1]}, workerDown
+}
+
+// containerDown reports whether a status write shows one of the Pod's containers terminated or waiting
+// (the chain lists only the containers that are not running and ready).
+func containerDown(p *chain.PodStatus) bool {
+	for _, c := range p.Containers {
+		if c.State != chain.Running {
+			return true
+		}
+	}
+	return false
 }
 
 // between is the time from each mark to the next (zero where either is unknown).
@@ -590,6 +681,55 @@ func (s *rvpSide) totals() []time.Duration {
 	return v
 }
 
+// workerDownRuns is how many of the side's runs saw the worker's Ray container down (rvpRun.workerDown).
+func (s *rvpSide) workerDownRuns() int {
+	n := 0
+	for _, r := range s.runs {
+		if r.workerDown {
+			n++
+		}
+	}
+	return n
+}
+
+// workerMedians are the medians over the side's runs of rvpRun.worker: head container started → worker
+// Running (below zero when the worker's container started first, as it may without wait-gcs-ready), and
+// → worker Ready.
+func (s *rvpSide) workerMedians() (running, ready time.Duration) {
+	var wRunning, wReady []time.Duration
+	for _, r := range s.runs {
+		wRunning, wReady = append(wRunning, r.worker[0]), append(wReady, r.worker[1])
+	}
+	return medianSigned(wRunning), medianDur(wReady)
+}
+
+// msSigned is ms of a time that may be below zero, to 10 ms (a few ms before the head is "0.00 s", not "-0.00 s").
+func msSigned(d time.Duration) string { return ms(d.Round(10 * time.Millisecond)) }
+
+// medianSigned is the median (upper middle) of v, zeros and negative values included.
+func medianSigned(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), v...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// workerAfterHead is the median over the side's runs of head Pod Ready → worker Pod Ready, counting as
+// zero the runs whose worker was Ready first (phaseMedians leaves those out), and how many those were.
+func (s *rvpSide) workerAfterHead() (time.Duration, int) {
+	var v []time.Duration
+	first := 0
+	for _, r := range s.runs {
+		v = append(v, r.phases[3])
+		if r.phases[3] <= 0 {
+			first++
+		}
+	}
+	return medianSigned(v), first
+}
+
 func (s *rvpSide) rssMedian() time.Duration {
 	var v []time.Duration
 	for _, r := range s.runs {
@@ -633,8 +773,12 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 		"(`spec.submitterPodTemplate` running `%s`'s `/submitter` with the runtime env and the entrypoint as its arguments); rayctl's process runtime runs it as its own Go submitter (pkg/raysubmitter). "+
 		"**rayctl, no CPU limits**: the same RayJob with the pods' `limits.cpu` taken out (and `rayStartParams.num-cpus: \"1\"`, so Ray counts the same CPUs): "+
 		"the process runtime applies a CPU limit as a CFS quota, as a node does, so a 1-CPU head runs its GCS, raylet, dashboard, agents and the driver in one CPU's time, where plain Ray's processes share the machine's cores. "+
+		"**rayctl, no wait-gcs-ready** and **rayctl, light-weight submitter, no wait-gcs-ready**: the RayJobs of **rayctl** and of **rayctl, light-weight submitter** on a second "+
+		"`rayctl up` of the same flags, started with `%s` in its environment: KubeRay's operator switch (rayctl's RayCluster controller reads it from its own environment) "+
+		"that leaves out the worker's wait-gcs-ready init container (`ray health-check` against the GCS, a Python start-up under a 200m CPU limit); the worker's Ray container "+
+		"then starts with its Pod and its `ray start --address` waits for the GCS itself. Both instances are up through the whole suite, each idle while the other runs. "+
 		"**plain Ray**: `ray start --head`, then `ray start --address` (each with the pods' `--num-cpus` and `--memory`, as the RayCluster controller passes them), then "+
-		"`ray job submit` of the same driver with the same `--runtime-env-json`, one after the other as a user types them, timed from the first exec to the submit command's exit.\n\n", runtime, lwSubmitter)
+		"`ray job submit` of the same driver with the same `--runtime-env-json`, one after the other as a user types them, timed from the first exec to the submit command's exit.\n\n", runtime, lwSubmitter, noInitContainerEnv)
 	for _, s := range dropped {
 		fmt.Fprintf(&b, "Side **%s** failed and was dropped: %v\n\n", s.name, s.err)
 	}
@@ -684,19 +828,21 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 			"the RayJob's transitions, and the job's `start_time` and `end_time` on the dashboard. Each row is the time from the row above:\n\n", s.name)
 		writePhaseTable(&b, s)
 	}
-	fmt.Fprintf(&b, "\nThe worker beside the head (rayctl's sides; from the head's container start, medians): its wait-gcs-ready init container "+
-		"ended and its Ray container started (the worker Pod Running), then its Pod Ready:\n\n| side | → worker Running | → worker Ready | each run |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\nThe worker beside the head (rayctl's sides; from the head's container start, medians): its Ray container started "+
+		"(the worker Pod Running: after its wait-gcs-ready init container ended, or, without it, at once, `ray start --address` then waiting for the GCS; below zero when it started before the head's), "+
+		"then its Pod Ready; and the runs in which its Ray container was seen down (terminated or waiting) after it had started and before the job ended, "+
+		"as it would be had `ray start --address` given up and the kubelet restarted it:\n\n"+
+		"| side | → worker Running | → worker Ready | Ray container down | each run |\n|---|---|---|---|---|\n")
 	for _, s := range sides {
 		if s == pr {
 			continue
 		}
-		var running, ready []time.Duration
 		var each []string
 		for _, r := range s.runs {
-			running, ready = append(running, r.worker[0]), append(ready, r.worker[1])
-			each = append(each, ms(max(r.worker[0], 0))+" / "+joinDur(r.worker[1:]))
+			each = append(each, msSigned(r.worker[0])+" / "+joinDur(r.worker[1:]))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", s.name, ms(medianDur(running)), ms(medianDur(ready)), strings.Join(each, ", "))
+		running, ready := s.workerMedians()
+		fmt.Fprintf(&b, "| %s | %s | %s | %d of %d runs | %s |\n", s.name, msSigned(running), ms(ready), s.workerDownRuns(), len(s.runs), strings.Join(each, ", "))
 	}
 	fmt.Fprintf(&b, "\nPlain Ray, step by step:\n\n")
 	writePhaseTable(&b, pr)
@@ -769,6 +915,38 @@ func joinDur(v []time.Duration) string {
 	return strings.Join(s, ", ")
 }
 
+// writeNoWaitLever says what leaving the wait-gcs-ready init container out saved: the sides without it (nw
+// with the default submitter, lwNW with the light-weight one; either may be nil, dropped) beside the same
+// RayJobs with it (rc, lw), all measured against plain Ray (pr).
+func writeNoWaitLever(b *strings.Builder, rc, lw, nw, lwNW, pr *rvpSide) {
+	if nw == nil && lwNW == nil {
+		fmt.Fprintf(b, "- **Without the wait-gcs-ready init container**: both sides that measure it were dropped (above).\n")
+		return
+	}
+	total := func(s *rvpSide) time.Duration { return medianDur(s.totals()) }
+	up := func(s *rvpSide) time.Duration { return groupMedian(s.runs, s.spans[0]) }
+	worker := func(s *rvpSide) string {
+		running, ready := s.workerMedians()
+		after, first := s.workerAfterHead()
+		return fmt.Sprintf("worker's Ray container started %s after the head's, Pod Ready %s after the head's container started and %s after the head Pod's Ready "+
+			"(worker Ready first in %d of %d runs; its Ray container seen down in %d)", msSigned(running), ms(ready), ms(after), first, len(s.runs), s.workerDownRuns())
+	}
+	saved := func(with, without *rvpSide, label string) string {
+		d := total(with) - total(without)
+		return fmt.Sprintf("%s: nothing → job ended %s instead of %s, %+.2f s (%.2f× plain Ray instead of %.2f×); cluster up %s instead of %s, %+.2f s; %s, where with it the %s",
+			label, ms(total(without)), ms(total(with)), -d.Seconds(), total(without).Seconds()/total(pr).Seconds(), total(with).Seconds()/total(pr).Seconds(),
+			ms(up(without)), ms(up(with)), (up(without) - up(with)).Seconds(), worker(without), worker(with))
+	}
+	fmt.Fprintf(b, "- **Without the wait-gcs-ready init container** (`%s` in a second `rayctl up`'s environment; a measurement, rayctl's default is KubeRay's: "+
+		"the init container is injected). What the switch saved, each side against the same RayJob with the init container:\n", noInitContainerEnv)
+	if nw != nil {
+		fmt.Fprintf(b, "  - %s.\n", saved(rc, nw, "default submitter"))
+	}
+	if lwNW != nil && lw != nil {
+		fmt.Fprintf(b, "  - %s.\n", saved(lw, lwNW, "light-weight submitter"))
+	}
+}
+
 // rvpNote is a markdown file whose text ends the levers' section (-rayvsplain-note): what a run before a
 // change measured, beside this one.
 var rvpNote string
@@ -788,7 +966,7 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 		"and the submitter's container started %s later. There is no poll left to remove here. Submitting before the RayCluster is ready "+
 		"(as soon as the head's dashboard answers) would change the status transitions KubeRay users see (it waits for `state: ready`), so it is not done.\n",
 		ms(rcHops[5]), ms(rcHops[6]))
-	if lw := byName["rayctl, light-weight submitter"]; lw != nil {
+	if lw := byName[rvpLWName]; lw != nil {
 		sub := func(s *rvpSide) time.Duration { return groupMedian(s.runs, s.spans[1]) }
 		end := func(s *rvpSide) time.Duration { return groupMedian(s.runs, s.spans[3]) }
 		fmt.Fprintf(b, "- **A submitter without Python's start-up** (KubeRay v1.7's light-weight submitter, selected by the RayJob's submitter template; "+
@@ -797,7 +975,7 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 			"(the Pod shape KubeRay users see: the head's image running `ray job …`) is unchanged.\n",
 			ms(sub(lw)), ms(sub(rc)), ms(end(lw)), ms(end(rc)), ms(total(lw)), ms(total(rc)), total(lw).Seconds()/total(pr).Seconds(), total(rc).Seconds()/total(pr).Seconds())
 	}
-	if nq := byName["rayctl, no CPU limits"]; nq != nil {
+	if nq := byName[rvpNoLimitsName]; nq != nil {
 		job := func(s *rvpSide) time.Duration { return groupMedian(s.runs, s.spans[2]) }
 		up := func(s *rvpSide) time.Duration { return groupMedian(s.runs, s.spans[0]) }
 		fmt.Fprintf(b, "- **The pods' CPU limits** (not a lever rayctl should pull: a node enforces them, and the sample asks for 1 CPU per Ray container): "+
@@ -809,17 +987,15 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 		"wait-gcs-ready every 1 s; KubeRay: 10 s then 5 s, and 5 s): head container started → Ready took %s beside plain Ray's `ray start --head` %s, "+
 		"so the probe's wait (at most one period) is part of that difference; the rest is the head's start-up under its CPU limit and beside the worker's.\n",
 		raycluster.ReadinessInitialDelay, raycluster.ReadinessPeriod, ms(rcHops[2]), ms(prSteps[0]))
-	var wRunning, wReady []time.Duration
-	for _, r := range rc.runs {
-		wRunning, wReady = append(wRunning, r.worker[0]), append(wReady, r.worker[1])
-	}
+	wRunning, wReady := rc.workerMedians()
 	fmt.Fprintf(b, "- **Workers started beside the head**: the worker Pod is created with the head Pod, but KubeRay's wait-gcs-ready init container "+
 		"holds its Ray back until `ray health-check` reaches the GCS, and that check is a Python start-up of Ray's CLI (about a second of CPU) "+
 		"under the 200m CPU limit KubeRay gives the init container: the worker's Ray container started %s after the head's (median) and its Pod was "+
 		"Ready %s after the head's container started, %s after the head Pod's Ready (plain Ray: `ray start --address` took %s after the head's). "+
 		"KubeRay's operator switch `ENABLE_INIT_CONTAINER_INJECTION=false` (rayctl reads it from its environment) leaves the init container out, "+
-		"and Ray's `ray start --address` then waits for the GCS itself.\n",
-		ms(medianDur(wRunning)), ms(medianDur(wReady)), ms(rcHops[3]), ms(prSteps[1]))
+		"and Ray's `ray start --address` then waits for the GCS itself: measured below.\n",
+		ms(wRunning), ms(wReady), ms(rcHops[3]), ms(prSteps[1]))
+	writeNoWaitLever(b, rc, byName[rvpLWName], byName[rvpNoWaitName], byName[rvpLWNoWaitName], pr)
 	if rvpNote != "" {
 		if note, err := os.ReadFile(rvpNote); err == nil {
 			fmt.Fprintf(b, "%s\n", strings.TrimSpace(string(note)))
