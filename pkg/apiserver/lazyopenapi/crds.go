@@ -27,6 +27,12 @@ import (
 // CRD's document as soon as the CRD is Established and keeps them all (megabytes for the Ray CRDs'
 // schemas), and serves the same bytes: the same builder and merge, from the same CRD objects.
 //
+// Where they differ, this one serves what a fresh start of either would: a version a CRD stops serving
+// loses its document at once (apiextensions keeps the last one until a restart or the CRD's deletion),
+// and a CRD whose document fails to build or conflicts with another's is left out of its group version
+// (apiextensions keeps its last good document). Any change to a CRD, its status included, builds its
+// group version's document anew on the next request (the same bytes when only the status changed).
+//
 // Install leaves GenericAPIServer.OpenAPIV3VersionedService unset so that apiextensions does not start
 // its own controller beside this one. Call ServeCustomResources before crds starts.
 func ServeCustomResources(service *handler3.OpenAPIService, crds cache.SharedIndexInformer) error {
@@ -148,7 +154,27 @@ func groupVersionDocument(version string, named map[string]*apiextensionsv1.Cust
 			}
 			specs = append(specs, spec)
 		}
-		merged, err := builder.MergeSpecsV3(specs...)
-		return merged, etag, err
+		return mergeDocuments(specs, version), etag, nil
 	}))
+}
+
+// mergeDocuments merges the CRDs' documents of a group version as apiextensions does. Two of them may
+// conflict (two Established CRDs of one group whose kinds were edited to the same name): then those
+// that merge are kept and the others left out, each logged. An error here would fail the discovery
+// document of every group version, where apiextensions fails only that group version's update.
+func mergeDocuments(specs []*spec3.OpenAPI, version string) *spec3.OpenAPI {
+	merged, err := builder.MergeSpecsV3(specs...)
+	if err == nil {
+		return merged
+	}
+	var kept []*spec3.OpenAPI
+	for _, spec := range specs {
+		if _, err := builder.MergeSpecsV3(append(kept, spec)...); err != nil {
+			klog.ErrorS(err, "A custom resource's OpenAPI v3 document conflicts with another of its group version, left out", "version", version)
+			continue
+		}
+		kept = append(kept, spec)
+	}
+	merged, _ = builder.MergeSpecsV3(kept...)
+	return merged
 }

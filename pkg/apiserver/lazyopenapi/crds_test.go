@@ -13,12 +13,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	"k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	openapiv3controller "k8s.io/apiextensions-apiserver/pkg/controller/openapiv3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
@@ -52,9 +54,18 @@ func TestCustomResourceDocumentsAsApiextensionsServes(t *testing.T) {
 	go upstream.Run(eager, ctx.Done())
 
 	before := crdDocumentsBuilt.Load()
-	awaitDocuments(t, "apiextensions' controller lists ray.io/v1", func() bool {
-		_, listed := v3Paths(t, eagerMux)[rayV1]
-		return listed && informer.Informer().HasSynced()
+	// apiextensions' controller publishes the group version after each CRD it builds: wait for all.
+	awaitDocuments(t, "apiextensions' controller serving every Ray CRD", func() bool {
+		if _, listed := v3Paths(t, eagerMux)[rayV1]; !listed || !informer.Informer().HasSynced() {
+			return false
+		}
+		doc := get3(t, eagerMux, rayV1)
+		for _, crd := range crds {
+			if !bytes.Contains(doc, []byte(`"`+crd.Spec.Names.Kind+`"`)) {
+				return false
+			}
+		}
+		return true
 	})
 	if n := crdDocumentsBuilt.Load() - before; n != 0 {
 		t.Fatalf("%d documents built before anyone asked for one", n)
@@ -77,17 +88,18 @@ func TestCustomResourceDocumentsAsApiextensionsServes(t *testing.T) {
 		return bytes.Contains(doc, []byte("changed by the test"))
 	})
 
-	// A CRD deleted; another created but not Established: neither is served.
+	// A CRD created but not Established, then another deleted: neither is served. (The deletion comes
+	// second so that once both show it, both have seen the creation too: one informer, in order.)
 	gone := crds[1]
-	if err := client.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, gone.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	pending := crds[1].DeepCopy()
 	pending.Name, pending.UID, pending.ResourceVersion = "pending."+pending.Spec.Group, "pending", "3"
 	pending.Spec.Names.Kind, pending.Spec.Names.Plural, pending.Spec.Names.ListKind = "Pending", "pending", "PendingList"
 	pending.Spec.Names.Singular, pending.Spec.Names.ShortNames = "pending", nil
 	pending.Status.Conditions = nil
 	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, pending, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, gone.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	kind := gone.Spec.Names.Kind
@@ -222,4 +234,33 @@ func awaitDocuments(t *testing.T, what string, cond func() bool) {
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", strings.TrimSpace(what), err)
 	}
+}
+
+// TestConflictingDocumentsLeftOut: two CRDs of a group version whose kinds were edited to the same name
+// (their documents conflict) do not make the group version's document fail, which would fail the
+// discovery document of every group version: the first is kept, the other left out.
+func TestConflictingDocumentsLeftOut(t *testing.T) {
+	crds := rayCRDs(t)
+	first, err := builder.BuildOpenAPIV3(crds[0], "v1", builder.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin := crds[0].DeepCopy()
+	twin.Name = "twin." + twin.Spec.Group
+	twin.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "a different schema under the same kind"
+	second, err := builder.BuildOpenAPIV3(twin, "v1", builder.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := builder.MergeSpecsV3(first, second); err == nil {
+		t.Fatal("the two documents merge: the test needs a conflict")
+	}
+	merged := mergeDocuments([]*spec3.OpenAPI{first, second}, "v1")
+	want, err := builder.MergeSpecsV3(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(merged)
+	wantJSON, _ := json.Marshal(want)
+	sameBytes(t, "the merged document", got, wantJSON)
 }
