@@ -283,8 +283,7 @@ func sampleRayJob(samples, file string) (*rayv1.RayJob, []*corev1.ConfigMap, err
 func loadAvg() string { return strings.Fields(loadAverage() + " ?")[0] }
 
 // rayjobOnce creates job, times it to Complete, then deletes it and waits for the namespace to be empty.
-func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *instance.Process, timeout time.Duration) (rayjobSample, error) {
-	var s rayjobSample
+func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns string, job *rayv1.RayJob, up *instance.Process, timeout time.Duration) (s rayjobSample, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	jw, err := ray.RayV1().RayJobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + job.Name})
@@ -302,6 +301,21 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 	if _, err := ray.RayV1().RayJobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		return s, err
 	}
+	// A run that fails leaves nothing behind either: its Ray processes would load the machine under the
+	// next runs, and the next run's clean-up would wait on them and fail.
+	cleaned := false
+	defer func() {
+		select {
+		case <-up.Exited():
+			return
+		default:
+		}
+		if err != nil && !cleaned {
+			if cerr := removeRayJob(context.Background(), kube, ray, ns, job.Name); cerr != nil {
+				err = fmt.Errorf("%w (then: %v)", err, cerr)
+			}
+		}
+	}()
 	var (
 		last      *rayv1.RayJob
 		readyAt   time.Time
@@ -363,21 +377,28 @@ func rayjobOnce(ctx context.Context, kube kubernetes.Interface, ray rayclient.In
 		return s, err
 	}
 
-	// Clean up: the RayJob (its cluster and submitter follow) and every pod, before the next run.
+	// Clean up before the next run.
+	cleaned = true
+	return s, removeRayJob(ctx, kube, ray, ns, job.Name)
+}
+
+// removeRayJob deletes the RayJob called name (its cluster and submitter follow) and waits until ns holds
+// no RayJob of that name, no RayCluster and no pod.
+func removeRayJob(ctx context.Context, kube kubernetes.Interface, ray rayclient.Interface, ns, name string) error {
 	bg := metav1.DeletePropagationBackground
-	if err := ray.RayV1().RayJobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
-		return s, err
+	if err := ray.RayV1().RayJobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
-	err = poll(ctx, 2*time.Minute, func() bool {
-		_, jerr := ray.RayV1().RayJobs(ns).Get(ctx, job.Name, metav1.GetOptions{})
+	err := poll(ctx, 2*time.Minute, func() bool {
+		_, jerr := ray.RayV1().RayJobs(ns).Get(ctx, name, metav1.GetOptions{})
 		clusters, cerr := ray.RayV1().RayClusters(ns).List(ctx, metav1.ListOptions{})
 		pods, perr := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return apierrors.IsNotFound(jerr) && cerr == nil && len(clusters.Items) == 0 && perr == nil && len(pods.Items) == 0
 	})
 	if err != nil {
-		return s, fmt.Errorf("RayJob %s, its cluster and pods not gone after the run: %w", job.Name, err)
+		return fmt.Errorf("RayJob %s, its cluster and pods not gone after the run: %w", name, err)
 	}
-	return s, nil
+	return nil
 }
 
 // podHTTPClient reaches up's pod IPs from inside its node network namespace (the host has no route to
