@@ -920,7 +920,7 @@ func joinDur(v []time.Duration) string {
 // RayJobs with it (rc, lw), all measured against plain Ray (pr).
 func writeNoWaitLever(b *strings.Builder, rc, lw, nw, lwNW, pr *rvpSide) {
 	if nw == nil && lwNW == nil {
-		fmt.Fprintf(b, "- **Without the wait-gcs-ready init container**: both sides that measure it were dropped (above).\n")
+		fmt.Fprintf(b, "- **Without the wait-gcs-ready init container**: not measured in this run (its sides were dropped, above, or not run: -rayvsplain-levers=false).\n")
 		return
 	}
 	total := func(s *rvpSide) time.Duration { return medianDur(s.totals()) }
@@ -942,8 +942,16 @@ func writeNoWaitLever(b *strings.Builder, rc, lw, nw, lwNW, pr *rvpSide) {
 	if nw != nil {
 		fmt.Fprintf(b, "  - %s.\n", saved(rc, nw, "default submitter"))
 	}
-	if lwNW != nil && lw != nil {
+	if nw == nil {
+		fmt.Fprintf(b, "  - default submitter: its side without the init container was dropped (above).\n")
+	}
+	switch {
+	case lwNW != nil && lw != nil:
 		fmt.Fprintf(b, "  - %s.\n", saved(lw, lwNW, "light-weight submitter"))
+	case lwNW != nil:
+		fmt.Fprintf(b, "  - light-weight submitter: its side with the init container was dropped (above), so there is nothing to compare with.\n")
+	default:
+		fmt.Fprintf(b, "  - light-weight submitter: its side without the init container was dropped (above).\n")
 	}
 }
 
@@ -993,7 +1001,7 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 		"under the 200m CPU limit KubeRay gives the init container: the worker's Ray container started %s after the head's (median) and its Pod was "+
 		"Ready %s after the head's container started, %s after the head Pod's Ready (plain Ray: `ray start --address` took %s after the head's). "+
 		"KubeRay's operator switch `ENABLE_INIT_CONTAINER_INJECTION=false` (rayctl reads it from its environment) leaves the init container out, "+
-		"and Ray's `ray start --address` then waits for the GCS itself: measured below.\n",
+		"and Ray's `ray start --address` then waits for the GCS itself: the no-wait-gcs-ready sides measure it.\n",
 		ms(wRunning), ms(wReady), ms(rcHops[3]), ms(prSteps[1]))
 	writeNoWaitLever(b, rc, byName[rvpLWName], byName[rvpNoWaitName], byName[rvpLWNoWaitName], pr)
 	if rvpNote != "" {
