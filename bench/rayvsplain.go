@@ -640,11 +640,7 @@ func medianDur(v []time.Duration) time.Duration {
 			s = append(s, d)
 		}
 	}
-	if len(s) == 0 {
-		return 0
-	}
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
+	return medianSigned(s)
 }
 
 // phaseMedians is, for each phase, its median over runs.

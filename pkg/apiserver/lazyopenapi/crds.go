@@ -168,13 +168,14 @@ func mergeDocuments(specs []*spec3.OpenAPI, version string) *spec3.OpenAPI {
 		return merged
 	}
 	var kept []*spec3.OpenAPI
+	merged = &spec3.OpenAPI{}
 	for _, spec := range specs {
-		if _, err := builder.MergeSpecsV3(append(kept, spec)...); err != nil {
+		tried, err := builder.MergeSpecsV3(append(kept, spec)...)
+		if err != nil {
 			klog.ErrorS(err, "A custom resource's OpenAPI v3 document conflicts with another of its group version, left out", "version", version)
 			continue
 		}
-		kept = append(kept, spec)
+		kept, merged = append(kept, spec), tried
 	}
-	merged, _ = builder.MergeSpecsV3(kept...)
 	return merged
 }
