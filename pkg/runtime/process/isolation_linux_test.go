@@ -315,3 +315,49 @@ func rssFileKiB(status []byte) int {
 	}
 	return -1
 }
+
+// A mount target or working dir the host lacks is made in the container's own
+// mount namespace only: the container finds its volumes there and the
+// ancestors' other entries as they were, and the host gets none of the paths,
+// whether their nearest existing ancestor is a dir (/run, through /var/run) or /.
+func TestMissingMountTargetsAreNotMadeOnTheHost(t *testing.T) {
+	f := isolatedFixture(t)
+	sb := f.pod(t, "targets")
+	digits := fmtDigits()
+	vol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vol, "token"), []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var runEntry string
+	if names, err := readDirNames("/run"); err == nil && len(names) > 0 {
+		runEntry = "/run/" + names[0]
+	}
+	secrets, top, work := "/var/run/rayctl-test-"+digits+"/serviceaccount", "/rayctl-test-"+digits+"/data", "/opt/rayctl-test-"+digits+"/work"
+	t.Cleanup(func() {
+		for _, p := range []string{"/run/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits} {
+			os.RemoveAll(p)
+		}
+	})
+	cfg := sh("reader", "cat "+secrets+"/token "+top+"/token; pwd; test -e "+runEntry+" && echo run-entry; "+
+		"test -r /etc/os-release && echo etc; test -d /proc/self && echo proc; echo done")
+	cfg.WorkingDir = work
+	cfg.Mounts = []runtime.Mount{{HostPath: vol, ContainerPath: secrets, ReadOnly: true}, {HostPath: vol, ContainerPath: top}}
+	id, logPath := f.run(t, f.r, sb, cfg)
+	if s := waitExited(t, f.r, id); s.ExitCode != 0 {
+		t.Errorf("status %+v", s)
+	}
+	waitLog(t, logPath, "done")
+	got := strings.Join(logLines(t, logPath), "|")
+	want := "stdout secret|stdout secret|stdout " + work + "|"
+	if runEntry != "" {
+		want += "stdout run-entry|"
+	}
+	if !strings.HasPrefix(got, want+"stdout etc|stdout proc|stdout done") {
+		t.Errorf("log %q, want it to start %q and see /etc and /proc", got, want)
+	}
+	for _, p := range []string{"/run/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s was made on the host: %v", p, err)
+		}
+	}
+}

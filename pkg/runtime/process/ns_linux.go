@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -57,11 +56,12 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 				return fmt.Errorf("making mounts private: %w", err)
 			}
-			if err := bindMounts(ns.mounts); err != nil {
+			var targets targetMaker
+			if err := bindMounts(ns.mounts, &targets); err != nil {
 				return err
 			}
 			if cmd.Dir != "" { // made while the host is writable
-				if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+				if err := targets.make(cmd.Dir, true); err != nil {
 					return fmt.Errorf("working dir: %w", err)
 				}
 			}
@@ -127,9 +127,10 @@ func wrapInit(cmd *exec.Cmd, cgroups []string, newPIDNS bool) {
 	}
 }
 
-// bindMounts makes ms in order. Every source is opened first, so a mount
-// that covers a host dir (a private /tmp) does not hide later sources.
-func bindMounts(ms []runtime.Mount) error {
+// bindMounts makes ms in order, their missing targets through targets. Every
+// source is opened first, so a mount that covers a host dir (a private /tmp)
+// does not hide later sources.
+func bindMounts(ms []runtime.Mount, targets *targetMaker) error {
 	srcs := make([]*os.File, len(ms))
 	defer func() {
 		for _, f := range srcs {
@@ -146,32 +147,23 @@ func bindMounts(ms []runtime.Mount) error {
 		srcs[i] = f
 	}
 	for i, m := range ms {
-		if err := bindMount(m, srcs[i]); err != nil {
+		if err := bindMount(m, srcs[i], targets); err != nil {
 			return err
 		}
+		targets.mounted(m.ContainerPath)
 	}
 	return nil
 }
 
 // bindMount mounts src (m.HostPath, opened) at m.ContainerPath, making the
-// target (an empty dir or file) if it is missing.
-func bindMount(m runtime.Mount, src *os.File) error {
+// target (an empty dir or file) through targets if it is missing.
+func bindMount(m runtime.Mount, src *os.File, targets *targetMaker) error {
 	st, err := src.Stat()
 	if err != nil {
 		return fmt.Errorf("mount source: %w", err)
 	}
-	if _, err := os.Stat(m.ContainerPath); errors.Is(err, os.ErrNotExist) {
-		if st.IsDir() {
-			err = os.MkdirAll(m.ContainerPath, 0o755)
-		} else if err = os.MkdirAll(filepath.Dir(m.ContainerPath), 0o755); err == nil {
-			var f *os.File
-			if f, err = os.OpenFile(m.ContainerPath, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				f.Close()
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("making mount target %s: %w", m.ContainerPath, err)
-		}
+	if err := targets.make(m.ContainerPath, st.IsDir()); err != nil {
+		return fmt.Errorf("making mount target %s: %w", m.ContainerPath, err)
 	}
 	from := fmt.Sprintf("/proc/self/fd/%d", src.Fd())
 	if err := unix.Mount(from, m.ContainerPath, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {

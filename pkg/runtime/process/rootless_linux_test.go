@@ -129,14 +129,18 @@ func TestRootlessHelper(t *testing.T) {
 	if err := clearReadOnly(sub); !errors.Is(err, unix.EPERM) {
 		t.Errorf("%s is not locked read-only here (clearing it: %v): the test proves nothing", sub, err)
 	}
+	// Targets the host lacks, below host root's dirs: made in the container's mount namespace only.
+	runTarget, topTarget := "/var/run/"+filepath.Base(dir)+"/sa", "/"+filepath.Base(dir)+"/data"
 	var out bytes.Buffer
 	cmd := &exec.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", `echo "ids $(id -u) $(hostname)"; ` +
+		`for f in ` + runTarget + " " + topTarget + `; do test -d "$f/sub" && echo "$f has sub"; done; ` +
 		`for f in ` + strings.Join([]string{vol, sub, rovol, other, "/tmp", "/dev/shm"}, " ") + `; do ` +
 		`if { echo hi > "$f/x-$$"; } 2>/dev/null; then echo "$f ok"; rm -f "$f/x-$$"; else echo "$f no: $( { : > "$f/x-$$"; } 2>&1)"; fi; done`},
 		Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, Dir: "/", Stdout: &out, Stderr: &out,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Credential: credential(0, 0)}}
 	ns := nsSetup{hostname: "rootless", readOnlyHost: true,
-		mounts: []runtime.Mount{{HostPath: vol, ContainerPath: vol}, {HostPath: rovol, ContainerPath: rovol, ReadOnly: true}}}
+		mounts: []runtime.Mount{{HostPath: vol, ContainerPath: vol}, {HostPath: rovol, ContainerPath: rovol, ReadOnly: true},
+			{HostPath: vol, ContainerPath: runTarget, ReadOnly: true}, {HostPath: vol, ContainerPath: topTarget, ReadOnly: true}}}
 	if err := spawn(cmd, true, ns); err != nil {
 		t.Fatalf("spawn: %v", err)
 	}
@@ -145,7 +149,12 @@ func TestRootlessHelper(t *testing.T) {
 	}
 	got := out.String()
 	t.Logf("the container:\n%s", got)
-	for _, want := range []string{"ids 0 rootless\n", vol + " ok\n", "/dev/shm ok\n"} {
+	for _, p := range []string{filepath.Dir(runTarget), filepath.Dir(topTarget)} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s was made on the host: %v", p, err)
+		}
+	}
+	for _, want := range []string{"ids 0 rootless\n", vol + " ok\n", "/dev/shm ok\n", runTarget + " has sub\n", topTarget + " has sub\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the container's output lacks %q", want)
 		}

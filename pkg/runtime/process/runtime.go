@@ -33,6 +33,12 @@
 // a note in the container's status. There cgroups cannot be made either:
 // limits are then not applied, and the status says so.
 //
+// An isolated container's missing mount targets and working dir are made
+// without writing the host's filesystem: below one of its mounts (a volume,
+// its private /tmp or home) they are made there, elsewhere on a tmpfs of its
+// mount namespace that covers their nearest existing ancestor and shows that
+// ancestor's entries as they were.
+//
 // With Options.ReadOnlyHost the host's filesystem is read-only inside an
 // isolated container, save its writable mounts (volumes not mounted
 // ReadOnly, the private /tmp and home, its cgroups), /dev and /proc: the
@@ -50,9 +56,7 @@
 // Elsewhere (not root, not Linux) pods share the host's processes, /tmp,
 // network and hostname, limits are not applied, and a mount's ContainerPath
 // is not honoured: only its HostPath exists, so programs must be given host
-// paths. Missing mount targets are created on the host's filesystem (empty
-// dirs or files) because a private mount namespace still shares the host's
-// files.
+// paths.
 //
 // A container's environment is the image's and the pod's (with PATH,
 // HOSTNAME and HOME), never rayctl's own.
