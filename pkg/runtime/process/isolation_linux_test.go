@@ -329,8 +329,8 @@ func TestMissingMountTargetsAreNotMadeOnTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runEntry string
-	if names, err := readDirNames("/run"); err == nil && len(names) > 0 {
-		runEntry = "/run/" + names[0]
+	if entries, err := os.ReadDir("/run"); err == nil && len(entries) > 0 {
+		runEntry = "/run/" + entries[0].Name()
 	}
 	secrets, top, work := "/var/run/rayctl-test-"+digits+"/serviceaccount", "/rayctl-test-"+digits+"/data", "/opt/rayctl-test-"+digits+"/work"
 	t.Cleanup(func() {
