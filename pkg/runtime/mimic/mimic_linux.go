@@ -19,6 +19,33 @@ type entry struct {
 	tree       int
 }
 
+// capture copies dir's entry name: a symbolic link's target, else a detached
+// copy of what is mounted there and below (automounts not triggered), whose
+// kind is that of the copy.
+func capture(dir, name string) (entry, error) {
+	p := filepath.Join(dir, name)
+	e := entry{name: name, tree: -1}
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return e, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		var err error
+		e.link, err = os.Readlink(p)
+		return e, err
+	}
+	tree, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT)
+	if err != nil {
+		return e, fmt.Errorf("copying the mount of %s: %w", p, err)
+	}
+	if err := unix.Fstat(tree, &st); err != nil {
+		unix.Close(tree)
+		return e, err
+	}
+	e.tree, e.dir = tree, st.Mode&unix.S_IFMT == unix.S_IFDIR
+	return e, nil
+}
+
 // Cover covers dir (an absolute path without symbolic links) with a new
 // tmpfs in the calling thread's mount namespace, which must not share
 // propagation with the host's (made private), on which each of dir's entries
@@ -50,24 +77,12 @@ func Cover(dir string, omit ...string) error {
 		if slices.Contains(omit, name) {
 			continue
 		}
-		p := filepath.Join(dir, name)
-		var lst unix.Stat_t
-		if err := unix.Lstat(p, &lst); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return err
+		e, err := capture(dir, name)
+		if errors.Is(err, unix.ENOENT) { // gone since the listing
+			continue
 		}
-		e := entry{name: name, tree: -1}
-		if lst.Mode&unix.S_IFMT == unix.S_IFLNK {
-			if e.link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		} else {
-			e.dir = lst.Mode&unix.S_IFMT == unix.S_IFDIR
-			if e.tree, err = unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return fmt.Errorf("copying the mount of %s: %w", p, err)
-			}
+		if err != nil {
+			return err
 		}
 		entries = append(entries, e)
 	}

@@ -317,47 +317,85 @@ func rssFileKiB(status []byte) int {
 }
 
 // A mount target or working dir the host lacks is made in the container's own
-// mount namespace only: the container finds its volumes there and the
-// ancestors' other entries as they were, and the host gets none of the paths,
-// whether their nearest existing ancestor is a dir (/run, through /var/run) or /.
+// mount namespace only, on a read-only host as rayctl runs it: the container
+// finds its volumes there (writable ones writable) and the ancestors' other
+// entries as they were, and the host gets none of the paths, whether their
+// nearest existing ancestor is a dir (/run, through /var/run) or /, nor what a
+// symbolic link to nothing at a target names.
 func TestMissingMountTargetsAreNotMadeOnTheHost(t *testing.T) {
-	f := isolatedFixture(t)
+	f := isolatedFixtureWith(t, func(o *Options) { o.ReadOnlyHost = true })
 	sb := f.pod(t, "targets")
 	digits := fmtDigits()
 	vol := t.TempDir()
 	if err := os.WriteFile(filepath.Join(vol, "token"), []byte("secret\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var runEntry string
-	if entries, err := os.ReadDir("/run"); err == nil && len(entries) > 0 {
-		runEntry = "/run/" + entries[0].Name()
+	runDir, err := filepath.EvalSymlinks("/var/run")
+	if err != nil {
+		t.Fatal(err)
 	}
-	secrets, top, work := "/var/run/rayctl-test-"+digits+"/serviceaccount", "/rayctl-test-"+digits+"/data", "/opt/rayctl-test-"+digits+"/work"
+	linkDir := "/var/tmp/rayctl-test-" + digits // not the container's private /tmp
+	if err := os.MkdirAll(linkDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(linkDir+"/nothing", linkDir+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	made := []string{runDir + "/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits, linkDir + "/nothing"}
 	t.Cleanup(func() {
-		for _, p := range []string{"/run/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits} {
+		for _, p := range append(made, linkDir) {
 			os.RemoveAll(p)
 		}
 	})
-	cfg := sh("reader", "cat "+secrets+"/token "+top+"/token; pwd; test -e "+runEntry+" && echo run-entry; "+
-		"test -r /etc/os-release && echo etc; test -d /proc/self && echo proc; echo done")
+	secrets, top, work := "/var/run/rayctl-test-"+digits+"/serviceaccount", "/rayctl-test-"+digits+"/data", "/opt/rayctl-test-"+digits+"/work"
+	script := "cat " + secrets + "/token " + top + "/token " + linkDir + "/link/token; pwd; echo w > " + top + "/written; "
+	var runEntry string
+	if entries, err := os.ReadDir(runDir); err == nil && len(entries) > 0 {
+		runEntry = runDir + "/" + entries[0].Name()
+		script += "test -e " + runEntry + " && echo run-entry; "
+	}
+	cfg := sh("reader", script+"test -r /etc/os-release && echo etc; test -d /proc/self && echo proc; echo done")
 	cfg.WorkingDir = work
-	cfg.Mounts = []runtime.Mount{{HostPath: vol, ContainerPath: secrets, ReadOnly: true}, {HostPath: vol, ContainerPath: top}}
+	cfg.Mounts = []runtime.Mount{{HostPath: vol, ContainerPath: secrets, ReadOnly: true}, {HostPath: vol, ContainerPath: top},
+		{HostPath: vol, ContainerPath: linkDir + "/link", ReadOnly: true}}
 	id, logPath := f.run(t, f.r, sb, cfg)
 	if s := waitExited(t, f.r, id); s.ExitCode != 0 {
 		t.Errorf("status %+v", s)
 	}
 	waitLog(t, logPath, "done")
 	got := strings.Join(logLines(t, logPath), "|")
-	want := "stdout secret|stdout secret|stdout " + work + "|"
+	want := "stdout secret|stdout secret|stdout secret|stdout " + work + "|"
 	if runEntry != "" {
 		want += "stdout run-entry|"
 	}
 	if !strings.HasPrefix(got, want+"stdout etc|stdout proc|stdout done") {
 		t.Errorf("log %q, want it to start %q and see /etc and /proc", got, want)
 	}
-	for _, p := range []string{"/run/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits} {
+	if b, err := os.ReadFile(filepath.Join(vol, "written")); err != nil || string(b) != "w\n" {
+		t.Errorf("the writable volume at %s: %q %v", top, b, err)
+	}
+	for _, p := range made {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s was made on the host: %v", p, err)
 		}
+	}
+}
+
+// A relative mount path is refused, not made in rayctl's own working dir.
+func TestARelativeMountPathIsRefused(t *testing.T) {
+	f := isolatedFixture(t)
+	sb := f.pod(t, "relative")
+	cfg := sh("c", "true")
+	cfg.Image, cfg.LogPath = "docker.io/library/busybox:latest", filepath.Join(sb.Config.Dir, "c", "0.log")
+	cfg.Mounts = []runtime.Mount{{HostPath: t.TempDir(), ContainerPath: "rayctl-relative-" + fmtDigits()}}
+	id, err := f.r.CreateContainer(testCtx(t), sb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.StartContainer(testCtx(t), id); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("start: %v, want the relative path refused", err)
+	}
+	if _, err := os.Lstat(cfg.Mounts[0].ContainerPath); !os.IsNotExist(err) {
+		t.Errorf("the relative target was made in the working dir: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/rayctl/rayctl/pkg/runtime/mimic"
 )
@@ -19,10 +20,11 @@ import (
 // mimic.Cover). As root the host would otherwise keep dirs such as
 // /var/run/secrets/ray.io for good, and rootless it may not make them at all.
 type targetMaker struct {
-	// mounts are the resolved paths of the container's mounts made so far.
-	mounts []string
-	// mimics are the dirs covered by mimic so far: each is a tmpfs of the
-	// container's, the entries on it the host's.
+	// ours are the resolved paths that are the container's own: its mounts
+	// made so far and what was made on a mimic's tmpfs.
+	ours []string
+	// mimics are the dirs covered by mimic.Cover so far: each is a tmpfs of
+	// the container's, the entries on it the host's.
 	mimics []string
 }
 
@@ -31,32 +33,64 @@ func (tm *targetMaker) mounted(p string) {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		p = r
 	}
-	tm.mounts = append(tm.mounts, filepath.Clean(p))
+	tm.ours = append(tm.ours, filepath.Clean(p))
 }
 
-// make makes p, a dir when dir, else an empty file (with its parents), unless it exists.
+// make makes p, an absolute path, a dir when dir, else an empty file (with
+// its parents), unless it exists. A symbolic link to nothing at p is
+// replaced, never followed: on the host it would make its target there.
 func (tm *targetMaker) make(p string, dir bool) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("%s is not an absolute path", p)
+	}
+	p = filepath.Clean(p)
 	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	anc := filepath.Dir(filepath.Clean(p))
-	for {
-		if _, err := os.Stat(anc); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
+	existing, dangling := filepath.Dir(p), false
+	if _, err := os.Lstat(p); err == nil {
+		dangling = true
+	} else {
+		for {
+			if _, err := os.Stat(existing); err == nil {
+				break
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			existing = filepath.Dir(existing)
 		}
-		anc = filepath.Dir(anc)
 	}
-	anc, err := filepath.EvalSymlinks(anc)
+	anc, err := filepath.EvalSymlinks(existing)
 	if err != nil {
 		return err
 	}
-	if !underAny(anc, tm.mounts) && !slices.Contains(tm.mimics, anc) {
-		if err := mimic.Cover(anc); err != nil {
+	switch {
+	case underAny(anc, tm.ours):
+		if dangling {
+			return fmt.Errorf("%s is a symbolic link to nothing", p)
+		}
+	case slices.Contains(tm.mimics, anc):
+		if dangling { // the link's copy on the tmpfs
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+	default:
+		var omit []string
+		if dangling {
+			omit = append(omit, filepath.Base(p))
+		}
+		if err := mimic.Cover(anc, omit...); err != nil {
 			return fmt.Errorf("covering %s with a tmpfs: %w", anc, err)
 		}
 		tm.mimics = append(tm.mimics, anc)
+	}
+	if slices.Contains(tm.mimics, anc) { // what is made below anc is on the tmpfs
+		rel, err := filepath.Rel(existing, p)
+		if err != nil {
+			return err
+		}
+		tm.ours = append(tm.ours, filepath.Join(anc, strings.SplitN(rel, string(filepath.Separator), 2)[0]))
 	}
 	if dir {
 		return os.MkdirAll(p, 0o755)
@@ -64,7 +98,7 @@ func (tm *targetMaker) make(p string, dir bool) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
