@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,8 +54,9 @@ func capture(dir, name string) (entry, error) {
 // but those named in omit is a symbolic link of the same target or the same
 // file or dir bound back, with what is mounted below it: what is made in dir
 // afterwards lands on the tmpfs, not on dir's filesystem, and nothing of dir
-// disappears from sight. The tmpfs has dir's mode and, where the owner can be
-// mapped (not in a rootless user namespace), its owner. When dir is / the
+// disappears from sight. The tmpfs has dir's mode and, where the owner is
+// mapped (not host root in a rootless user namespace), its owner. On an error
+// after the tmpfs covered dir it is taken away again. When dir is / the
 // calling thread's root moves onto the tmpfs (the thread must have a
 // filesystem context of its own: CLONE_FS unshared, as CLONE_NEWNS does).
 func Cover(dir string, omit ...string) error {
@@ -102,8 +105,11 @@ func Cover(dir string, omit ...string) error {
 		return err
 	}
 	defer unix.Close(root)
-	// An owner this namespace does not map (host root, rootless) cannot be given: the tmpfs is then its root's.
-	_ = unix.Fchownat(root, "", int(st.Uid), int(st.Gid), unix.AT_EMPTY_PATH)
+	// An owner this namespace does not map (host root, rootless) shows as the overflow id, which may itself
+	// be mapped (subordinate ids) but is not the owner: the tmpfs is then left to the namespace's root.
+	if st.Uid != overflowID("uid") && st.Gid != overflowID("gid") {
+		_ = unix.Fchownat(root, "", int(st.Uid), int(st.Gid), unix.AT_EMPTY_PATH)
+	}
 	for _, e := range entries {
 		switch {
 		case e.tree < 0:
@@ -128,6 +134,9 @@ func Cover(dir string, omit ...string) error {
 			continue
 		}
 		if err := unix.MoveMount(e.tree, "", root, e.name, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			// Not left half made: dir shows what it showed before (reached through the tmpfs's descriptor,
+			// since a path to / would name the root below it).
+			_ = unix.Unmount(fmt.Sprintf("/proc/thread-self/fd/%d", root), unix.MNT_DETACH)
 			return fmt.Errorf("binding %s back: %w", filepath.Join(dir, e.name), err)
 		}
 	}
@@ -156,4 +165,18 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	defer f.Close()
 	return f.Readdirnames(-1)
+}
+
+// overflowID is the id (kind "uid" or "gid") that stands for ids the
+// caller's user namespace does not map; 65534 where it cannot be read.
+func overflowID(kind string) uint32 {
+	b, err := os.ReadFile("/proc/sys/kernel/overflow" + kind)
+	if err != nil {
+		return 65534
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 65534
+	}
+	return uint32(id)
 }

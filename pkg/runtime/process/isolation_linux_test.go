@@ -338,17 +338,19 @@ func TestMissingMountTargetsAreNotMadeOnTheHost(t *testing.T) {
 	if err := os.MkdirAll(linkDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(linkDir+"/nothing", linkDir+"/link"); err != nil {
-		t.Fatal(err)
+	for _, l := range []string{"link", "link2"} { // the first covers linkDir, the second is on that cover
+		if err := os.Symlink(linkDir+"/nothing-"+l, linkDir+"/"+l); err != nil {
+			t.Fatal(err)
+		}
 	}
-	made := []string{runDir + "/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits, linkDir + "/nothing"}
+	made := []string{runDir + "/rayctl-test-" + digits, "/rayctl-test-" + digits, "/opt/rayctl-test-" + digits, linkDir + "/nothing-link", linkDir + "/nothing-link2"}
 	t.Cleanup(func() {
 		for _, p := range append(made, linkDir) {
 			os.RemoveAll(p)
 		}
 	})
 	secrets, top, work := "/var/run/rayctl-test-"+digits+"/serviceaccount", "/rayctl-test-"+digits+"/data", "/opt/rayctl-test-"+digits+"/work"
-	script := "cat " + secrets + "/token " + top + "/token " + linkDir + "/link/token; pwd; echo w > " + top + "/written; "
+	script := "cat " + secrets + "/token " + top + "/token " + linkDir + "/link/token " + linkDir + "/link2/token; pwd; echo w > " + top + "/written; "
 	var runEntry string
 	if entries, err := os.ReadDir(runDir); err == nil && len(entries) > 0 {
 		runEntry = runDir + "/" + entries[0].Name()
@@ -357,14 +359,14 @@ func TestMissingMountTargetsAreNotMadeOnTheHost(t *testing.T) {
 	cfg := sh("reader", script+"test -r /etc/os-release && echo etc; test -d /proc/self && echo proc; echo done")
 	cfg.WorkingDir = work
 	cfg.Mounts = []runtime.Mount{{HostPath: vol, ContainerPath: secrets, ReadOnly: true}, {HostPath: vol, ContainerPath: top},
-		{HostPath: vol, ContainerPath: linkDir + "/link", ReadOnly: true}}
+		{HostPath: vol, ContainerPath: linkDir + "/link", ReadOnly: true}, {HostPath: vol, ContainerPath: linkDir + "/link2", ReadOnly: true}}
 	id, logPath := f.run(t, f.r, sb, cfg)
 	if s := waitExited(t, f.r, id); s.ExitCode != 0 {
 		t.Errorf("status %+v", s)
 	}
 	waitLog(t, logPath, "done")
 	got := strings.Join(logLines(t, logPath), "|")
-	want := "stdout secret|stdout secret|stdout secret|stdout " + work + "|"
+	want := "stdout secret|stdout secret|stdout secret|stdout secret|stdout " + work + "|"
 	if runEntry != "" {
 		want += "stdout run-entry|"
 	}
@@ -381,21 +383,36 @@ func TestMissingMountTargetsAreNotMadeOnTheHost(t *testing.T) {
 	}
 }
 
-// A relative mount path is refused, not made in rayctl's own working dir.
-func TestARelativeMountPathIsRefused(t *testing.T) {
+// Targets the runtime may not make are refused: a relative one (it would be
+// made in rayctl's own working dir) and a symbolic link to nothing inside a
+// volume (following it would make its target on the host).
+func TestTargetsThatCannotBeMadeAreRefused(t *testing.T) {
 	f := isolatedFixture(t)
-	sb := f.pod(t, "relative")
-	cfg := sh("c", "true")
-	cfg.Image, cfg.LogPath = "docker.io/library/busybox:latest", filepath.Join(sb.Config.Dir, "c", "0.log")
-	cfg.Mounts = []runtime.Mount{{HostPath: t.TempDir(), ContainerPath: "rayctl-relative-" + fmtDigits()}}
-	id, err := f.r.CreateContainer(testCtx(t), sb, cfg)
-	if err != nil {
+	vol, other, volTarget := t.TempDir(), t.TempDir(), "/var/tmp/rayctl-vol-"+fmtDigits()
+	if err := os.Symlink(other+"/nothing", vol+"/link"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.r.StartContainer(testCtx(t), id); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
-		t.Errorf("start: %v, want the relative path refused", err)
+	for _, c := range []struct {
+		mounts []runtime.Mount
+		want   string
+	}{
+		{[]runtime.Mount{{HostPath: t.TempDir(), ContainerPath: "rayctl-relative-" + fmtDigits()}}, "not an absolute path"},
+		{[]runtime.Mount{{HostPath: vol, ContainerPath: volTarget}, {HostPath: t.TempDir(), ContainerPath: volTarget + "/link"}},
+			"symbolic link to nothing"},
+	} {
+		sb := f.pod(t, "refused")
+		cfg := sh("c", "true")
+		cfg.Image, cfg.LogPath = "docker.io/library/busybox:latest", filepath.Join(sb.Config.Dir, "c", "0.log")
+		cfg.Mounts = c.mounts
+		id, err := f.r.CreateContainer(testCtx(t), sb, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.r.StartContainer(testCtx(t), id); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("start with %v: %v, want %q", c.mounts, err, c.want)
+		}
 	}
-	if _, err := os.Lstat(cfg.Mounts[0].ContainerPath); !os.IsNotExist(err) {
-		t.Errorf("the relative target was made in the working dir: %v", err)
+	if _, err := os.Lstat(other + "/nothing"); !os.IsNotExist(err) {
+		t.Errorf("the link's target was made on the host: %v", err)
 	}
 }

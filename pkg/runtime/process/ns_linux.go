@@ -61,7 +61,7 @@ func spawn(cmd *exec.Cmd, isolated bool, ns nsSetup) error {
 				return err
 			}
 			if cmd.Dir != "" { // made while the host is writable
-				if err := targets.make(cmd.Dir, true); err != nil {
+				if err := targets.create(cmd.Dir, true); err != nil {
 					return fmt.Errorf("working dir: %w", err)
 				}
 			}
@@ -162,7 +162,7 @@ func bindMount(m runtime.Mount, src *os.File, targets *targetMaker) error {
 	if err != nil {
 		return fmt.Errorf("mount source: %w", err)
 	}
-	if err := targets.make(m.ContainerPath, st.IsDir()); err != nil {
+	if err := targets.create(m.ContainerPath, st.IsDir()); err != nil {
 		return fmt.Errorf("making mount target %s: %w", m.ContainerPath, err)
 	}
 	from := fmt.Sprintf("/proc/self/fd/%d", src.Fd())

@@ -99,6 +99,7 @@ func makeHostReadOnly(writable []string) error {
 	return nil
 }
 
+// underAny reports whether p is one of dirs or lies below one.
 func underAny(p string, dirs []string) bool {
 	for _, d := range dirs {
 		if under(p, d) {

@@ -33,9 +33,10 @@
 // a note in the container's status. There cgroups cannot be made either:
 // limits are then not applied, and the status says so.
 //
-// An isolated container's missing mount targets and working dir are made
-// without writing the host's filesystem: below one of its mounts (a volume,
-// its private /tmp or home) they are made there, elsewhere on a tmpfs of its
+// An isolated container's missing mount targets and working dir are never
+// made in the host's filesystem outside its own mounts: below one of its
+// mounts (a volume, its private /tmp or home) they are made there, as a
+// kubelet makes them in a volume, elsewhere on a tmpfs of its
 // mount namespace that covers their nearest existing ancestor and shows that
 // ancestor's entries as they were.
 //

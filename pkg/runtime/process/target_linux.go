@@ -12,10 +12,10 @@ import (
 )
 
 // targetMaker makes the missing paths of an isolated container (mount
-// targets, its working dir) in the calling thread's mount namespace without
-// writing the host's filesystem: a path below a mount the container already
-// has (a volume, its private /tmp or home) is made there, as a kubelet makes
-// it in a volume; any other is made on a tmpfs that covers its nearest
+// targets, its working dir) in the calling thread's mount namespace, never
+// in the host's filesystem outside the container's own mounts: a path below a
+// mount the container already has (a volume, its private /tmp or home) is
+// made there, as a kubelet makes it in a volume; any other is made on a tmpfs that covers its nearest
 // existing ancestor and shows that ancestor's entries as they were (see
 // mimic.Cover). As root the host would otherwise keep dirs such as
 // /var/run/secrets/ray.io for good, and rootless it may not make them at all.
@@ -36,10 +36,11 @@ func (tm *targetMaker) mounted(p string) {
 	tm.ours = append(tm.ours, filepath.Clean(p))
 }
 
-// make makes p, an absolute path, a dir when dir, else an empty file (with
-// its parents), unless it exists. A symbolic link to nothing at p is
-// replaced, never followed: on the host it would make its target there.
-func (tm *targetMaker) make(p string, dir bool) error {
+// create makes p, an absolute path, a dir when dir, else an empty file (with
+// its parents), unless it exists. A symbolic link to nothing at p is never
+// followed (it would make its target on the host): on a tmpfs of the
+// container's it is replaced, below one of its mounts refused.
+func (tm *targetMaker) create(p string, dir bool) error {
 	if !filepath.IsAbs(p) {
 		return fmt.Errorf("%s is not an absolute path", p)
 	}
