@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,11 +65,11 @@ func Cover(dir string, omit ...string) error {
 	if err := unix.Stat(dir, &st); err != nil {
 		return err
 	}
-	names, err := readDirNames(dir)
+	dirEntries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
-	entries := make([]entry, 0, len(names))
+	entries := make([]entry, 0, len(dirEntries))
 	defer func() {
 		for _, e := range entries {
 			if e.tree >= 0 {
@@ -76,7 +77,8 @@ func Cover(dir string, omit ...string) error {
 			}
 		}
 	}()
-	for _, name := range names {
+	for _, de := range dirEntries {
+		name := de.Name()
 		if slices.Contains(omit, name) {
 			continue
 		}
@@ -107,7 +109,7 @@ func Cover(dir string, omit ...string) error {
 	defer unix.Close(root)
 	// An owner this namespace does not map (host root, rootless) shows as the overflow id, which may itself
 	// be mapped (subordinate ids) but is not the owner: the tmpfs is then left to the namespace's root.
-	if st.Uid != overflowID("uid") && st.Gid != overflowID("gid") {
+	if overflow := overflowIDs(); st.Uid != overflow[0] && st.Gid != overflow[1] {
 		_ = unix.Fchownat(root, "", int(st.Uid), int(st.Gid), unix.AT_EMPTY_PATH)
 	}
 	for _, e := range entries {
@@ -157,19 +159,13 @@ func Cover(dir string, omit ...string) error {
 	return nil
 }
 
-// readDirNames lists dir's entry names.
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
-}
+// overflowIDs are the uid and gid that stand for ids the caller's user
+// namespace does not map (65534 where they cannot be read), read once.
+var overflowIDs = sync.OnceValue(func() [2]uint32 {
+	return [2]uint32{readOverflowID("uid"), readOverflowID("gid")}
+})
 
-// overflowID is the id (kind "uid" or "gid") that stands for ids the
-// caller's user namespace does not map; 65534 where it cannot be read.
-func overflowID(kind string) uint32 {
+func readOverflowID(kind string) uint32 {
 	b, err := os.ReadFile("/proc/sys/kernel/overflow" + kind)
 	if err != nil {
 		return 65534

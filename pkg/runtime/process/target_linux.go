@@ -65,28 +65,23 @@ func (tm *targetMaker) create(p string, dir bool) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case underAny(anc, tm.ours):
+	if underAny(anc, tm.ours) {
 		if dangling {
 			return fmt.Errorf("%s is a symbolic link to nothing", p)
 		}
-	case slices.Contains(tm.mimics, anc):
+	} else {
+		if !slices.Contains(tm.mimics, anc) {
+			if err := mimic.Cover(anc); err != nil {
+				return fmt.Errorf("covering %s with a tmpfs: %w", anc, err)
+			}
+			tm.mimics = append(tm.mimics, anc)
+		}
 		if dangling { // the link's copy on the tmpfs
 			if err := os.Remove(p); err != nil {
 				return err
 			}
 		}
-	default:
-		var omit []string
-		if dangling {
-			omit = append(omit, filepath.Base(p))
-		}
-		if err := mimic.Cover(anc, omit...); err != nil {
-			return fmt.Errorf("covering %s with a tmpfs: %w", anc, err)
-		}
-		tm.mimics = append(tm.mimics, anc)
-	}
-	if slices.Contains(tm.mimics, anc) { // what is made below anc is on the tmpfs
+		// What is made below anc is on the tmpfs.
 		rel, err := filepath.Rel(existing, p)
 		if err != nil {
 			return err
