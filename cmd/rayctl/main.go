@@ -9,6 +9,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+
+	// Before kubectl's command packages initialize: their messages' catalog is loaded only for a
+	// language kubectl translates.
+	_ "github.com/rayctl/rayctl/pkg/kubectli18n"
 )
 
 func main() {
