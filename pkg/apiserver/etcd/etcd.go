@@ -113,8 +113,13 @@ func Launch(c Config) (s *Server, err error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "rayctl"
 	cfg.Dir = c.Dir
+	// A single member elects itself once its election timeout has passed, which etcd draws between one
+	// and two timeouts, less the ticks it fast-forwards at start (all but one): every start waited 1 to
+	// ElectionMs/TickMs ticks for the leader. 50 ms, the least etcd allows for 10 ms ticks (5 ticks), is
+	// 10–50 ms (30 on average) where 100 ms was 10–100 ms (55). With one member no other one can time
+	// out on a leader it does not hear; a shorter tick would wake an idle etcd more often.
 	cfg.TickMs = 10
-	cfg.ElectionMs = 100
+	cfg.ElectionMs = 50
 	cfg.MaxRequestBytes = c.MaxRequestBytes
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = 8 << 20
