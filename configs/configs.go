@@ -7,19 +7,28 @@
 package configs
 
 import (
+	"bytes"
 	"embed"
+	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 )
 
-// CRDs holds the CustomResourceDefinitions rayctl can install, one YAML document per file, as
-// crds/<group>_<plural>.yaml: ray.io/v1 (RayCluster, RayJob, RayService, RayCronJob), always installed,
+// CRDs holds the CustomResourceDefinitions rayctl can install, one JSON document per file, as
+// crds/<group>_<plural>.json: ray.io/v1 (RayCluster, RayJob, RayService, RayCronJob), always installed,
 // and gateway.networking.k8s.io (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant), installed
-// with `rayctl up --gateway-api`.
+// with `rayctl up --gateway-api`. JSON rather than YAML: a cold start decodes the four Ray CRDs (2.6 MB
+// of YAML), and JSON decodes about four times faster. JSON is YAML too: kubectl applies the files as
+// they are.
 //
-//go:embed crds/*.yaml
+//go:embed crds/*.json
 var CRDs embed.FS
 
 // Groups of the CRDs in CRDs.
@@ -28,7 +37,7 @@ const (
 	GatewayGroup = "gateway.networking.k8s.io"
 )
 
-// CRDManifests returns the YAML of every CRD in CRDs whose group is one of groups, in file-name order.
+// CRDManifests returns the manifest (JSON) of every CRD in CRDs whose group is one of groups, in file-name order.
 func CRDManifests(groups ...string) ([][]byte, error) {
 	var out [][]byte
 	err := walkCRDs(groups, func(path string) error {
@@ -49,7 +58,7 @@ func CRDCount(groups ...string) int {
 // walkCRDs calls f with the path of every CRD in CRDs whose group is one of groups, in file-name order.
 func walkCRDs(groups []string, f func(path string) error) error {
 	return fs.WalkDir(CRDs, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
 			return err
 		}
 		group, _, _ := strings.Cut(filepath.Base(path), "_")
@@ -58,4 +67,32 @@ func walkCRDs(groups []string, f func(path string) error) error {
 		}
 		return f(path)
 	})
+}
+
+// DecodeCRD decodes a CRD manifest, JSON (as those in CRDs are) or YAML, strictly: a field the
+// CustomResourceDefinition type does not have, or one given twice, is an error, as kubectl's strict field
+// validation makes it.
+func DecodeCRD(manifest []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
+	manifest, err := ManifestJSON(manifest)
+	if err != nil {
+		return nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	strict, err := json.UnmarshalStrict(manifest, crd, json.DisallowDuplicateFields, json.DisallowUnknownFields)
+	if err != nil {
+		return nil, err
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("strict decoding: %w", errors.Join(strict...))
+	}
+	return crd, nil
+}
+
+// ManifestJSON returns a manifest as JSON: itself when it is a JSON object already, else converted from
+// YAML (a key given twice is an error).
+func ManifestJSON(manifest []byte) ([]byte, error) {
+	if t := bytes.TrimLeft(manifest, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return manifest, nil
+	}
+	return yaml.YAMLToJSONStrict(manifest)
 }

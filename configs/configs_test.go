@@ -11,7 +11,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
 )
@@ -22,7 +21,7 @@ func TestCRDs(t *testing.T) {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
 
-	files, err := fs.Glob(configs.CRDs, "crds/*.yaml")
+	files, err := fs.Glob(configs.CRDs, "crds/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +36,8 @@ func TestCRDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		crd, err := configs.DecodeCRD(data)
+		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		group, ok := groups[crd.Spec.Names.Kind]
@@ -85,8 +84,8 @@ func TestCRDManifestsByGroup(t *testing.T) {
 		}
 		got := map[string]int{}
 		for _, m := range manifests {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(m, crd); err != nil {
+			crd, err := configs.DecodeCRD(m)
+			if err != nil {
 				t.Fatal(err)
 			}
 			got[crd.Spec.Group]++
@@ -120,5 +119,29 @@ func TestCRDCount(t *testing.T) {
 	}
 	if n := configs.CRDCount(configs.RayGroup); n != 4 {
 		t.Errorf("CRDCount(ray.io) = %d, want KubeRay's 4", n)
+	}
+}
+
+// TestDecodeCRD: JSON and YAML manifests decode to the same CRD; an unknown field or a field given
+// twice is refused in either.
+func TestDecodeCRD(t *testing.T) {
+	j := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com"}}`
+	y := "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n"
+	for _, m := range []string{j, y, "\n  " + j} {
+		crd, err := configs.DecodeCRD([]byte(m))
+		if err != nil || crd.Name != "widgets.example.com" || crd.Spec.Group != "example.com" {
+			t.Errorf("DecodeCRD(%q) = %+v, %v", m, crd, err)
+		}
+	}
+	for _, bad := range []string{
+		`{"metadata":{"name":"a"},"spec":{"grop":"example.com"}}`,
+		`{"metadata":{"name":"a","name":"b"}}`,
+		"metadata:\n  name: a\nspec:\n  grop: example.com\n",
+		"metadata:\n  name: a\n  name: b\n",
+		`{"metadata":`,
+	} {
+		if crd, err := configs.DecodeCRD([]byte(bad)); err == nil {
+			t.Errorf("DecodeCRD(%q) = %+v, no error", bad, crd)
+		}
 	}
 }

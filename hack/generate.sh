@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates rayctl's generated sources:
 #   pkg/apiserver/openapi/zz_generated.openapi.go  (openapi-gen, built-in API types)
-#   configs/crds/ray.io_*.yaml                      (controller-gen, KubeRay ray.io/v1 CRDs)
-#   configs/crds/gateway.networking.k8s.io_*.yaml   (the Gateway API's published standard-channel CRDs)
+#   configs/crds/ray.io_*.json                      (controller-gen, KubeRay ray.io/v1 CRDs)
+#   configs/crds/gateway.networking.k8s.io_*.json   (the Gateway API's published standard-channel CRDs)
+# The CRDs are kept as JSON (hack/crdfile): rayctl decodes the Ray CRDs at every cold start.
 #
 # The generators are built from the pinned versions in hack/tools/go.mod into
 # _output/bin. The inputs (k8s.io/api, KubeRay's API types, ...) are resolved
@@ -73,9 +74,12 @@ fi
 
 # --- KubeRay CRDs -------------------------------------------------------------------
 CRD_DIR=configs/crds
+GENERATED="$(mktemp -d)"
+ADDITIONS="$(mktemp -d)"
+trap 'rm -rf "${GENERATED}" "${ADDITIONS}"' EXIT
 echo "==> controller-gen -> ${CRD_DIR}"
 mkdir -p "${CRD_DIR}"
-rm -f "${CRD_DIR}"/*.yaml
+rm -f "${CRD_DIR}"/*.json
 # Only ray.io/v1 (KubeRay's v1alpha1 is left out). Options as KubeRay's own
 # Makefile uses them: descriptions dropped (maxDescLen=0); generateEmbeddedObjectMeta
 # keeps labels/annotations of the embedded pod templates from being pruned;
@@ -83,17 +87,17 @@ rm -f "${CRD_DIR}"/*.yaml
 "${BIN}/controller-gen" \
 	crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTypes=true \
 	paths=github.com/ray-project/kuberay/ray-operator/apis/ray/v1 \
-	output:crd:artifacts:config="${CRD_DIR}"
+	output:crd:artifacts:config="${GENERATED}"
 
 # The fields KubeRay v1.7 added (its module's source is not served by the Go module proxy, v1.6.2's
 # is): generated from rayctl's declarations in hack/kuberay17 and merged into the CRDs above.
-ADDITIONS="$(mktemp -d)"
-trap 'rm -rf "${ADDITIONS}"' EXIT
 "${BIN}/controller-gen" \
 	crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTypes=true \
 	paths=./hack/kuberay17 \
 	output:crd:artifacts:config="${ADDITIONS}"
-go run ./hack/crdmerge -additions "${ADDITIONS}" -into "${CRD_DIR}"
+go run ./hack/crdmerge -additions "${ADDITIONS}" -into "${GENERATED}"
+# Written as JSON into configs/crds.
+(cd "${GENERATED}" && ls ray.io_*.yaml) | xargs go run ./hack/crdcopy -from "${GENERATED}" -into "${CRD_DIR}"
 
 # --- Gateway API CRDs ----------------------------------------------------------------
 # The Gateway API project publishes its CRDs (not Go types to generate them from) in its Go module, under
@@ -111,4 +115,4 @@ go run ./hack/crdcopy -from "${GATEWAY_API_DIR}/config/crd/standard" -into "${CR
 	gateway.networking.k8s.io_grpcroutes.yaml \
 	gateway.networking.k8s.io_referencegrants.yaml
 
-ls -l "${OPENAPI_DIR}/${OPENAPI_FILE}" "${CRD_DIR}"/*.yaml
+ls -l "${OPENAPI_DIR}/${OPENAPI_FILE}" "${CRD_DIR}"/*.json

@@ -1,6 +1,7 @@
-// Command crdcopy copies CRD manifests published in a Go module (the Gateway API's config/crd/standard)
-// into configs/crds without their schema descriptions, as controller-gen's crd:maxDescLen=0 does for the
-// Ray CRDs: the API server keeps every schema in memory, and the descriptions are most of it.
+// Command crdcopy copies CRD manifests (the Gateway API's, published in its Go module under
+// config/crd/standard; the Ray CRDs controller-gen wrote) into configs/crds as JSON (NAME.yaml becomes
+// NAME.json: see hack/crdfile) without their schema descriptions, as controller-gen's crd:maxDescLen=0
+// does for the Ray CRDs: the API server keeps every schema in memory, and the descriptions are most of it.
 //
 //	go run ./hack/crdcopy -from DIR -into configs/crds NAME.yaml...
 //
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -28,7 +30,8 @@ func main() {
 		os.Exit(2)
 	}
 	for _, name := range flag.Args() {
-		if err := copyCRD(filepath.Join(*from, name), filepath.Join(*into, name)); err != nil {
+		target := filepath.Join(*into, strings.TrimSuffix(name, filepath.Ext(name))+".json")
+		if err := copyCRD(filepath.Join(*from, name), target); err != nil {
 			fmt.Fprintln(os.Stderr, "crdcopy:", err)
 			os.Exit(1)
 		}

@@ -1,17 +1,21 @@
 // Package crdfile reads and writes CustomResourceDefinition manifests for rayctl's generators
-// (hack/crdmerge, hack/crdcopy), in the form controller-gen writes them.
+// (hack/crdmerge, hack/crdcopy): YAML as controller-gen and the Gateway API publish them, and the JSON
+// configs/crds holds (rayctl decodes the Ray CRDs at every cold start, and JSON decodes about four times
+// faster than YAML; it is YAML too, so kubectl applies it as it is).
 package crdfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// Read reads one CRD, refusing fields the CRD type does not have.
+// Read reads one CRD, YAML or JSON, refusing fields the CRD type does not have.
 func Read(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -24,23 +28,39 @@ func Read(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	return crd, nil
 }
 
-// Write writes crd as controller-gen does: a document marker, and no status or creation timestamp.
+// Write writes crd as controller-gen does (no status or creation timestamp): as JSON, indented and
+// with sorted keys, when path ends in .json; else as YAML after a document marker.
 func Write(path string, crd *apiextensionsv1.CustomResourceDefinition) error {
-	data, err := yaml.Marshal(crd)
+	data, err := json.Marshal(crd)
 	if err != nil {
 		return err
 	}
 	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // bounds such as an int64's are kept as written
+	if err := dec.Decode(&doc); err != nil {
 		return err
 	}
 	delete(doc, "status")
 	if meta, ok := doc["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
 	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
+	var out bytes.Buffer
+	if filepath.Ext(path) == ".json" {
+		enc := json.NewEncoder(&out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // CEL rules and patterns keep their < > & as written
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	} else {
+		y, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		out.WriteString("---\n")
+		out.Write(bytes.TrimSpace(y))
+		out.WriteByte('\n')
 	}
-	return os.WriteFile(path, append(append([]byte("---\n"), bytes.TrimSpace(out)...), '\n'), 0o644)
+	return os.WriteFile(path, out.Bytes(), 0o644)
 }

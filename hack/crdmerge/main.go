@@ -1,7 +1,7 @@
 // Command crdmerge merges the CRDs generated from hack/kuberay17 (the fields KubeRay v1.7 added) into
 // the ones generated from KubeRay's ray-operator module, file by file and version by version:
 //
-//	go run ./hack/crdmerge -additions DIR -into configs/crds
+//	go run ./hack/crdmerge -additions DIR -into DIR (controller-gen's output, rewritten in place)
 //
 // A property the target lacks is added whole; one it has is merged recursively. A property an addition
 // declares but does not require stops being required (v1.7 made gcsFaultToleranceOptions.redisAddress

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -27,8 +28,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/rayctl/rayctl/configs"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac"
 	"github.com/rayctl/rayctl/pkg/apiserver/auth/rbac/policy"
 	"github.com/rayctl/rayctl/pkg/apiserver/podtemplates"
@@ -392,6 +393,10 @@ const ManifestHashAnnotation = "rayctl.io/manifest-sha256"
 // came from another manifest or another choice of slim. It returns the CRD's name and whether it is
 // already Established (so there is nothing to wait for).
 func installCRD(ctx context.Context, rc rest.Interface, state crdView, manifest []byte, slim bool, accept *nameAcceptor) (string, bool, error) {
+	manifest, err := configs.ManifestJSON(manifest)
+	if err != nil {
+		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
+	}
 	name, err := crdName(manifest)
 	if err != nil {
 		return "", false, fmt.Errorf("reading a CRD manifest: %w", err)
@@ -576,34 +581,45 @@ func namesConflict(group string, names apiextensionsv1.CustomResourceDefinitionN
 // a CRD installed whole (by an earlier rayctl) is replaced.
 const slimHashPrefix = "podtemplates.Slim/v1\n"
 
-// crdName returns the name of the CRD manifest describes, reading as little of it as it can: the
-// top-level keys before spec (a Ray CRD's metadata is in its first few hundred bytes, its spec half a
-// megabyte), or else all of it.
+// crdName returns the name of the CRD manifest (JSON) describes, reading as little of it as it can.
 func crdName(manifest []byte) (string, error) {
-	var head struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
+	// The metadata comes before the spec (keys are sorted): the decoder stops there, not at the end of
+	// a schema of half a megabyte.
+	dec := json.NewDecoder(bytes.NewReader(manifest))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", fmt.Errorf("a CRD manifest is a JSON object (%v)", err)
 	}
-	if i := bytes.Index(manifest, []byte("\nspec:")); i > 0 {
-		if err := yaml.Unmarshal(manifest[:i+1], &head); err == nil && head.Metadata.Name != "" {
-			return head.Metadata.Name, nil
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", err
 		}
+		if key != "metadata" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", err
+			}
+			continue
+		}
+		var meta struct {
+			Name string `json:"name"`
+		}
+		if err := dec.Decode(&meta); err != nil {
+			return "", err
+		}
+		if meta.Name == "" {
+			break
+		}
+		return meta.Name, nil
 	}
-	if err := yaml.Unmarshal(manifest, &head); err != nil {
-		return "", err
-	}
-	if head.Metadata.Name == "" {
-		return "", fmt.Errorf("a CRD manifest without metadata.name")
-	}
-	return head.Metadata.Name, nil
+	return "", fmt.Errorf("a CRD manifest without metadata.name")
 }
 
-// readCRD decodes the CRD manifest describes (strictly: an unknown field is an error), named name,
-// and marks it with the manifest's hash.
+// readCRD decodes the CRD manifest describes (strictly: see configs.DecodeCRD), named name, and marks
+// it with the manifest's hash.
 func readCRD(manifest []byte, name, hash string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(manifest, crd); err != nil {
+	crd, err := configs.DecodeCRD(manifest)
+	if err != nil {
 		return nil, fmt.Errorf("reading the manifest of CRD %s: %w", name, err)
 	}
 	if crd.Name != name {

@@ -1,15 +1,14 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
 )
 
 // TestCRDName checks that the name read from a manifest's head is the one the whole manifest gives, for
-// every CRD rayctl ships, and for manifests where the head does not tell (JSON, spec before metadata).
+// every CRD rayctl ships, and for manifests in another order (spec before metadata, or compact).
 func TestCRDName(t *testing.T) {
 	manifests, err := configs.CRDManifests(configs.RayGroup, configs.GatewayGroup)
 	if err != nil {
@@ -17,7 +16,7 @@ func TestCRDName(t *testing.T) {
 	}
 	manifests = append(manifests,
 		[]byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{}}`),
-		[]byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  group: example.com\nmetadata:\n  name: gadgets.example.com\n"),
+		[]byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","spec":{"group":"example.com","names":{"plural":"gadgets"}},"metadata":{"labels":{"a":"b"},"name":"gadgets.example.com"}}`),
 	)
 	for _, m := range manifests {
 		var whole struct {
@@ -25,7 +24,7 @@ func TestCRDName(t *testing.T) {
 				Name string `json:"name"`
 			} `json:"metadata"`
 		}
-		if err := yaml.Unmarshal(m, &whole); err != nil {
+		if err := json.Unmarshal(m, &whole); err != nil {
 			t.Fatal(err)
 		}
 		name, err := crdName(m)
@@ -33,7 +32,9 @@ func TestCRDName(t *testing.T) {
 			t.Errorf("crdName = %q, %v; want %q", name, err, whole.Metadata.Name)
 		}
 	}
-	if _, err := crdName([]byte("apiVersion: v1\nspec: {}\n")); err == nil {
-		t.Error("a manifest without metadata.name: no error")
+	for _, bad := range []string{`{"apiVersion":"v1","spec":{}}`, `{"metadata":{}}`, "apiVersion: v1\nmetadata:\n  name: x\n", `{"metadata":`} {
+		if name, err := crdName([]byte(bad)); err == nil {
+			t.Errorf("crdName(%s) = %q, no error", bad, name)
+		}
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apiserver/pkg/server/mux"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
 )
@@ -139,8 +138,8 @@ func rayCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, m := range manifests {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(m, crd); err != nil {
+		crd, err := configs.DecodeCRD(m)
+		if err != nil {
 			t.Fatal(err)
 		}
 		crd.UID, crd.ResourceVersion = types.UID(crd.Name), "1"

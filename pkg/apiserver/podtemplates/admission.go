@@ -1,6 +1,7 @@
 package podtemplates
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -22,7 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
-	"sigs.k8s.io/yaml"
+
+	"github.com/rayctl/rayctl/configs"
 )
 
 // Templates are the paths of the PodTemplateSpecs in each ray.io/v1 resource ("[]" steps into every item
@@ -80,11 +82,11 @@ type templateSchema struct {
 // loadSchema builds the templateSchema from the first manifest that embeds a PodTemplateSpec.
 func loadSchema(manifests [][]byte) (*templateSchema, error) {
 	for _, m := range manifests {
-		if !strings.Contains(string(m), "containers:") {
+		if !bytes.Contains(m, []byte(`"containers"`)) {
 			continue
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(m, crd); err != nil {
+		crd, err := configs.DecodeCRD(m)
+		if err != nil {
 			return nil, err
 		}
 		for _, v := range crd.Spec.Versions {

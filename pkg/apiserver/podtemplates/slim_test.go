@@ -24,8 +24,8 @@ func TestTemplatesMatchCRDs(t *testing.T) {
 	var first *apiextensionsv1.JSONSchemaProps
 	seen := 0
 	for _, m := range manifests {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(m, crd); err != nil {
+		crd, err := configs.DecodeCRD(m)
+		if err != nil {
 			t.Fatal(err)
 		}
 		gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rayctl/rayctl/configs"
 )
@@ -20,12 +19,12 @@ import (
 // server uses it: a schema validator and the structural schema it prunes with.
 func rayClusterSchema(tb testing.TB) (crdvalidation.SchemaValidator, *structuralschema.Structural) {
 	tb.Helper()
-	b, err := configs.CRDs.ReadFile("crds/ray.io_rayclusters.yaml")
+	b, err := configs.CRDs.ReadFile("crds/ray.io_rayclusters.json")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(b, &crd); err != nil {
+	crd, err := configs.DecodeCRD(b)
+	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, v := range crd.Spec.Versions {
@@ -46,7 +45,7 @@ func rayClusterSchema(tb testing.TB) (crdvalidation.SchemaValidator, *structural
 		}
 		return validator, ss
 	}
-	tb.Fatal("no v1 schema in crds/ray.io_rayclusters.yaml")
+	tb.Fatal("no v1 schema in crds/ray.io_rayclusters.json")
 	return nil, nil
 }
 
