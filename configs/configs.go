@@ -24,9 +24,9 @@ import (
 // CRDs holds the CustomResourceDefinitions rayctl can install, one JSON document per file, as
 // crds/<group>_<plural>.json: ray.io/v1 (RayCluster, RayJob, RayService, RayCronJob), always installed,
 // and gateway.networking.k8s.io (GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant), installed
-// with `rayctl up --gateway-api`. JSON rather than YAML: a cold start decodes the four Ray CRDs (2.6 MB
-// of YAML), and JSON decodes about four times faster. JSON is YAML too: kubectl applies the files as
-// they are.
+// with `rayctl up --gateway-api`. Compact JSON rather than YAML: a cold start decodes the four Ray CRDs
+// (2.6 MB as YAML, 0.8 MB so), JSON decodes about four times faster, and every start hashes them. JSON
+// is YAML too: kubectl applies the files as they are.
 //
 //go:embed crds/*.json
 var CRDs embed.FS
@@ -88,8 +88,9 @@ func DecodeCRD(manifest []byte) (*apiextensionsv1.CustomResourceDefinition, erro
 	return crd, nil
 }
 
-// ManifestJSON returns a manifest as JSON: itself when it is a JSON object already, else converted from
-// YAML (a key given twice is an error).
+// ManifestJSON returns a manifest as JSON: itself when it begins with "{" (JSON, as the files in CRDs;
+// a YAML document in flow style, which also begins so, is not read), else converted from YAML (a key
+// given twice is an error).
 func ManifestJSON(manifest []byte) ([]byte, error) {
 	if t := bytes.TrimLeft(manifest, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		return manifest, nil

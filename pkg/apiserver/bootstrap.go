@@ -587,7 +587,7 @@ func crdName(manifest []byte) (string, error) {
 	// a schema of half a megabyte.
 	dec := json.NewDecoder(bytes.NewReader(manifest))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", fmt.Errorf("a CRD manifest is a JSON object (%v)", err)
+		return "", fmt.Errorf("a CRD manifest that is not a JSON object (begins with %v, %v)", t, err)
 	}
 	for dec.More() {
 		key, err := dec.Token()

@@ -82,6 +82,10 @@ type templateSchema struct {
 // loadSchema builds the templateSchema from the first manifest that embeds a PodTemplateSpec.
 func loadSchema(manifests [][]byte) (*templateSchema, error) {
 	for _, m := range manifests {
+		m, err := configs.ManifestJSON(m)
+		if err != nil {
+			return nil, err
+		}
 		if !bytes.Contains(m, []byte(`"containers"`)) {
 			continue
 		}
