@@ -14,23 +14,31 @@ import (
 // garbage collector alone keeps what a burst of work (a RayJob, a thousand pods, fifty clients) grew
 // the heap to: it collects only when the heap has doubled since the last collection, which an idle
 // control plane takes minutes to do, and the runtime's scavenger returns only what lies beyond that
-// goal. So every quietCheckEvery, if no collection ran since the last check (the process allocates
-// slowly: nothing is going on) and at least quietReclaimMin bytes would come back (dead objects not
-// yet collected, free heap pages not yet returned), the heap is collected and its free pages
-// returned. Busy, the process collects on its own and this does nothing; idle, it costs one
-// collection of the live heap every minute or two (tens of milliseconds of CPU).
+// goal. So every quietCheckEvery, if the process was quiet since the last check (no collection ran,
+// and it allocated less than quietAllocMax: an idle control plane allocates about 3 MB in 5 s) and at
+// least quietReclaimMin bytes would come back (dead objects not yet collected, free heap pages not yet
+// returned), the heap is collected and its free pages returned. Busy, the process collects on its own
+// and this does nothing; idle, it costs one collection of the live heap every minute or so (tens of
+// milliseconds of CPU). The check is short so that memory comes back seconds after work ends.
 const (
-	quietCheckEvery = 15 * time.Second
+	quietCheckEvery = 5 * time.Second
+	quietAllocMax   = 8 << 20
 	quietReclaimMin = 32 << 20
 )
 
-// dropBinaryPagesWhenQuiet: every quietCheckEvery, the pages of rayctl's binary that the process is not
-// using are unmapped (see selfpages.Drop): start-up touches most of its 118 MB, idle it runs a few MB of it.
+// dropBinaryPagesWhenQuiet: every binaryDropEvery checks, the pages of rayctl's binary that the process
+// is not using are unmapped (see selfpages.Drop): start-up touches most of its 118 MB, idle it runs a few
+// MB of it.
 var dropBinaryPagesWhenQuiet = os.Getenv("RAYCTL_KEEP_BINARY_PAGES") == ""
+
+// binaryDropEvery is how many quiet checks pass between two drops of the binary's pages (15 s): what
+// the process runs faults back in after each.
+const binaryDropEvery = 3
 
 // heapSample is what returnMemoryWhenQuiet reads of the runtime's metrics.
 type heapSample struct {
 	cycles      uint64 // garbage collections completed
+	allocated   uint64 // bytes allocated since the process started
 	reclaimable uint64 // bytes a collection and scavenge would give back
 }
 
@@ -38,27 +46,28 @@ type heapSample struct {
 func readHeap() heapSample {
 	s := []metrics.Sample{
 		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/gc/heap/allocs:bytes"},              // allocated, cumulative
 		{Name: "/memory/classes/heap/objects:bytes"}, // allocated, reachable or not
 		{Name: "/gc/heap/live:bytes"},                // reachable at the last collection
 		{Name: "/memory/classes/heap/free:bytes"},    // free pages still held
 	}
 	metrics.Read(s)
-	var values [4]uint64
+	var values [5]uint64
 	for i := range s {
 		if s[i].Value.Kind() == metrics.KindUint64 {
 			values[i] = s[i].Value.Uint64()
 		}
 	}
 	dead := uint64(0)
-	if values[1] > values[2] {
-		dead = values[1] - values[2]
+	if values[2] > values[3] {
+		dead = values[2] - values[3]
 	}
-	return heapSample{cycles: values[0], reclaimable: dead + values[3]}
+	return heapSample{cycles: values[0], allocated: values[1], reclaimable: dead + values[4]}
 }
 
 // quietEnough says whether, between prev and now, the process was quiet and has enough to give back.
 func quietEnough(prev, now heapSample) bool {
-	return now.cycles == prev.cycles && now.reclaimable >= quietReclaimMin
+	return now.cycles == prev.cycles && now.allocated-prev.allocated < quietAllocMax && now.reclaimable >= quietReclaimMin
 }
 
 // returnMemoryWhenQuiet returns the heap's spare memory to the system when quiet (see above), until
@@ -67,7 +76,7 @@ func returnMemoryWhenQuiet(ctx context.Context) {
 	t := time.NewTicker(quietCheckEvery)
 	defer t.Stop()
 	prev := readHeap()
-	for {
+	for checks := 1; ; checks++ {
 		select {
 		case <-ctx.Done():
 			return
@@ -78,7 +87,7 @@ func returnMemoryWhenQuiet(ctx context.Context) {
 			debug.FreeOSMemory()
 			now = readHeap()
 		}
-		if dropBinaryPagesWhenQuiet {
+		if dropBinaryPagesWhenQuiet && checks%binaryDropEvery == 0 {
 			_, _ = selfpages.Drop()
 		}
 		prev = now
