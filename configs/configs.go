@@ -89,8 +89,8 @@ func DecodeCRD(manifest []byte) (*apiextensionsv1.CustomResourceDefinition, erro
 }
 
 // ManifestJSON returns a manifest as JSON: itself when it begins with "{" (JSON, as the files in CRDs;
-// a YAML document in flow style, which also begins so, is not read), else converted from YAML (a key
-// given twice is an error).
+// a YAML document in flow style also begins so, is taken for JSON, and fails to decode), else converted
+// from YAML (a key given twice is an error).
 func ManifestJSON(manifest []byte) ([]byte, error) {
 	if t := bytes.TrimLeft(manifest, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		return manifest, nil

@@ -1,7 +1,9 @@
 package configs_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"maps"
 	"testing"
@@ -142,6 +144,28 @@ func TestDecodeCRD(t *testing.T) {
 	} {
 		if crd, err := configs.DecodeCRD([]byte(bad)); err == nil {
 			t.Errorf("DecodeCRD(%q) = %+v, no error", bad, crd)
+		}
+	}
+}
+
+// TestCRDsCompact: the files are compact JSON, as hack/crdfile writes them (indented, the whitespace
+// would reach the CRDs' raw JSON fields, and every stored CRD's hash would change).
+func TestCRDsCompact(t *testing.T) {
+	files, err := fs.Glob(configs.CRDs, "crds/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs (%v)", err)
+	}
+	for _, name := range files {
+		data, err := configs.CRDs.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, data); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(append(compact.Bytes(), '\n'), data) {
+			t.Errorf("%s is not compact JSON ending in a newline (regenerate with make generate)", name)
 		}
 	}
 }

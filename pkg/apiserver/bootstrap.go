@@ -586,8 +586,12 @@ func crdName(manifest []byte) (string, error) {
 	// The metadata comes before the spec (keys are sorted): the decoder stops there, not at the end of
 	// a schema of half a megabyte.
 	dec := json.NewDecoder(bytes.NewReader(manifest))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", fmt.Errorf("a CRD manifest that is not a JSON object (begins with %v, %v)", t, err)
+	t, err := dec.Token()
+	if err != nil {
+		return "", fmt.Errorf("a CRD manifest that is not JSON: %w", err)
+	}
+	if t != json.Delim('{') {
+		return "", fmt.Errorf("a CRD manifest that is not a JSON object (it begins with %v)", t)
 	}
 	for dec.More() {
 		key, err := dec.Token()

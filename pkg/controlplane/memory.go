@@ -15,11 +15,13 @@ import (
 // the heap to: it collects only when the heap has doubled since the last collection, which an idle
 // control plane takes minutes to do, and the runtime's scavenger returns only what lies beyond that
 // goal. So every quietCheckEvery, if the process was quiet since the last check (no collection ran,
-// and it allocated less than quietAllocMax: an idle control plane allocates about 3 MB in 5 s) and at
-// least quietReclaimMin bytes would come back (dead objects not yet collected, free heap pages not yet
-// returned), the heap is collected and its free pages returned. Busy, the process collects on its own
-// and this does nothing; idle, it costs one collection of the live heap every minute or so (tens of
-// milliseconds of CPU). The check is short so that memory comes back seconds after work ends.
+// and it allocated less than quietAllocMax: an idle control plane allocated 6.4 MB in 10 s, measured)
+// and at least quietReclaimMin bytes, and half the live heap, would come back (dead objects not yet
+// collected, free heap pages not yet returned), the heap is collected and its free pages returned.
+// Busy, the process collects on its own and this does nothing; idle, it costs one collection of the
+// live heap every minute or so (tens of milliseconds of CPU). A process allocating just under
+// quietAllocMax is collected at most twice as often as the collector would on its own (which waits for
+// the live heap's size again). The check is short so that memory comes back seconds after work ends.
 const (
 	quietCheckEvery = 5 * time.Second
 	quietAllocMax   = 8 << 20
@@ -31,14 +33,15 @@ const (
 // MB of it.
 var dropBinaryPagesWhenQuiet = os.Getenv("RAYCTL_KEEP_BINARY_PAGES") == ""
 
-// binaryDropEvery is how many quiet checks pass between two drops of the binary's pages (15 s): what
-// the process runs faults back in after each.
+// binaryDropEvery: the binary's pages are dropped on every binaryDropEvery-th check, quiet or not (every
+// 15 s); what the process runs faults back in after each.
 const binaryDropEvery = 3
 
 // heapSample is what returnMemoryWhenQuiet reads of the runtime's metrics.
 type heapSample struct {
 	cycles      uint64 // garbage collections completed
 	allocated   uint64 // bytes allocated since the process started
+	live        uint64 // bytes reachable at the last collection
 	reclaimable uint64 // bytes a collection and scavenge would give back
 }
 
@@ -62,12 +65,13 @@ func readHeap() heapSample {
 	if values[2] > values[3] {
 		dead = values[2] - values[3]
 	}
-	return heapSample{cycles: values[0], allocated: values[1], reclaimable: dead + values[4]}
+	return heapSample{cycles: values[0], allocated: values[1], live: values[3], reclaimable: dead + values[4]}
 }
 
 // quietEnough says whether, between prev and now, the process was quiet and has enough to give back.
 func quietEnough(prev, now heapSample) bool {
-	return now.cycles == prev.cycles && now.allocated-prev.allocated < quietAllocMax && now.reclaimable >= quietReclaimMin
+	return now.cycles == prev.cycles && now.allocated-prev.allocated < quietAllocMax &&
+		now.reclaimable >= max(quietReclaimMin, now.live/2)
 }
 
 // returnMemoryWhenQuiet returns the heap's spare memory to the system when quiet (see above), until

@@ -33,7 +33,8 @@ func TestReadHeapSeesGarbage(t *testing.T) {
 }
 
 // TestQuietEnough: memory goes back only when no collection ran since the last check and little was
-// allocated (busy processes collect on their own), and enough would come back.
+// allocated (busy processes collect on their own), and enough would come back: quietReclaimMin, and half
+// the live heap.
 func TestQuietEnough(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -44,6 +45,8 @@ func TestQuietEnough(t *testing.T) {
 		{"quiet, little to give back", heapSample{cycles: 5}, heapSample{cycles: 5, reclaimable: quietReclaimMin - 1}, false},
 		{"busy: collected since", heapSample{cycles: 5}, heapSample{cycles: 6, reclaimable: 4 * quietReclaimMin}, false},
 		{"quiet, allocating a little", heapSample{cycles: 5, allocated: 100}, heapSample{cycles: 5, allocated: 100 + quietAllocMax - 1, reclaimable: quietReclaimMin}, true},
+		{"quiet, a large live heap, less than half of it to give back", heapSample{cycles: 5}, heapSample{cycles: 5, live: 4 * quietReclaimMin, reclaimable: 2*quietReclaimMin - 1}, false},
+		{"quiet, a large live heap, half of it to give back", heapSample{cycles: 5}, heapSample{cycles: 5, live: 4 * quietReclaimMin, reclaimable: 2 * quietReclaimMin}, true},
 		{"busy: allocating, not yet collected", heapSample{cycles: 5, allocated: 100}, heapSample{cycles: 5, allocated: 100 + quietAllocMax, reclaimable: 4 * quietReclaimMin}, false},
 	} {
 		if got := quietEnough(c.prev, c.now); got != c.want {
