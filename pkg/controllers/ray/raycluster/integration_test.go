@@ -71,8 +71,11 @@ func runWithServer(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting rayctl up:", err)
 		return 1
 	}
-	defer inst.Stop()
-	defer os.RemoveAll(inst.DataDir)
+	// Stopped before its data dir goes: removed while rayctl still ran, the dir was left half made again.
+	defer func() {
+		_ = inst.Stop()
+		os.RemoveAll(inst.DataDir)
+	}()
 
 	reg := &ctrlset.Registry{}
 	reg.Register(raycluster.Name, raycluster.Setup)
