@@ -393,7 +393,7 @@ func (cp *ControlPlane) markReady() error {
 			return
 		case <-time.After(time.Second):
 		}
-		debug.FreeOSMemory()
+		returnHeap()
 		if dropBinaryPagesWhenQuiet {
 			_, _ = selfpages.Drop()
 		}

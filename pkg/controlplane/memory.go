@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -74,6 +75,15 @@ func quietEnough(prev, now heapSample) bool {
 		now.reclaimable >= max(quietReclaimMin, now.live/2)
 }
 
+// returnHeap collects the heap twice and returns its free pages to the system. sync.Pool keeps what a
+// collection takes from it for one more collection (its victim cache), so the pools' buffers idle since
+// the last collection (gRPC's and containerd's buffers, 5.7 MB in a heap profile 8 s after ready) go
+// only in the second; FreeOSMemory is that second collection and the scavenge.
+func returnHeap() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
 // returnMemoryWhenQuiet returns the heap's spare memory to the system when quiet (see above), until
 // ctx ends.
 func returnMemoryWhenQuiet(ctx context.Context) {
@@ -88,7 +98,7 @@ func returnMemoryWhenQuiet(ctx context.Context) {
 		}
 		now := readHeap()
 		if quietEnough(prev, now) {
-			debug.FreeOSMemory()
+			returnHeap()
 			now = readHeap()
 		}
 		if dropBinaryPagesWhenQuiet && checks%binaryDropEvery == 0 {
