@@ -16,15 +16,16 @@ package main
 // the dashboard split the time hop by hop; for plain Ray, the moments each command printed its result.
 // The Ray processes' RSS is read on both once the job has ended, summed and split by kind of process.
 //
-// Four more sides (-rayvsplain-levers, on by default) measure levers. One runs the same RayJob with KubeRay v1.7's
+// Five more sides (-rayvsplain-levers, on by default) measure levers. One runs the same RayJob with KubeRay v1.7's
 // light-weight submitter selected as KubeRay's sample selects it (spec.submitterPodTemplate: image
 // quay.io/kuberay/submitter, command /submitter, the runtime env and entrypoint as its arguments), which
 // rayctl's process runtime runs as its own Go submitter (pkg/raysubmitter): what a submitter without
 // Python's start-up saves. One runs it without the pods' CPU limits: what their CFS quotas cost. The last
-// two run the default RayJob and the light-weight submitter's on a second `rayctl up` of the same flags,
-// started with KubeRay's operator switch ENABLE_INIT_CONTAINER_INJECTION=false in its environment: the
-// worker comes without the wait-gcs-ready init container, its `ray start --address` waiting for the GCS
-// itself; what that init container costs. Both instances stay up through the suite, so every side runs
+// three run the default RayJob, the light-weight submitter's, and one with all three levers (light-weight
+// submitter, no CPU limits) on a second `rayctl up` of the same flags, started with KubeRay's operator
+// switch ENABLE_INIT_CONTAINER_INJECTION=false in its environment: the worker comes without the
+// wait-gcs-ready init container, its `ray start --address` waiting for the GCS itself; what that init
+// container costs, and what is left of rayctl's own with every lever pulled. Both instances stay up through the suite, so every side runs
 // beside the other instance's idle control plane alike.
 
 import (
@@ -117,6 +118,7 @@ var (
 	rvpNoLimitsName = "rayctl, no CPU limits"
 	rvpNoWaitName   = "rayctl, no wait-gcs-ready"
 	rvpLWNoWaitName = "rayctl, light-weight submitter, no wait-gcs-ready"
+	rvpAllName      = "rayctl, all three levers"
 )
 
 // noInitContainerEnv is KubeRay's operator switch, read by rayctl's RayCluster controller from rayctl's
@@ -186,6 +188,11 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 			g.RayStartParams = unlimit(g.RayStartParams, &g.Template.Spec)
 		}
 		sides = append(sides, &rvpSide{name: rvpNoLimitsName, phases: rayctlPhases, spans: rayctlSpans, run: inst.rayjob(nq), lever: true})
+		// The three together: the least a RayJob can ask of KubeRay's shape, so what is left beside plain
+		// Ray is rayctl's own (scheduling, pod start-up, probes) and the Pods' `ray start --block`.
+		all := nq.DeepCopy()
+		all.Name = "bench-all"
+		all.Spec.SubmitterPodTemplate = lw.Spec.SubmitterPodTemplate.DeepCopy()
 		// KubeRay's operator switch that leaves the workers' wait-gcs-ready init container out, on a second
 		// `rayctl up` of the same flags with it in its environment (the RayCluster controller reads it when it
 		// starts), interleaved with the others: both instances are up all along, so each side runs beside
@@ -197,7 +204,7 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 		for _, v := range []struct {
 			name string
 			job  *rayv1.RayJob
-		}{{rvpNoWaitName, tmpl}, {rvpLWNoWaitName, lw}} {
+		}{{rvpNoWaitName, tmpl}, {rvpLWNoWaitName, lw}, {rvpAllName, all}} {
 			side := &rvpSide{name: v.name, phases: noWaitPhases, spans: rayctlSpans, lever: true}
 			if err != nil {
 				side.err = fmt.Errorf("the second rayctl up (%s): %w", noInitContainerEnv, err)
@@ -772,7 +779,8 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 		"**rayctl, no wait-gcs-ready** and **rayctl, light-weight submitter, no wait-gcs-ready**: the RayJobs of **rayctl** and of **rayctl, light-weight submitter** on a second "+
 		"`rayctl up` of the same flags, started with `%s` in its environment: KubeRay's operator switch (rayctl's RayCluster controller reads it from its own environment) "+
 		"that leaves out the worker's wait-gcs-ready init container (`ray health-check` against the GCS, a Python start-up under a 200m CPU limit); the worker's Ray container "+
-		"then starts with its Pod and its `ray start --address` waits for the GCS itself. Both instances are up through the whole suite, each idle while the other runs. "+
+		"then starts with its Pod and its `ray start --address` waits for the GCS itself. **rayctl, all three levers**: on that second instance, the RayJob of **rayctl, no CPU limits** "+
+		"with the light-weight submitter's template. Both instances are up through the whole suite, each idle while the other runs. "+
 		"**plain Ray**: `ray start --head`, then `ray start --address` (each with the pods' `--num-cpus` and `--memory`, as the RayCluster controller passes them), then "+
 		"`ray job submit` of the same driver with the same `--runtime-env-json`, one after the other as a user types them, timed from the first exec to the submit command's exit.\n\n", runtime, lwSubmitter, noInitContainerEnv)
 	for _, s := range dropped {
@@ -951,6 +959,25 @@ func writeNoWaitLever(b *strings.Builder, rc, lw, nw, lwNW, pr *rvpSide) {
 	}
 }
 
+// writeAllLevers says what is left beside plain Ray with the three levers pulled at once, stretch by
+// stretch: what rayctl itself adds when a RayJob asks for the least KubeRay's shape allows.
+func writeAllLevers(b *strings.Builder, all, pr *rvpSide) {
+	if all == nil {
+		fmt.Fprintf(b, "- **The three together**: not measured in this run (its side was dropped, above, or not run).\n")
+		return
+	}
+	total := func(s *rvpSide) time.Duration { return medianDur(s.totals()) }
+	var stretches []string
+	for g, name := range rvpGroups {
+		a, p := groupMedian(all.runs, all.spans[g]), groupMedian(pr.runs, pr.spans[g])
+		stretches = append(stretches, fmt.Sprintf("%s %s against %s (%+.2f s)", name, ms(a), ms(p), (a-p).Seconds()))
+	}
+	fmt.Fprintf(b, "- **The three together** (light-weight submitter, no CPU limits, no wait-gcs-ready: the least a RayJob can ask of KubeRay's shape; "+
+		"what is left beside plain Ray is rayctl's own scheduling, pod start-up and probes, and the Pods' `ray start --block`): nothing → job ended %s "+
+		"against plain Ray's %s, **%.2f×**; by stretch: %s.\n",
+		ms(total(all)), ms(total(pr)), total(all).Seconds()/total(pr).Seconds(), strings.Join(stretches, ", "))
+}
+
 // rvpNote is a markdown file whose text ends the levers' section (-rayvsplain-note): what a run before a
 // change measured, beside this one.
 var rvpNote string
@@ -1000,6 +1027,7 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 		"and Ray's `ray start --address` then waits for the GCS itself: the no-wait-gcs-ready sides measure it.\n",
 		ms(wRunning), ms(wReady), ms(rcHops[3]), ms(prSteps[1]))
 	writeNoWaitLever(b, rc, byName[rvpLWName], byName[rvpNoWaitName], byName[rvpLWNoWaitName], pr)
+	writeAllLevers(b, byName[rvpAllName], pr)
 	if rvpNote != "" {
 		if note, err := os.ReadFile(rvpNote); err == nil {
 			fmt.Fprintf(b, "%s\n", strings.TrimSpace(string(note)))
