@@ -21,11 +21,11 @@ package main
 // quay.io/kuberay/submitter, command /submitter, the runtime env and entrypoint as its arguments), which
 // rayctl's process runtime runs as its own Go submitter (pkg/raysubmitter): what a submitter without
 // Python's start-up saves. One runs it without the pods' CPU limits: what their CFS quotas cost. The last
-// three run the default RayJob, the light-weight submitter's, and one with all three levers (light-weight
-// submitter, no CPU limits) on a second `rayctl up` of the same flags, started with KubeRay's operator
-// switch ENABLE_INIT_CONTAINER_INJECTION=false in its environment: the worker comes without the
-// wait-gcs-ready init container, its `ray start --address` waiting for the GCS itself; what that init
-// container costs, and what is left of rayctl's own with every lever pulled. Both instances stay up through the suite, so every side runs
+// three run the default RayJob, the light-weight submitter's, and the no-CPU-limits RayJob with the
+// light-weight submitter on a second `rayctl up` of the same flags, started with KubeRay's operator switch
+// ENABLE_INIT_CONTAINER_INJECTION=false in its environment: the worker comes without the wait-gcs-ready
+// init container, its `ray start --address` waiting for the GCS itself. They measure what that init
+// container costs, and, the last with all three levers pulled, what is left of rayctl's own. Both instances stay up through the suite, so every side runs
 // beside the other instance's idle control plane alike.
 
 import (
@@ -189,7 +189,8 @@ func runRayVsPlain(rayctl, out, samples, rayBin string, runs int, levers bool) e
 		}
 		sides = append(sides, &rvpSide{name: rvpNoLimitsName, phases: rayctlPhases, spans: rayctlSpans, run: inst.rayjob(nq), lever: true})
 		// The three together: the least a RayJob can ask of KubeRay's shape, so what is left beside plain
-		// Ray is rayctl's own (scheduling, pod start-up, probes) and the Pods' `ray start --block`.
+		// Ray is rayctl's own: scheduling, Pod start-up, readiness probes, the submitter's Job and Pod, and
+		// the controllers' status writes.
 		all := nq.DeepCopy()
 		all.Name = "bench-all"
 		all.Spec.SubmitterPodTemplate = lw.Spec.SubmitterPodTemplate.DeepCopy()
@@ -973,7 +974,7 @@ func writeAllLevers(b *strings.Builder, all, pr *rvpSide) {
 		stretches = append(stretches, fmt.Sprintf("%s %s against %s (%+.2f s)", name, ms(a), ms(p), (a-p).Seconds()))
 	}
 	fmt.Fprintf(b, "- **The three together** (light-weight submitter, no CPU limits, no wait-gcs-ready: the least a RayJob can ask of KubeRay's shape; "+
-		"what is left beside plain Ray is rayctl's own scheduling, pod start-up and probes, and the Pods' `ray start --block`): nothing → job ended %s "+
+		"what is left beside plain Ray is rayctl's own: scheduling, Pod start-up, readiness probes, the submitter's Job and Pod, the controllers' status writes): nothing → job ended %s "+
 		"against plain Ray's %s, **%.2f×**; by stretch: %s.\n",
 		ms(total(all)), ms(total(pr)), total(all).Seconds()/total(pr).Seconds(), strings.Join(stretches, ", "))
 }

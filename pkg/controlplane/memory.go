@@ -19,10 +19,11 @@ import (
 // and it allocated less than quietAllocMax: an idle control plane allocated 6.4 MB in 10 s, measured)
 // and at least quietReclaimMin bytes, and half the live heap, would come back (dead objects not yet
 // collected, free heap pages not yet returned), the heap is collected and its free pages returned.
-// Busy, the process collects on its own and this does nothing; idle, it costs one collection of the
-// live heap every minute or so (tens of milliseconds of CPU). A process allocating just under
-// quietAllocMax is collected at most twice as often as the collector would on its own (which waits for
-// the live heap's size again). The check is short so that memory comes back seconds after work ends.
+// Busy, the process collects on its own and this does nothing; idle, it costs two collections of the
+// live heap (returnHeap) every minute or so (tens of milliseconds of CPU). A process allocating just
+// under quietAllocMax gives memory back at most twice as often as the collector would collect on its own
+// (which waits for the live heap's size again), two collections each time. The check is short so that
+// memory comes back seconds after work ends.
 const (
 	quietCheckEvery = 5 * time.Second
 	quietAllocMax   = 8 << 20
@@ -31,7 +32,8 @@ const (
 
 // dropBinaryPagesWhenQuiet: every binaryDropEvery checks, the pages of rayctl's binary that the process
 // is not using are unmapped (see selfpages.Drop): start-up touches most of its 118 MB, idle it runs a few
-// MB of it.
+// MB of it. What it runs faults back in a page-cache folio at a time (Linux maps the whole large folio a
+// fault lands in, 64 KB to 2 MB of the binary), so about 50 MB are mapped again within two seconds.
 var dropBinaryPagesWhenQuiet = os.Getenv("RAYCTL_KEEP_BINARY_PAGES") == ""
 
 // binaryDropEvery: the binary's pages are dropped on every binaryDropEvery-th check, quiet or not (every
