@@ -33,7 +33,7 @@ const (
 // dropBinaryPagesWhenQuiet: every binaryDropEvery checks, the pages of rayctl's binary that the process
 // is not using are unmapped (see selfpages.Drop): start-up touches most of its 118 MB, idle it runs a few
 // MB of it. What it runs faults back in a page-cache folio at a time (Linux maps the whole large folio a
-// fault lands in, 64 KB to 2 MB of the binary), so about 50 MB are mapped again within two seconds.
+// fault lands in, 64 KB to 2 MB of the binary), so about 50 MB are mapped again within a second or two.
 var dropBinaryPagesWhenQuiet = os.Getenv("RAYCTL_KEEP_BINARY_PAGES") == ""
 
 // binaryDropEvery: the binary's pages are dropped on every binaryDropEvery-th check, quiet or not (every
