@@ -158,10 +158,18 @@ func TestRollingUpdatePartition(t *testing.T) {
 		}
 		ready(t, ctx, ns, name)
 	}
-	settled(t, ctx, ns, 3)
-	s, err = in.Client.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
-	framework.Must(t, "reading the statefulset", err)
-	if revisionOf("web-0") != first || s.Status.UpdatedReplicas != 2 || s.Status.CurrentRevision != first {
+	// The status the rollout ends in. Not settled(3): a reconcile writes the status of the pods it read
+	// before it acted, so the write of the pass that made the new web-1 (which counts 2 pods) may land
+	// after the test has seen that pod, behind an earlier write that counted 3.
+	framework.WaitFor(t, ctx, "the status of the finished rollout", func() (bool, error) {
+		s, err = in.Client.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		st := s.Status
+		return st.ObservedGeneration == s.Generation && st.Replicas == 3 && st.ReadyReplicas == 3 && st.UpdatedReplicas == 2, nil
+	})
+	if revisionOf("web-0") != first || s.Status.CurrentRevision != first || s.Status.CurrentReplicas != 1 {
 		t.Errorf("below the partition: web-0 at %s, status %+v", revisionOf("web-0"), s.Status)
 	}
 }
