@@ -32,6 +32,9 @@ func TestSelect(t *testing.T) {
 		"rayjob,raycluster":     "raycluster,rayjob",
 		"none,raycluster":       "raycluster",
 		"all,-gc,-job,-rayjob":  "raycluster",
+		"-job":                  "raycluster,rayjob,gc",
+		"-gc, -job":             "raycluster,rayjob",
+		"-job,rayjob":           "rayjob",
 		" raycluster , rayjob ": "raycluster,rayjob",
 	} {
 		var s []string

@@ -162,13 +162,20 @@ func (r *Registry) setup(name string) SetupFunc {
 // Select resolves a --controllers value against the controllers of the groups named (every registered
 // controller when none is), the way kube-controller-manager reads its flag: "all" (or "*") is every
 // one of them, "none" is none, "name" adds one, "-name" removes one ("all,-job"). An empty spec means
-// "all". A name outside those groups is an error. The result is in registration order.
+// "all", and so does a spec that only removes: "-job" is "all,-job", as the flags' help says ("-name
+// leaves one out"), where kube-controller-manager would run nothing. A name outside those groups is an
+// error. The result is in registration order.
 func (r *Registry) Select(spec []string, groups ...string) ([]string, error) {
 	known := r.Group(groups...)
 	if len(spec) == 0 {
 		return known, nil
 	}
 	on := map[string]bool{}
+	if onlyRemoves(spec) {
+		for _, n := range known {
+			on[n] = true
+		}
+	}
 	for _, s := range spec {
 		s = strings.TrimSpace(s)
 		switch {
@@ -192,4 +199,19 @@ func (r *Registry) Select(spec []string, groups ...string) ([]string, error) {
 		}
 	}
 	return slices.DeleteFunc(known, func(n string) bool { return !on[n] }), nil
+}
+
+// onlyRemoves reports whether every entry of spec is a "-name" (blank entries aside), and one is.
+func onlyRemoves(spec []string) bool {
+	removes := false
+	for _, s := range spec {
+		switch s = strings.TrimSpace(s); {
+		case s == "":
+		case strings.HasPrefix(s, "-"):
+			removes = true
+		default:
+			return false
+		}
+	}
+	return removes
 }
