@@ -291,7 +291,8 @@ func configureServing(generic *genericapiserver.RecommendedConfig, c Config, ser
 		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		QPS:           -1,
 		// Uncompressed, as kube-apiserver's loopback client: gzip over loopback costs CPU and saves nothing.
-		DisableCompression: true,
+		DisableCompression:        true,
+		WarningHandlerWithContext: InternalClientWarnings,
 	}
 	return nil
 }

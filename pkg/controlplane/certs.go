@@ -83,11 +83,12 @@ func (cp *ControlPlane) identityConfig(certName, user string, groups []string) (
 		return nil, err
 	}
 	return &rest.Config{
-		Host:               cp.serverURL(),
-		TLSClientConfig:    rest.TLSClientConfig{CAData: cp.certs.ca.CertPEM(), CertData: kp.CertPEM, KeyData: kp.KeyPEM},
-		QPS:                100,
-		Burst:              200,
-		DisableCompression: true,
+		Host:                      cp.serverURL(),
+		TLSClientConfig:           rest.TLSClientConfig{CAData: cp.certs.ca.CertPEM(), CertData: kp.CertPEM, KeyData: kp.KeyPEM},
+		QPS:                       100,
+		Burst:                     200,
+		DisableCompression:        true,
+		WarningHandlerWithContext: apiserver.InternalClientWarnings,
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -197,4 +198,47 @@ func signingKey(t *testing.T, in *framework.Instance) *ecdsa.PrivateKey {
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	must(t, "parsing pki/sa.key", err)
 	return k.(*ecdsa.PrivateKey)
+}
+
+// TestKubernetesEndpointsNoWarningsInLog: the API server keeps default/kubernetes's Endpoints (re-checked
+// every 10 s) and rayctl's controllers and caches read Endpoints, all on purpose; the API server's
+// deprecation warning for v1 Endpoints is for the API's users, and rayctl.log (a line every 10 s before)
+// carries none of it. A user's own client still gets the warning.
+func TestKubernetesEndpointsNoWarningsInLog(t *testing.T) {
+	in, ctx, _ := setup(t)
+	framework.WaitFor(t, ctx, "default/kubernetes's Endpoints", func() (bool, error) {
+		_, err := in.Client.CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	// One more pass of the API server's check of the kubernetes Service, Endpoints and EndpointSlice.
+	time.Sleep(11 * time.Second)
+	b, err := os.ReadFile(filepath.Join(in.DataDir, "rayctl.log"))
+	framework.Must(t, "reading rayctl.log", err)
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, "Endpoints is deprecated") {
+			t.Fatalf("rayctl.log has the API server's deprecation warning to one of rayctl's own clients: %s", line)
+		}
+	}
+
+	// A user's client is warned.
+	warned := &warningTexts{}
+	cfg := rest.CopyConfig(in.Config)
+	cfg.WarningHandlerWithContext = warned
+	user, err := kubernetes.NewForConfig(cfg)
+	framework.Must(t, "a client", err)
+	_, err = user.CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+	framework.Must(t, "getting default/kubernetes's Endpoints", err)
+	if len(warned.texts) != 1 || !strings.HasPrefix(warned.texts[0], "v1 Endpoints is deprecated") {
+		t.Errorf("a user's GET of v1 Endpoints was warned %q, want the deprecation", warned.texts)
+	}
+}
+
+// warningTexts is a warning handler that keeps each warning's text.
+type warningTexts struct{ texts []string }
+
+func (w *warningTexts) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.texts = append(w.texts, text)
 }
