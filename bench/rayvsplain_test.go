@@ -34,11 +34,17 @@ func TestRayVsPlainReportsTheNoWaitSides(t *testing.T) {
 		plainRuns = append(plainRuns, rvpRun{total: 10 * time.Second, phases: make([]time.Duration, len(plainPhases)), rss: 1 << 30,
 			byKind: map[string]int64{"raylet": 59 << 20}})
 	}
+	var plainLimitedRuns []rvpRun
+	for _, r := range plainRuns {
+		r.total = 16 * time.Second
+		plainLimitedRuns = append(plainLimitedRuns, r)
+	}
 	sides := []*rvpSide{
-		{name: "rayctl", phases: rayctlPhases, spans: rayctlSpans, runs: fakeRayctlRuns(18*time.Second, 3*time.Second, [2]time.Duration{5 * time.Second, 8 * time.Second})},
+		{name: "rayctl", phases: rayctlPhases, spans: rayctlSpans, limited: true, runs: fakeRayctlRuns(18*time.Second, 3*time.Second, [2]time.Duration{5 * time.Second, 8 * time.Second})},
 		{name: rvpPlainName, phases: plainPhases, spans: plainSpans, runs: plainRuns},
-		{name: rvpLWName, phases: rayctlPhases, spans: rayctlSpans, lever: true, runs: fakeRayctlRuns(16*time.Second, 3*time.Second, [2]time.Duration{5 * time.Second, 8 * time.Second})},
-		{name: rvpNoWaitName, phases: noWaitPhases, spans: rayctlSpans, lever: true, runs: fakeRayctlRuns(15*time.Second, 0, [2]time.Duration{200 * time.Millisecond, 4 * time.Second})},
+		{name: rvpPlainLimitsName, phases: plainPhases, spans: plainSpans, lever: true, limited: true, runs: plainLimitedRuns},
+		{name: rvpLWName, phases: rayctlPhases, spans: rayctlSpans, lever: true, limited: true, runs: fakeRayctlRuns(16*time.Second, 3*time.Second, [2]time.Duration{5 * time.Second, 8 * time.Second})},
+		{name: rvpNoWaitName, phases: noWaitPhases, spans: rayctlSpans, lever: true, limited: true, runs: fakeRayctlRuns(15*time.Second, 0, [2]time.Duration{200 * time.Millisecond, 4 * time.Second})},
 		{name: rvpLWNoWaitName, phases: noWaitPhases, spans: rayctlSpans, lever: true, err: os.ErrDeadlineExceeded},
 		{name: rvpAllName, phases: noWaitPhases, spans: rayctlSpans, lever: true, runs: fakeRayctlRuns(11*time.Second, 0, [2]time.Duration{200 * time.Millisecond, 4 * time.Second})},
 	}
@@ -52,6 +58,12 @@ func TestRayVsPlainReportsTheNoWaitSides(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| rayctl, no wait-gcs-ready | 15.0 s |",
+		// Beside plain Ray under the same CPU limits, for the sides that keep them only.
+		"| rayctl | 18.0 s | 18.0 s, 18.0 s, 18.0 s | 1.80× | ≤ 1.0× ✘ | 1.12× | ≤ 1.0× ✘ |",
+		"| rayctl, no wait-gcs-ready | 15.0 s | 15.0 s, 15.0 s, 15.0 s | 1.50× | ≤ 1.0× ✘ | 0.94× | ≤ 1.0× ✔ |",
+		"| plain Ray, the pods' CPU limits | 16.0 s | 16.0 s, 16.0 s, 16.0 s | 1.60× |  |  |  |",
+		"| rayctl, all three levers | 11.0 s | 11.0 s, 11.0 s, 11.0 s | 1.10× | ≤ 1.0× ✘ |  |  |",
+		"Plain Ray under the pods' CPU limits, step by step:",
 		"Side **rayctl, light-weight submitter, no wait-gcs-ready** failed and was dropped",
 		"its `ray start --address` waiting for the GCS",
 		"default submitter: nothing → job ended 15.0 s instead of 18.0 s, -3.00 s (1.50× plain Ray instead of 1.80×)",
@@ -79,6 +91,7 @@ func TestRayVsPlainReportsTheNoWaitSides(t *testing.T) {
 	for _, want := range []string{
 		"rayctl, no wait-gcs-ready ÷ plain Ray, nothing → job ended, median of interleaved runs",
 		"rayctl, all three levers ÷ plain Ray, nothing → job ended, median of interleaved runs",
+		"rayctl, no wait-gcs-ready ÷ plain Ray under the pods' CPU limits, nothing → job ended, median of interleaved runs",
 	} {
 		if !strings.Contains(strings.Join(names, "\n"), want) {
 			t.Errorf("no headline figure %q among %q", want, names)

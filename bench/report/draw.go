@@ -51,7 +51,7 @@ func draw(p benchjson.Plot, path string) error {
 		if err != nil {
 			return err
 		}
-		line.Color = plotutil.Color(i)
+		line.Color = seriesColor(i)
 		line.Width = vg.Points(1.5)
 		plt.Add(line)
 		entry := []plot.Thumbnailer{line}
@@ -116,7 +116,7 @@ func bars(plt *plot.Plot, p benchjson.Plot) error {
 		if err != nil {
 			return err
 		}
-		b.Color = plotutil.Color(i)
+		b.Color = seriesColor(i)
 		b.LineStyle.Width = 0
 		b.Offset = width * vg.Length(2*i-n+1) / 2
 		plt.Add(b)
@@ -161,3 +161,10 @@ func cdf(values []float64) plotter.XYs {
 	}
 	return xys
 }
+
+// palette is gonum's soft colours, then its dark ones: a plot's first fourteen series each get a
+// colour of their own (plotutil.Color repeats after seven).
+var palette = append(append([]color.Color(nil), plotutil.SoftColors...), plotutil.DarkColors...)
+
+// seriesColor is the colour of a plot's i-th series.
+func seriesColor(i int) color.Color { return palette[i%len(palette)] }
