@@ -44,7 +44,8 @@ func main() {
 	rayjobRuns := flag.Int("rayjob-runs", 10, "measured RayJobs per raysim configuration (suite rayjob)")
 	rayjobRealRuns := flag.Int("rayjob-real-runs", 5, "measured RayJobs on real Ray (suite rayjob; needs `make ray`)")
 	rvpRuns := flag.Int("rayvsplain-runs", 3, "measured runs of each side, interleaved (suite rayvsplain; needs `make ray`)")
-	rvpLevers := flag.Bool("rayvsplain-levers", true, "suite rayvsplain also runs the RayJob with KubeRay's light-weight submitter (quay.io/kuberay/submitter), without the pods' CPU limits, "+
+	rvpLevers := flag.Bool("rayvsplain-levers", true, "suite rayvsplain also runs plain Ray under the pods' CPU limits (CFS quotas: root, cgroup v1; else that side is dropped), "+
+		"the RayJob with KubeRay's light-weight submitter (quay.io/kuberay/submitter), without the pods' CPU limits, "+
 		"and both submitters and all three levers together on a second `rayctl up` with ENABLE_INIT_CONTAINER_INJECTION=false (no wait-gcs-ready init container)")
 	flag.StringVar(&rvpNote, "rayvsplain-note", "", "a markdown file added to suite rayvsplain's levers (what an earlier run, before a change, measured)")
 	rayBin := flag.String("ray-bin", "", "the bin dir of the Ray venv (suite rayvsplain); empty: ray/bin beside the rayctl binary's dir (_output/ray/bin)")

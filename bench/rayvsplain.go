@@ -618,10 +618,11 @@ func (p *plainRay) start(ctx context.Context, args []string, cpuMillis int64) (*
 		}
 		_, _ = io.Copy(io.Discard, out)
 		_ = cmd.Wait()
+		// n.done first: a start that never said it started is seen as exited, not as started.
+		close(n.done)
 		if !said {
 			close(started)
 		}
-		close(n.done)
 	}()
 	select {
 	case <-started:
@@ -712,7 +713,8 @@ func newCPUCgroup(cpuMillis int64) (string, error) {
 	return dir, nil
 }
 
-// removeCgroup removes a cgroup whose processes were killed, retrying while they are being reaped.
+// removeCgroup removes a cgroup once its processes are gone, killing whichever are still in it and
+// retrying while they are being reaped.
 func removeCgroup(dir string) {
 	if dir == "" {
 		return
@@ -720,6 +722,13 @@ func removeCgroup(dir string) {
 	for range 100 {
 		if err := syscall.Rmdir(dir); err == nil || !errors.Is(err, syscall.EBUSY) {
 			return
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+			for _, pid := range strings.Fields(string(b)) {
+				if id, err := strconv.Atoi(pid); err == nil {
+					_ = syscall.Kill(id, syscall.SIGKILL)
+				}
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -914,35 +923,39 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 		"`ray job submit` of the same driver with the same `--runtime-env-json`, one after the other as a user types them, timed from the first exec to the submit command's exit. "+
 		"**plain Ray, the pods' CPU limits**: the same, each `ray start` and every process it starts (on the head, the job's driver too) in a cgroup of its own with its pod's CPU limit "+
 		"as a CFS quota (cgroup v1 `cpu.cfs_quota_us` over a 100 ms period, as the process runtime writes a pod's): the cluster the RayJob's pods are, started by hand, "+
-		"beside which the sides that keep the pods' limits are measured too.\n\n", runtime, lwSubmitter, noInitContainerEnv)
+		"beside which the sides that keep the pods' limits are measured too. Only the two nodes are held to the quotas: `ray job submit` runs without one (under rayctl the submitter "+
+		"is a Pod of its own), and no memory limit is set (the pods' are, through cgroups; the job is far below them).\n\n", runtime, lwSubmitter, noInitContainerEnv)
 	for _, s := range dropped {
 		fmt.Fprintf(&b, "Side **%s** failed and was dropped: %v\n\n", s.name, s.err)
 	}
-	fmt.Fprintf(&b, "| side | nothing → job ended and seen, median | each run | ÷ plain Ray | goal | ÷ plain Ray under the pods' CPU limits (the sides that keep them) | goal |\n|---|---|---|---|---|---|---|\n")
+	// The columns beside plain Ray under the pods' CPU limits, when that side ran.
+	sameHead, sameNone := "", ""
+	if pl != nil {
+		sameHead, sameNone = " ÷ plain Ray under the pods' CPU limits (the sides that keep them) | goal |", "  |  |"
+	}
+	fmt.Fprintf(&b, "| side | nothing → job ended and seen, median | each run | ÷ plain Ray | goal |%s\n|---|---|---|---|---|%s\n", sameHead, strings.Repeat("---|", strings.Count(sameHead, "|")))
 	var figs []figure
 	for _, s := range sides {
 		med := medianDur(s.totals())
 		if s == pr {
-			fmt.Fprintf(&b, "| %s | %s | %s |  |  |  |  |\n", s.name, ms(med), joinDur(s.totals()))
+			fmt.Fprintf(&b, "| %s | %s | %s |  |  |%s\n", s.name, ms(med), joinDur(s.totals()), sameNone)
 			continue
 		}
 		ratio := med.Seconds() / prMed.Seconds()
 		if s == pl {
 			// What the quotas cost plain Ray: context, not a goal.
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f× |  |  |  |\n", s.name, ms(med), joinDur(s.totals()), ratio)
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f× |  |%s\n", s.name, ms(med), joinDur(s.totals()), ratio, sameNone)
 			figs = append(figs, figure{Name: s.name + " ÷ plain Ray, nothing → job ended, median of interleaved runs", Value: fmt.Sprintf("%s vs %s: %.2f×", ms(med), ms(prMed), ratio)})
 			continue
 		}
-		same := ""
+		same := sameNone
 		if s.limited && pl != nil {
 			plMed := medianDur(pl.totals())
 			r := med.Seconds() / plMed.Seconds()
-			same = fmt.Sprintf("%.2f× | ≤ 1.0× %s", r, mark(r <= 1))
+			same = fmt.Sprintf(" %.2f× | ≤ 1.0× %s |", r, mark(r <= 1))
 			figs = append(figs, goalFigure(s.name+" ÷ plain Ray under the pods' CPU limits, nothing → job ended, median of interleaved runs", fmt.Sprintf("%s vs %s: %.2f×", ms(med), ms(plMed), r), "≤ 1.0×", r <= 1))
-		} else {
-			same = " | "
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f× | ≤ 1.0× %s | %s |\n", s.name, ms(med), joinDur(s.totals()), ratio, mark(ratio <= 1), same)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f× | ≤ 1.0× %s |%s\n", s.name, ms(med), joinDur(s.totals()), ratio, mark(ratio <= 1), same)
 		figs = append(figs, goalFigure(s.name+" ÷ plain Ray, nothing → job ended, median of interleaved runs", fmt.Sprintf("%s vs %s: %.2f×", ms(med), ms(prMed), ratio), "≤ 1.0×", ratio <= 1))
 	}
 	rcRSS, prRSS := rc.rssMedian(), pr.rssMedian()
@@ -1036,6 +1049,17 @@ func writeRayVsPlain(out string, sides []*rvpSide, runs int, loadBefore, loadAft
 	res := suiteResult{Suite: "rayvsplain", Title: "A RayJob under rayctl beside plain Ray", Machine: machine() + "; load average " + loadBefore + " when the suite started",
 		Figures: figs, Plots: []plotSpec{bars, mem}}
 	return writeSuite(out, res, b.String())
+}
+
+// groupStep is the median of a side's i-th phase.
+func groupStep(s *rvpSide, i int) time.Duration { return groupMedian(s.runs, [2]int{i, i + 1}) }
+
+// ratioOr is "N.NN× that" for s beside base, or "not measured" when s did not run.
+func ratioOr(s, base *rvpSide) string {
+	if s == nil {
+		return "not measured"
+	}
+	return fmt.Sprintf("%.2f×", medianDur(s.totals()).Seconds()/medianDur(base.totals()).Seconds())
 }
 
 // writePhaseTable writes a side's phases: median and each run.
@@ -1164,6 +1188,13 @@ func writeLevers(b *strings.Builder, sides []*rvpSide) {
 			"without them the cluster was up in %s instead of %s and the job ran in %s instead of %s; nothing → job ended %s instead of %s (%.2f× plain Ray). "+
 			"Plain Ray's processes are not held to one CPU each.\n",
 			ms(up(nq)), ms(up(rc)), ms(job(nq)), ms(job(rc)), ms(total(nq)), ms(total(rc)), total(nq).Seconds()/total(pr).Seconds())
+	}
+	if pl := byName[rvpPlainLimitsName]; pl != nil {
+		fmt.Fprintf(b, "- **Plain Ray held to the same limits** (each `ray start` under its pod's CPU quota): `ray start --head` took %s instead of %s, "+
+			"`ray start --address` %s instead of %s; nothing → job ended %s instead of %s (%.2f×). That is what the quotas cost Ray itself; "+
+			"the RayJob with KubeRay's defaults took %.2f× that, the light-weight submitter's %s.\n",
+			ms(groupStep(pl, 0)), ms(groupStep(pr, 0)), ms(groupStep(pl, 1)), ms(groupStep(pr, 1)), ms(total(pl)), ms(total(pr)), total(pl).Seconds()/total(pr).Seconds(),
+			total(rc).Seconds()/total(pl).Seconds(), ratioOr(byName[rvpLWName], pl))
 	}
 	fmt.Fprintf(b, "- **The readiness probe and wait-gcs-ready intervals** are rayctl's own (first readiness check after %d s, then every %d s; "+
 		"wait-gcs-ready every 1 s; KubeRay: 10 s then 5 s, and 5 s): head container started → Ready took %s beside plain Ray's `ray start --head` %s, "+

@@ -63,6 +63,7 @@ func TestRayVsPlainReportsTheNoWaitSides(t *testing.T) {
 		"| rayctl, no wait-gcs-ready | 15.0 s | 15.0 s, 15.0 s, 15.0 s | 1.50× | ≤ 1.0× ✘ | 0.94× | ≤ 1.0× ✔ |",
 		"| plain Ray, the pods' CPU limits | 16.0 s | 16.0 s, 16.0 s, 16.0 s | 1.60× |  |  |  |",
 		"| rayctl, all three levers | 11.0 s | 11.0 s, 11.0 s, 11.0 s | 1.10× | ≤ 1.0× ✘ |  |  |",
+		"| plain Ray | 10.0 s | 10.0 s, 10.0 s, 10.0 s |  |  |  |  |",
 		"Plain Ray under the pods' CPU limits, step by step:",
 		"Side **rayctl, light-weight submitter, no wait-gcs-ready** failed and was dropped",
 		"its `ray start --address` waiting for the GCS",

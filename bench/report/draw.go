@@ -162,9 +162,15 @@ func cdf(values []float64) plotter.XYs {
 	return xys
 }
 
-// palette is gonum's soft colours, then its dark ones: a plot's first fourteen series each get a
-// colour of their own (plotutil.Color repeats after seven).
-var palette = append(append([]color.Color(nil), plotutil.SoftColors...), plotutil.DarkColors...)
+// palette is ten colours of distinct hues (Tableau's ten), so that a plot's series up to ten each get
+// their own, neighbours clearly apart (plotutil.Color repeats after seven, and its dark set's red is
+// close to its soft set's).
+var palette = []color.Color{
+	color.RGBA{0x4e, 0x79, 0xa7, 0xff}, color.RGBA{0xf2, 0x8e, 0x2b, 0xff}, color.RGBA{0xe1, 0x57, 0x59, 0xff},
+	color.RGBA{0x76, 0xb7, 0xb2, 0xff}, color.RGBA{0x59, 0xa1, 0x4f, 0xff}, color.RGBA{0xed, 0xc9, 0x48, 0xff},
+	color.RGBA{0xb0, 0x7a, 0xa1, 0xff}, color.RGBA{0xff, 0x9d, 0xa7, 0xff}, color.RGBA{0x9c, 0x75, 0x5f, 0xff},
+	color.RGBA{0xba, 0xb0, 0xac, 0xff},
+}
 
 // seriesColor is the colour of a plot's i-th series.
 func seriesColor(i int) color.Color { return palette[i%len(palette)] }
