@@ -35,6 +35,7 @@ func TestSelect(t *testing.T) {
 		"-job":                  "raycluster,rayjob,gc",
 		"-gc, -job":             "raycluster,rayjob",
 		"-job,rayjob":           "rayjob",
+		",":                     "raycluster,rayjob,job,gc",
 		" raycluster , rayjob ": "raycluster,rayjob",
 	} {
 		var s []string
@@ -50,7 +51,7 @@ func TestSelect(t *testing.T) {
 			t.Errorf("%q: got %v want %s", spec, got, want)
 		}
 	}
-	for _, bad := range []string{"nope", "all,-nope"} {
+	for _, bad := range []string{"nope", "all,-nope", "-nope"} {
 		if _, err := r.Select(strings.Split(bad, ",")); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

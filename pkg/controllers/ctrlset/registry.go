@@ -163,12 +163,12 @@ func (r *Registry) setup(name string) SetupFunc {
 // controller when none is), the way kube-controller-manager reads its flag: "all" (or "*") is every
 // one of them, "none" is none, "name" adds one, "-name" removes one ("all,-job"). An empty spec means
 // "all", and so does a spec that only removes: "-job" is "all,-job", as the flags' help says ("-name
-// leaves one out"), where kube-controller-manager would run nothing. A name outside those groups is an
-// error. The result is in registration order.
+// leaves one out"), where kube-controller-manager would run nothing; blank entries are ignored. A name
+// outside those groups is an error. The result is in registration order.
 func (r *Registry) Select(spec []string, groups ...string) ([]string, error) {
 	known := r.Group(groups...)
-	if len(spec) == 0 {
-		return known, nil
+	if !slices.ContainsFunc(spec, func(s string) bool { return strings.TrimSpace(s) != "" }) {
+		return known, nil // empty, or only blanks ("--controllers=,")
 	}
 	on := map[string]bool{}
 	if onlyRemoves(spec) {
