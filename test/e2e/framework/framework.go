@@ -32,26 +32,36 @@ var (
 )
 
 // Binary returns the rayctl binary under test: $RAYCTL_BIN (as `make test` sets it), else one built once
-// with `make build` into a temporary directory.
+// per test process with `make build`, as _output/e2e/rayctl of this checkout. Test processes of several
+// packages may build at once: each writes its own file and renames it into place (one rename replaces
+// another whole, and a process already running a replaced file keeps it), so a build never leaves a
+// copy behind, as one in a temporary directory of its own per process did.
 func Binary() (string, error) {
 	buildOnce.Do(func() {
 		if b := os.Getenv("RAYCTL_BIN"); b != "" {
 			binary, buildErr = filepath.Abs(b)
 			return
 		}
-		dir, err := os.MkdirTemp("", "rayctl-e2e-bin-")
-		if err != nil {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		dir := filepath.Join(root, "_output", "e2e")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
-		binary = filepath.Join(dir, "rayctl")
+		built := filepath.Join(dir, fmt.Sprintf("rayctl.%d", os.Getpid()))
 		// The Makefile's build stamps the Kubernetes version in, as users' binaries have it.
-		cmd := exec.Command("make", "-s", "build", "RAYCTL="+binary)
+		cmd := exec.Command("make", "-s", "build", "RAYCTL="+built)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
+			_ = os.Remove(built)
 			buildErr = fmt.Errorf("building rayctl: %v\n%s", err, out)
+			return
+		}
+		binary = filepath.Join(dir, "rayctl")
+		if err := os.Rename(built, binary); err != nil {
+			_ = os.Remove(built)
+			buildErr = err
 		}
 	})
 	return binary, buildErr
