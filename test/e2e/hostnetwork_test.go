@@ -34,26 +34,26 @@ import (
 // paths) completes, and the port-forward works too.
 func TestHostNetworkMode(t *testing.T) {
 	t.Run("Root", func(t *testing.T) {
-		// realRaySetup makes the test parallel once it holds a slot for real Ray.
 		hostRay(t)
-		ctx := framework.TestContext(t, 15*time.Minute)
 		in := framework.StartTest(t, "--runtime", "process", "--pod-network=host")
-		hostNetworkRayJob(t, ctx, in, "")
+		hostNetworkRayJob(t, in, "")
 	})
 	t.Run("OrdinaryUser", func(t *testing.T) {
-		ctx := framework.TestContext(t, 15*time.Minute)
-		in := startLaptop(t, ctx, "--pod-network=host")
-		hostNetworkRayJob(t, ctx, in, "python -c \"import ray; ray.init(); print('nodes:', len([n for n in ray.nodes() if n['Alive']]))\"")
+		in := startLaptop(t, framework.TestContext(t, 2*time.Minute), "--pod-network=host")
+		hostNetworkRayJob(t, in, "python -c \"import ray; ray.init(); print('nodes:', len([n for n in ray.nodes() if n['Alive']]))\"")
 	})
 }
 
 // hostNetworkRayJob runs the RayJob sample (with entrypoint, when set) on in, started with
 // --pod-network=host, and checks what TestHostNetworkMode says; root's instance runs the lot.
-func hostNetworkRayJob(t *testing.T, ctx context.Context, in *framework.Instance, entrypoint string) {
+func hostNetworkRayJob(t *testing.T, in *framework.Instance, entrypoint string) {
 	if out := in.Output.String(); !strings.Contains(out, "pods: the host's network (--pod-network=host)") || !strings.Contains(out, "requires its token") {
 		t.Fatalf("rayctl up --pod-network=host does not say pods share the host's network, and what that means for Ray:\n%s", out)
 	}
+	// realRaySetup makes the test parallel once it holds a slot for real Ray: the test's deadline starts
+	// after it, not while it waits for the sequential tests and the slot.
 	e := realRaySetup(t, in)
+	ctx := framework.TestContext(t, 15*time.Minute)
 	job := realJob(t, "hostnet", rayv1.K8sJobMode)
 	if entrypoint != "" {
 		job.Spec.Entrypoint = entrypoint

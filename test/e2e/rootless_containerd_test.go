@@ -61,12 +61,12 @@ func TestLaptopRuntimePerPod(t *testing.T) {
 		}
 		t.Skip("needs containerd (apt-get install containerd runc)")
 	}
-	ctx := framework.TestContext(t, 15*time.Minute)
-	in := startLaptop(t, ctx)
+	in := startLaptop(t, framework.TestContext(t, 2*time.Minute))
 	if line := startupLine(in, "runtime"); !strings.Contains(line, "per pod, on one pod network") ||
 		!strings.Contains(line, "private, rootless: inside rayctl's user namespace") || strings.Contains(line, "only your own ids") {
 		t.Fatalf("the runtime line is %q, want containerd rootless beside the process runtime, with subordinate ids", line)
 	}
+	// realRaySetup makes the test parallel once it holds a slot for real Ray; e.ctx's deadline starts after it.
 	e := realRaySetup(t, in)
 
 	const name = "laptop-submitter"

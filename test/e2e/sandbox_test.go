@@ -78,9 +78,7 @@ func startLaptop(t *testing.T, ctx context.Context, extraArgs ...string) *framew
 // submit` from the host works, nothing of Ray listens on the host, and a pod cannot write the host's
 // files.
 func TestLaptop(t *testing.T) {
-	// realRaySetup makes the test parallel once it holds a slot for real Ray.
-	ctx := framework.TestContext(t, 15*time.Minute)
-	in := startLaptop(t, ctx)
+	in := startLaptop(t, framework.TestContext(t, 2*time.Minute))
 	out := in.Output.String()
 	if !strings.Contains(out, "inside rayctl's user namespace (rootless)") {
 		t.Fatalf("rayctl up as uid %d does not say it runs rootless:\n%s", laptopUID, out)
@@ -94,7 +92,10 @@ func TestLaptop(t *testing.T) {
 	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != laptopUID {
 		t.Errorf("the kubeconfig belongs to uid %d, want %d", uid, laptopUID)
 	}
+	// realRaySetup makes the test parallel once it holds a slot for real Ray: the test's deadline starts
+	// after it, not while it waits for the sequential tests and the slot.
 	e := realRaySetup(t, in)
+	ctx := framework.TestContext(t, 15*time.Minute)
 
 	// KubeRay's ray-job.sample.yaml shape, on real Ray, head and worker each with a namespace of its own.
 	_, err = e.ray.RayV1().RayJobs(e.ns).Create(e.ctx, realJob(t, "laptop", rayv1.K8sJobMode), metav1.CreateOptions{})
