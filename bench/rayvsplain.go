@@ -652,16 +652,7 @@ func (n *rayNode) stop() {
 	case <-time.After(20 * time.Second):
 	}
 	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-	if n.cgroup != "" {
-		if b, err := os.ReadFile(filepath.Join(n.cgroup, "cgroup.procs")); err == nil {
-			left = append(left, strings.Fields(string(b))...)
-		}
-	}
-	for _, pid := range left {
-		if id, err := strconv.Atoi(pid); err == nil {
-			_ = syscall.Kill(id, syscall.SIGKILL)
-		}
-	}
+	killAll(append(left, cgroupProcs(n.cgroup)...))
 	<-n.done
 	removeCgroup(n.cgroup)
 }
@@ -723,16 +714,31 @@ func removeCgroup(dir string) {
 		if err := syscall.Rmdir(dir); err == nil || !errors.Is(err, syscall.EBUSY) {
 			return
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
-			for _, pid := range strings.Fields(string(b)) {
-				if id, err := strconv.Atoi(pid); err == nil {
-					_ = syscall.Kill(id, syscall.SIGKILL)
-				}
-			}
-		}
+		killAll(cgroupProcs(dir))
 		time.Sleep(50 * time.Millisecond)
 	}
 	fmt.Fprintf(os.Stderr, "rayvsplain: cgroup %s still busy, left\n", dir)
+}
+
+// cgroupProcs lists the processes in the cgroup at dir (none for "" or one that is gone).
+func cgroupProcs(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
+// killAll sends SIGKILL to each of pids (their /proc names).
+func killAll(pids []string) {
+	for _, pid := range pids {
+		if id, err := strconv.Atoi(pid); err == nil {
+			_ = syscall.Kill(id, syscall.SIGKILL)
+		}
+	}
 }
 
 // descendants lists a process and every process below it (their /proc names).
